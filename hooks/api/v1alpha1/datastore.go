@@ -1,0 +1,52 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// LabelDatastore on an endpoint Secret names the Datastore allowed to
+// project it. The label is the Secret owner's consent: without it nothing is
+// ever copied out of the Secret.
+const LabelDatastore = "formspec.dev/datastore"
+
+// Datastore drivers.
+const (
+	DriverPostgres = "postgres"
+	DriverMySQL    = "mysql"
+	DriverRedis    = "redis"
+	DriverMongoDB  = "mongodb"
+)
+
+// Datastore is a validated registry entry for a database whose credentials
+// live in a Secret.
+type Datastore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              DatastoreSpec   `json:"spec"`
+	Status            DatastoreStatus `json:"status,omitempty"`
+}
+
+// DatastoreSpec is the desired state of a Datastore.
+type DatastoreSpec struct {
+	Driver            string          `json:"driver"`
+	EndpointSecretRef SecretRef       `json:"endpointSecretRef"`
+	AllowedTenants    []string        `json:"allowedTenants,omitempty"`
+	Owner             string          `json:"owner,omitempty"`
+	Capacity          json.RawMessage `json:"capacity,omitempty"`
+	OwnerPublicKey    string          `json:"ownerPublicKey,omitempty"`
+	OwnerPublicKeys   []string        `json:"ownerPublicKeys,omitempty"`
+}
+
+// SecretRef names a Secret in the referring object's namespace.
+type SecretRef struct {
+	Name string `json:"name"`
+}
+
+// DatastoreStatus is the observed state of a Datastore.
+type DatastoreStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+	Endpoint           string             `json:"endpoint,omitempty"`
+}

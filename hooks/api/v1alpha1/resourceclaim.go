@@ -1,0 +1,61 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceClaim permissions.
+const (
+	PermissionRead      = "read"
+	PermissionReadWrite = "readwrite"
+	PermissionAdmin     = "admin"
+)
+
+// Signature versions.
+const (
+	SignatureV1 = "v1"
+	SignatureV2 = "v2"
+)
+
+// ResourceClaim is a signed grant giving a workspace credentials for a
+// datastore. It lives in the workspace's namespace.
+type ResourceClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ResourceClaimSpec   `json:"spec"`
+	Status            ResourceClaimStatus `json:"status,omitempty"`
+}
+
+// ResourceClaimSpec is the grant as the datastore owner signed it.
+type ResourceClaimSpec struct {
+	Datastore        DatastoreClaimRef `json:"datastore"`
+	Workspace        string            `json:"workspace"`
+	Permission       string            `json:"permission"`
+	GrantedBy        string            `json:"grantedBy"`
+	GrantedAt        string            `json:"grantedAt"`
+	ExpiresAt        string            `json:"expiresAt,omitempty"`
+	Signature        string            `json:"signature,omitempty"`
+	SignatureVersion string            `json:"signatureVersion,omitempty"`
+}
+
+// DatastoreClaimRef names the claimed Datastore; Namespace defaults to the
+// claim's namespace.
+type DatastoreClaimRef struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ResourceClaimStatus is the verification result.
+type ResourceClaimStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
+	// Binding is the Service Binding "provisioned service" reference to the
+	// credentials Secret.
+	Binding         *Binding `json:"binding,omitempty"`
+	CredentialsHash string   `json:"credentialsHash,omitempty"`
+}
+
+// Binding names the Secret holding projected credentials.
+type Binding struct {
+	Name string `json:"name"`
+}

@@ -1,0 +1,120 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Annotations a Workspace may carry.
+const (
+	// AnnotationIdle set to "true" scales the workspace to zero when its
+	// class allows it.
+	AnnotationIdle = "formspec.dev/idle"
+	// AnnotationArtifactBinaryHash changes to trigger a rolling restart.
+	AnnotationArtifactBinaryHash = "formspec.dev/artifact-binary-hash"
+)
+
+// Workspace is one customer workspace: a Deployment, Service and ConfigMap,
+// and optionally an HPA and a PodDisruptionBudget.
+type Workspace struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              WorkspaceSpec   `json:"spec"`
+	Status            WorkspaceStatus `json:"status,omitempty"`
+}
+
+// WorkspaceSpec is the desired state of a Workspace.
+type WorkspaceSpec struct {
+	Owner            string                      `json:"owner,omitempty"`
+	Region           string                      `json:"region,omitempty"`
+	ClusterClass     string                      `json:"clusterClass"`
+	Environment      string                      `json:"environment,omitempty"`
+	Version          string                      `json:"version,omitempty"`
+	Resources        corev1.ResourceRequirements `json:"resources,omitempty"`
+	Cache            map[string]any              `json:"cache,omitempty"`
+	Config           map[string]string           `json:"config,omitempty"`
+	Datastores       []DatastoreRef              `json:"datastores,omitempty"`
+	Pod              PodOverrides                `json:"pod,omitempty"`
+	DisruptionBudget *DisruptionBudget           `json:"disruptionBudget,omitempty"`
+}
+
+// DatastoreRef names a datastore the workspace expects credentials for.
+type DatastoreRef struct {
+	Name string `json:"name"`
+	// Namespace of the Datastore; defaults to the workspace's namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// EnvPrefix is prepended to every injected environment variable.
+	EnvPrefix string `json:"envPrefix,omitempty"`
+}
+
+// PodOverrides are plain core fields passed through to the pod template.
+type PodOverrides struct {
+	Annotations               map[string]string                 `json:"annotations,omitempty"`
+	Labels                    map[string]string                 `json:"labels,omitempty"`
+	NodeSelector              map[string]string                 `json:"nodeSelector,omitempty"`
+	Tolerations               []corev1.Toleration               `json:"tolerations,omitempty"`
+	Affinity                  *corev1.Affinity                  `json:"affinity,omitempty"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	SecurityContext           *corev1.PodSecurityContext        `json:"securityContext,omitempty"`
+	ContainerSecurityContext  *corev1.SecurityContext           `json:"containerSecurityContext,omitempty"`
+	ServiceAccountName        string                            `json:"serviceAccountName,omitempty"`
+	ImagePullSecrets          []corev1.LocalObjectReference     `json:"imagePullSecrets,omitempty"`
+	PriorityClassName         string                            `json:"priorityClassName,omitempty"`
+	ExtraEnv                  []corev1.EnvVar                   `json:"extraEnv,omitempty"`
+	ExtraEnvFrom              []corev1.EnvFromSource            `json:"extraEnvFrom,omitempty"`
+	ExtraVolumes              []corev1.Volume                   `json:"extraVolumes,omitempty"`
+	ExtraVolumeMounts         []corev1.VolumeMount              `json:"extraVolumeMounts,omitempty"`
+}
+
+// DisruptionBudget sets exactly one of MinAvailable or MaxUnavailable.
+type DisruptionBudget struct {
+	MinAvailable   *intstr.IntOrString `json:"minAvailable,omitempty"`
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// Workspace phases.
+const (
+	PhasePending     = "Pending"
+	PhaseProgressing = "Progressing"
+	PhaseReady       = "Ready"
+	PhaseIdle        = "Idle"
+	PhaseDegraded    = "Degraded"
+	PhaseTerminating = "Terminating"
+)
+
+// Workspace condition types.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+)
+
+// Datastore injection states in WorkspaceStatus.Datastores.
+const (
+	DatastoreInjected = "Injected"
+	DatastorePending  = "Pending"
+	DatastoreDenied   = "Denied"
+	DatastoreMissing  = "Missing"
+)
+
+// WorkspaceStatus is computed by the sync hook from observed objects only.
+type WorkspaceStatus struct {
+	ObservedGeneration int64                      `json:"observedGeneration,omitempty"`
+	Phase              string                     `json:"phase,omitempty"`
+	Conditions         []metav1.Condition         `json:"conditions,omitempty"`
+	Replicas           int32                      `json:"replicas"`
+	ReadyReplicas      int32                      `json:"readyReplicas"`
+	UpdatedReplicas    int32                      `json:"updatedReplicas"`
+	ServiceName        string                     `json:"serviceName,omitempty"`
+	ArtifactHash       string                     `json:"artifactHash,omitempty"`
+	Datastores         []WorkspaceDatastoreStatus `json:"datastores,omitempty"`
+}
+
+// WorkspaceDatastoreStatus reports one spec.datastores entry.
+type WorkspaceDatastoreStatus struct {
+	Name       string `json:"name"`
+	Claim      string `json:"claim,omitempty"`
+	State      string `json:"state"`
+	SecretName string `json:"secretName,omitempty"`
+}

@@ -1,0 +1,74 @@
+package metacontroller
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Key returns the ObjectMap group key for an apiVersion and kind:
+// "Deployment.apps/v1", or "ConfigMap.v1" for the core group.
+func Key(apiVersion, kind string) string {
+	return kind + "." + apiVersion
+}
+
+// Name returns the ObjectMap object key: "namespace/name", or "name" for a
+// cluster-scoped object.
+func Name(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// Get decodes the object stored under key and name into a new T. It returns
+// nil and no error when the object is not there.
+func Get[T any](m ObjectMap, key, name string) (*T, error) {
+	raw, ok := m[key][name]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	out := new(T)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("cannot decode %s %q: %w", key, name, err)
+	}
+	return out, nil
+}
+
+// All decodes every object stored under key, ordered by name.
+func All[T any](m ObjectMap, key string) ([]*T, error) {
+	names := make([]string, 0, len(m[key]))
+	for name := range m[key] {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]*T, 0, len(names))
+	for _, name := range names {
+		obj, err := Get[T](m, key, name)
+		if err != nil {
+			return nil, err
+		}
+		if obj != nil {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// Count returns how many objects the map holds across all groups.
+func (m ObjectMap) Count() int {
+	n := 0
+	for _, group := range m {
+		for _, raw := range group {
+			if !isNull(raw) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || strings.TrimSpace(string(raw)) == "null"
+}
