@@ -11,6 +11,7 @@ package metacontroller
 
 import (
 	"encoding/json"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -117,3 +118,31 @@ type RelatedResourceRule struct {
 
 // Object is a Kubernetes object in its wire form, as produced by ToObject.
 type Object = map[string]any
+
+// Validate reports a request that cannot be served: no parent object.
+func (r *CompositeRequest) Validate() error {
+	if isNull(r.Parent) {
+		return errMissing("parent")
+	}
+	return nil
+}
+
+// Validate reports a request that cannot be served: no decorated object.
+func (r *DecoratorRequest) Validate() error {
+	if isNull(r.Object) {
+		return errMissing("object")
+	}
+	return nil
+}
+
+// Validate reports a request that cannot be served: no parent object.
+func (r *CustomizeRequest) Validate() error {
+	if isNull(r.Parent) {
+		return errMissing("parent")
+	}
+	return nil
+}
+
+func errMissing(field string) error {
+	return fmt.Errorf("request has no %s object", field)
+}
