@@ -1,0 +1,117 @@
+package workspace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+)
+
+// binding is one datastore entry of a workspace and what its claim allows.
+type binding struct {
+	ref    v1alpha1.DatastoreRef
+	status v1alpha1.WorkspaceDatastoreStatus
+	// hash is the claim's credentialsHash, set when injected.
+	hash string
+}
+
+// injected reports whether the binding's Secret goes into the pods.
+func (b binding) injected() bool { return b.status.State == v1alpha1.DatastoreInjected }
+
+// bindingsFor matches each spec.datastores entry with a ResourceClaim in the
+// workspace's namespace that names this workspace and that datastore. Only
+// a claim whose verification is current (observedGeneration) and Ready, and
+// that names its credentials Secret, is injected; everything else is
+// reported so the workspace can say what it is waiting for.
+func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []binding {
+	out := make([]binding, 0, len(ws.Spec.Datastores))
+	for _, ref := range ws.Spec.Datastores {
+		b := binding{ref: ref, status: v1alpha1.WorkspaceDatastoreStatus{Name: ref.Name, State: v1alpha1.DatastoreMissing}}
+		if c := claimFor(ws, ref, claims); c != nil {
+			b.status.Claim = c.Name
+			switch {
+			case claimReady(c):
+				b.status.State = v1alpha1.DatastoreInjected
+				b.status.SecretName = c.Status.Binding.Name
+				b.hash = c.Status.CredentialsHash
+			case meta.IsStatusConditionTrue(c.Status.Conditions, "Denied"):
+				b.status.State = v1alpha1.DatastoreDenied
+			default:
+				b.status.State = v1alpha1.DatastorePending
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// claimFor picks the claim serving ref. When several match, a ready one
+// wins, then the first by name, so the choice does not depend on map order.
+func claimFor(ws *v1alpha1.Workspace, ref v1alpha1.DatastoreRef, claims []*v1alpha1.ResourceClaim) *v1alpha1.ResourceClaim {
+	wantNS := ref.Namespace
+	if wantNS == "" {
+		wantNS = ws.Namespace
+	}
+	var matches []*v1alpha1.ResourceClaim
+	for _, c := range claims {
+		if c.Namespace != ws.Namespace || c.Spec.Workspace != ws.Name || c.Spec.Datastore.Name != ref.Name {
+			continue
+		}
+		ns := c.Spec.Datastore.Namespace
+		if ns == "" {
+			ns = c.Namespace
+		}
+		if ns == wantNS {
+			matches = append(matches, c)
+		}
+	}
+	if len(matches) == 0 {
+		return nil
+	}
+	slices.SortFunc(matches, func(a, b *v1alpha1.ResourceClaim) int {
+		if ra, rb := claimReady(a), claimReady(b); ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return matches[0]
+}
+
+// claimReady is true when the claim's status answers its current spec, says
+// Ready, and names the Secret to inject.
+func claimReady(c *v1alpha1.ResourceClaim) bool {
+	if c.Status.ObservedGeneration != c.Generation {
+		return false
+	}
+	if c.DeletionTimestamp != nil {
+		return false
+	}
+	return meta.IsStatusConditionTrue(c.Status.Conditions, "Ready") &&
+		c.Status.Binding != nil && c.Status.Binding.Name != ""
+}
+
+// credentialsHash folds the injected claims' hashes into one value for the
+// pod template, so that a rotated credential rolls the pods. Empty when
+// nothing is injected.
+func credentialsHash(bindings []binding) string {
+	h := sha256.New()
+	n := 0
+	for _, b := range bindings {
+		if !b.injected() {
+			continue
+		}
+		n++
+		h.Write([]byte(b.status.Claim + "=" + b.hash + "\n"))
+	}
+	if n == 0 {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

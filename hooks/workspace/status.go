@@ -1,0 +1,208 @@
+package workspace
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+)
+
+// problem is a reason for the Degraded condition.
+type problem struct {
+	reason  string
+	message string
+}
+
+// status computes the workspace status from what was observed: the
+// children as they are, the related claims, and the class lookup. It never
+// looks at what this sync is about to ask for, so it cannot claim progress
+// that has not happened.
+func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *v1alpha1.WorkspaceStatus {
+	ws := o.ws
+	st := &v1alpha1.WorkspaceStatus{ObservedGeneration: ws.Generation}
+	dep := o.deployment
+	if dep != nil {
+		st.Replicas = dep.Status.Replicas
+		st.ReadyReplicas = dep.Status.ReadyReplicas
+		st.UpdatedReplicas = dep.Status.UpdatedReplicas
+		st.ArtifactHash = dep.Spec.Template.Annotations[v1alpha1.AnnotationArtifactBinaryHash]
+	}
+	if o.service != nil {
+		st.ServiceName = o.service.Name
+	}
+	for _, b := range bindings {
+		st.Datastores = append(st.Datastores, b.status)
+	}
+
+	ready := readyCondition(dep)
+	progressing := progressingCondition(dep)
+	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: "no problems observed"}
+	if p := firstProblem(classProblem, dep, bindings); p != nil {
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, p.reason, p.message
+	}
+	st.Conditions = h.conditions(ws, ready, progressing, degraded)
+
+	switch {
+	case ws.DeletionTimestamp != nil:
+		st.Phase = v1alpha1.PhaseTerminating
+	case degraded.Status == metav1.ConditionTrue:
+		st.Phase = v1alpha1.PhaseDegraded
+	case dep == nil:
+		st.Phase = v1alpha1.PhasePending
+	case desiredReplicas(dep) == 0 && dep.Status.Replicas == 0:
+		st.Phase = v1alpha1.PhaseIdle
+	case ready.Status == metav1.ConditionTrue && progressing.Status == metav1.ConditionFalse:
+		st.Phase = v1alpha1.PhaseReady
+	default:
+		st.Phase = v1alpha1.PhaseProgressing
+	}
+	return st
+}
+
+func desiredReplicas(dep *appsv1.Deployment) int32 {
+	if dep.Spec.Replicas == nil {
+		return 1
+	}
+	return *dep.Spec.Replicas
+}
+
+func readyCondition(dep *appsv1.Deployment) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}
+	if dep == nil {
+		c.Reason, c.Message = "DeploymentNotFound", "waiting for the Deployment to be created"
+		return c
+	}
+	switch want := desiredReplicas(dep); {
+	case want == 0:
+		c.Reason, c.Message = "ScaledToZero", "the workspace is scaled to zero and runs no pods"
+	case dep.Status.AvailableReplicas >= want:
+		c.Status = metav1.ConditionTrue
+		c.Reason = "ReplicasAvailable"
+		c.Message = fmt.Sprintf("%d of %d replicas available", dep.Status.AvailableReplicas, want)
+	default:
+		c.Reason = "ReplicasUnavailable"
+		c.Message = fmt.Sprintf("%d of %d replicas available", dep.Status.AvailableReplicas, want)
+	}
+	return c
+}
+
+func progressingCondition(dep *appsv1.Deployment) metav1.Condition {
+	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue}
+	switch {
+	case dep == nil:
+		c.Reason, c.Message = "Creating", "creating the workspace's Deployment"
+	case deadlineExceeded(dep):
+		c.Status = metav1.ConditionFalse
+		c.Reason = "ProgressDeadlineExceeded"
+		c.Message = "the Deployment's rollout exceeded its progress deadline"
+	case rolloutComplete(dep):
+		c.Status = metav1.ConditionFalse
+		c.Reason = "RolloutComplete"
+		c.Message = fmt.Sprintf("all %d replicas run the current pod template", desiredReplicas(dep))
+	default:
+		c.Reason = "RollingOut"
+		c.Message = fmt.Sprintf("%d of %d replicas updated, %d available", dep.Status.UpdatedReplicas, desiredReplicas(dep), dep.Status.AvailableReplicas)
+	}
+	return c
+}
+
+// rolloutComplete follows the check kubectl rollout status makes: the
+// Deployment controller saw the latest spec, every replica is updated and
+// available, and no old replica is left.
+func rolloutComplete(dep *appsv1.Deployment) bool {
+	want := desiredReplicas(dep)
+	s := dep.Status
+	return s.ObservedGeneration >= dep.Generation &&
+		s.UpdatedReplicas >= want &&
+		s.Replicas <= s.UpdatedReplicas &&
+		s.AvailableReplicas >= want
+}
+
+func deadlineExceeded(dep *appsv1.Deployment) bool {
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return true
+		}
+	}
+	return false
+}
+
+func replicaFailure(dep *appsv1.Deployment) (string, bool) {
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			return c.Message, true
+		}
+	}
+	return "", false
+}
+
+// firstProblem picks the most important reason the workspace is degraded.
+func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []binding) *problem {
+	if classProblem != nil {
+		return classProblem
+	}
+	if dep != nil && deadlineExceeded(dep) {
+		return &problem{reason: "ProgressDeadlineExceeded", message: "the Deployment's rollout exceeded its progress deadline; check the workspace's pods and events"}
+	}
+	if dep != nil {
+		if msg, ok := replicaFailure(dep); ok {
+			return &problem{reason: "ReplicaFailure", message: "the Deployment cannot create pods: " + msg}
+		}
+	}
+	var missing []string
+	for _, b := range bindings {
+		if b.injected() {
+			continue
+		}
+		switch b.status.State {
+		case v1alpha1.DatastoreMissing:
+			missing = append(missing, fmt.Sprintf("%s: no ResourceClaim for this workspace", b.ref.Name))
+		case v1alpha1.DatastoreDenied:
+			missing = append(missing, fmt.Sprintf("%s: ResourceClaim %q is denied", b.ref.Name, b.status.Claim))
+		default:
+			missing = append(missing, fmt.Sprintf("%s: ResourceClaim %q is not ready yet", b.ref.Name, b.status.Claim))
+		}
+	}
+	if len(missing) > 0 {
+		return &problem{reason: "DatastoreNotInjected", message: "credentials not injected for " + strings.Join(missing, "; ")}
+	}
+	return nil
+}
+
+// conditions stamps the three conditions with the workspace's generation
+// and a transition time. A condition whose status did not change keeps its
+// time. A new condition on a workspace that has none yet takes the
+// workspace's creation time, which is when it began to be true; any other
+// change takes the clock. This keeps a repeated request's answer identical
+// byte for byte.
+func (h *Hooks) conditions(ws *v1alpha1.Workspace, conds ...metav1.Condition) []metav1.Condition {
+	fresh := len(ws.Status.Conditions) == 0
+	out := make([]metav1.Condition, 0, len(conds))
+	for _, c := range conds {
+		c.ObservedGeneration = ws.Generation
+		prev := findCondition(ws.Status.Conditions, c.Type)
+		switch {
+		case prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero():
+			c.LastTransitionTime = prev.LastTransitionTime
+		case fresh && !ws.CreationTimestamp.IsZero():
+			c.LastTransitionTime = ws.CreationTimestamp
+		default:
+			c.LastTransitionTime = metav1.NewTime(h.cfg.Now().UTC().Truncate(1e9))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+// Package workspace implements the Workspace CompositeController hooks:
+// customize (which related objects sync sees), sync (the desired children and
+// the status) and finalize (ordered teardown). Every hook is a pure function
+// of its request, the configuration and the clock; nothing here talks to the
+// network except the optional restart-directive lookup, whose failure is
+// never an error.
+package workspace
+
+import (
+	"context"
+	"time"
+)
+
+// Object names and well-known keys.
+const (
+	// LabelWorkspace names the workspace on every child and pod; the
+	// workspace-pods DecoratorController selects pods by it.
+	LabelWorkspace = "formspec.dev/workspace"
+	// LabelClusterClass names the workspace's class on every child.
+	LabelClusterClass = "formspec.dev/cluster-class"
+	// LabelNodeType is the node label a class's nodeType selects.
+	LabelNodeType = "formspec.dev/node-type"
+
+	// AnnotationConfigHash on the pod template rolls pods when the ConfigMap
+	// changes.
+	AnnotationConfigHash = "formspec.dev/config-hash"
+	// AnnotationCredentialsHash on the pod template rolls pods when an
+	// injected credential changes.
+	AnnotationCredentialsHash = "formspec.dev/credentials-hash"
+
+	// containerName is the resource container's name in the pod.
+	containerName = "resource"
+	// containerPort is where the formspec-resource image listens.
+	containerPort = 8080
+	// servicePort is the ClusterIP Service's port.
+	servicePort = 80
+	// bindingRoot is where injected credentials are mounted, per the
+	// Service Binding specification.
+	bindingRoot = "/bindings"
+)
+
+// DirectiveSource answers whether Cluster Control asked for a rolling
+// restart of a workspace with a new artifact binary. The reporter sidecar
+// implements it. ok is false when there is no directive or the answer could
+// not be had; the caller bounds the wait with ctx.
+type DirectiveSource interface {
+	RestartDirective(ctx context.Context, namespace, name string) (hash string, ok bool)
+}
+
+// Config is what the Workspace hooks need from the server's flags.
+type Config struct {
+	// ResourceImage is the image repository, without a tag.
+	ResourceImage string
+	// DefaultVersion is the image tag used when a workspace sets none.
+	DefaultVersion string
+	// ControlClusterURL is handed to the workspace's pods.
+	ControlClusterURL string
+	// Directives, when set, is asked for restart directives.
+	Directives DirectiveSource
+	// DirectiveTimeout bounds each directive lookup (default 250ms).
+	DirectiveTimeout time.Duration
+	// Now is the clock for condition transitions (default time.Now).
+	Now func() time.Time
+}
+
+// Hooks serves the Workspace hooks for one configuration.
+type Hooks struct {
+	cfg Config
+}
+
+// New returns the Workspace hooks for cfg, filling in defaults.
+func New(cfg Config) *Hooks {
+	if cfg.ResourceImage == "" {
+		cfg.ResourceImage = "formahub/formspec-resource"
+	}
+	if cfg.DefaultVersion == "" {
+		cfg.DefaultVersion = "latest"
+	}
+	if cfg.DirectiveTimeout <= 0 {
+		cfg.DirectiveTimeout = 250 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Hooks{cfg: cfg}
+}
