@@ -39,7 +39,7 @@ const (
 )
 
 // Config configures a Server. Zero durations and sizes take the defaults
-// above.
+// above, except ShutdownDelay.
 type Config struct {
 	// Addr is the hook listener's address, e.g. ":8080".
 	Addr string
@@ -62,8 +62,12 @@ type Config struct {
 	// MaxInFlight bounds concurrent hook requests; zero means no bound.
 	MaxInFlight int
 
-	ShutdownDelay     time.Duration
-	ShutdownTimeout   time.Duration
+	// ShutdownDelay is how long readiness fails before the listeners close.
+	// Unlike the other fields, zero means no delay (tests want that);
+	// production wants DefaultShutdownDelay or more.
+	ShutdownDelay   time.Duration
+	ShutdownTimeout time.Duration
+
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
@@ -88,7 +92,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	setDefault(&cfg.ShutdownDelay, DefaultShutdownDelay)
 	setDefault(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&cfg.ReadTimeout, DefaultReadTimeout)
@@ -168,7 +171,7 @@ func (s *Server) Serve(ctx context.Context, hookLn, metricsLn net.Listener) erro
 	}
 
 	s.health.StartDraining()
-	if failed == nil {
+	if failed == nil && s.cfg.ShutdownDelay > 0 {
 		s.cfg.Logger.Info("draining", "delay", s.cfg.ShutdownDelay)
 		time.Sleep(s.cfg.ShutdownDelay)
 	}
