@@ -1,0 +1,209 @@
+// Package server is the HTTP transport of the hook server: it turns pure hook
+// functions into handlers and owns everything that is about HTTP and not about
+// Workspaces — decoding, body limits, authentication, overload protection,
+// ETags, metrics, TLS, health probes and graceful shutdown.
+//
+// Error responses are always exactly one stable line of text, because
+// Metacontroller copies a failed hook's body into an Event on the user's
+// object: they never echo request bytes (a request may carry Secrets) and
+// never carry Go error details that change from one call to the next.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// DefaultMaxBodyBytes is the request body limit when none is configured.
+// Metacontroller sends the parent, every observed child and every related
+// object in one body; 8 MiB leaves room for a workspace with many claims and
+// Secrets while keeping a single request from exhausting memory.
+const DefaultMaxBodyBytes int64 = 8 << 20
+
+// Hook is a pure hook function: it gets a decoded, validated request and
+// returns the response to encode. An error means a bug, not a decision about
+// the user's object; decisions belong in the response's status.
+type Hook[Req, Resp any] func(ctx context.Context, req *Req) (*Resp, error)
+
+// HandlerOption configures Handler.
+type HandlerOption func(*handlerConfig)
+
+type handlerConfig struct {
+	maxBodyBytes int64
+	logger       *slog.Logger
+}
+
+// WithMaxBodyBytes sets the request body limit; n <= 0 keeps
+// DefaultMaxBodyBytes.
+func WithMaxBodyBytes(n int64) HandlerOption {
+	return func(c *handlerConfig) {
+		if n > 0 {
+			c.maxBodyBytes = n
+		}
+	}
+}
+
+// WithLogger sets the logger that records hook failures.
+func WithLogger(l *slog.Logger) HandlerOption {
+	return func(c *handlerConfig) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// validator is implemented by request types that can tell a request that
+// cannot be served at all (no parent object) from one a hook must decide
+// about. Its error text is sent to the caller, so it must be stable and must
+// not quote the request.
+type validator interface {
+	Validate() error
+}
+
+// Handler adapts a hook to HTTP. name identifies the hook in logs.
+func Handler[Req, Resp any](name string, h Hook[Req, Resp], opts ...HandlerOption) http.Handler {
+	cfg := handlerConfig{maxBodyBytes: DefaultMaxBodyBytes, logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &hookHandler[Req, Resp]{name: name, hook: h, cfg: cfg}
+}
+
+type hookHandler[Req, Resp any] struct {
+	name string
+	hook Hook[Req, Resp]
+	cfg  handlerConfig
+}
+
+func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		writeError(w, http.StatusBadRequest, "content type must be application/json")
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit))
+			return
+		}
+		// The client went away or sent a broken chunked body; nobody is
+		// likely to read the answer, but it must still be a stable line.
+		writeError(w, http.StatusBadRequest, "cannot read request body")
+		return
+	}
+	req := new(Req)
+	if err := json.Unmarshal(raw, req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON request body")
+		return
+	}
+	if v, ok := any(req).(validator); ok {
+		if err := v.Validate(); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid request: "+oneLine(err.Error()))
+			return
+		}
+	}
+
+	resp, err := hh.hook(r.Context(), req)
+	if err != nil {
+		if ctxErr := r.Context().Err(); ctxErr != nil {
+			// The caller gave up (Metacontroller's hook timeout); the hook
+			// only noticed. Not a bug, and nobody reads this answer.
+			hh.cfg.logger.DebugContext(r.Context(), "hook abandoned by caller", "hook", hh.name, "err", ctxErr)
+			writeError(w, http.StatusServiceUnavailable, "request canceled")
+			return
+		}
+		hh.cfg.logger.ErrorContext(r.Context(), "hook failed", "hook", hh.name, "err", err)
+		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
+		return
+	}
+	if resp == nil {
+		hh.cfg.logger.ErrorContext(r.Context(), "hook returned no response", "hook", hh.name)
+		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
+		return
+	}
+	body, err := encode(resp)
+	if err != nil {
+		hh.cfg.logger.ErrorContext(r.Context(), "cannot encode hook response", "hook", hh.name, "err", err)
+		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
+		return
+	}
+
+	etag := strongETag(body)
+	w.Header().Set("ETag", etag)
+	if ifNoneMatch(r.Header.Values("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// encode renders v the same way every time: encoding/json sorts map keys,
+// and the hooks sort everything else that came from a map. HTML escaping is
+// off because the body is never HTML and "<" inside a user's config value
+// should reach the cluster as written.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("cannot encode response: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// strongETag is byte-exact: a hash of the whole body, so two bodies share a
+// tag only when they are identical.
+func strongETag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
+}
+
+// ifNoneMatch reports whether any If-None-Match header matches etag. The
+// header is a comma-separated list, may repeat, and uses the weak comparison
+// (RFC 9110 §13.1.2), so a W/ prefix on the client's copy still matches. "*"
+// matches because a 200 always has a representation.
+func ifNoneMatch(headers []string, etag string) bool {
+	for _, h := range headers {
+		for _, candidate := range strings.Split(h, ",") {
+			candidate = strings.TrimSpace(candidate)
+			if candidate == "*" {
+				return true
+			}
+			if strings.TrimPrefix(candidate, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isJSON accepts application/json with any parameters (charset=utf-8 is what
+// most clients add); mime also lowercases the type.
+func isJSON(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mediaType == "application/json"
+}
+
+// writeError answers with one line of plain text. http.Error already sets
+// text/plain; charset=utf-8 and nosniff, and appends the newline.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	http.Error(w, msg, code)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

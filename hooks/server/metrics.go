@@ -1,0 +1,100 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Decisions counts the decisions hooks make about users' objects (a claim
+// granted, a claim denied because its signature expired). reason must come
+// from a small fixed set — it becomes a metric label, and an unbounded label
+// would grow the metrics without limit.
+//
+// Hook packages need not import this package for it: any type with the same
+// method satisfies it, which keeps net/http out of hook logic.
+type Decisions interface {
+	Record(hook, decision, reason string)
+}
+
+// NopDecisions returns a Decisions that counts nothing, for tests and the
+// offline tools.
+func NopDecisions() Decisions { return nopDecisions{} }
+
+type nopDecisions struct{}
+
+func (nopDecisions) Record(string, string, string) {}
+
+// Metrics holds the hook server's Prometheus collectors in a registry of its
+// own, so that nothing a dependency registers globally leaks onto the
+// metrics endpoint.
+type Metrics struct {
+	registry  *prometheus.Registry
+	requests  *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	size      *prometheus.HistogramVec
+	panics    *prometheus.CounterVec
+	inFlight  prometheus.Gauge
+	decisions *prometheus.CounterVec
+}
+
+// NewMetrics creates the collectors and registers them, with the Go runtime
+// and process collectors, in a new registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "formspec_hooks",
+			Name:      "requests_total",
+			Help:      "Hook requests answered, by hook and HTTP status code.",
+		}, []string{"hook", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "formspec_hooks",
+			Name:      "request_duration_seconds",
+			Help:      "Time to answer a hook request, by hook.",
+			// Hooks are pure computations; anything past a second is
+			// close to Metacontroller's default hook timeout.
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"hook"}),
+		size: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "formspec_hooks",
+			Name:      "request_size_bytes",
+			Help:      "Size of hook request bodies as read, by hook.",
+			// 512 B to 8 MiB: from an empty node sync to the body limit.
+			Buckets: prometheus.ExponentialBuckets(512, 4, 8),
+		}, []string{"hook"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "formspec_hooks",
+			Name:      "panics_total",
+			Help:      "Panics recovered while serving a hook, by hook. Any value above zero is a bug.",
+		}, []string{"hook"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "formspec_hooks",
+			Name:      "in_flight_requests",
+			Help:      "Hook requests being served right now.",
+		}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "formspec_hooks",
+			Name:      "decisions_total",
+			Help:      "Decisions hooks made about users' objects, by hook, decision and reason.",
+		}, []string{"hook", "decision", "reason"}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.duration, m.size, m.panics, m.inFlight, m.decisions,
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// Record counts one decision; Metrics is the production Decisions.
+func (m *Metrics) Record(hook, decision, reason string) {
+	m.decisions.WithLabelValues(hook, decision, reason).Inc()
+}

@@ -1,0 +1,277 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Route is one hook endpoint. Name labels its metrics and log lines, so it
+// must be stable and unique (e.g. "workspace-sync").
+type Route struct {
+	Method  string
+	Path    string
+	Name    string
+	Handler http.Handler
+}
+
+// RouterConfig is what the router wraps every hook route with. The zero
+// value serves without authentication, limit, logs or metrics.
+type RouterConfig struct {
+	// Logger gets one line per request; nil discards.
+	Logger *slog.Logger
+	// Metrics records requests per hook; nil records nothing.
+	Metrics *Metrics
+	// Tokens, when set, is required as a bearer token on hook routes.
+	Tokens *TokenFile
+	// MaxInFlight bounds concurrent hook requests; beyond it they get 429
+	// so that Metacontroller backs off instead of piling up requests that
+	// would all time out. Zero means no bound.
+	MaxInFlight int
+	// Health answers /healthz and /readyz; nil means always ready.
+	Health *Health
+}
+
+// Health answers the liveness and readiness probes. Readiness fails once
+// draining starts, so that the endpoints controller takes the pod out of the
+// Service before the listener closes.
+type Health struct {
+	draining atomic.Bool
+}
+
+// StartDraining makes /readyz fail from now on.
+func (h *Health) StartDraining() { h.draining.Store(true) }
+
+// Ready reports whether the server still wants new requests.
+func (h *Health) Ready() bool { return !h.draining.Load() }
+
+func (h *Health) mount(r chi.Router) {
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeText(w, http.StatusOK, "ok")
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !h.Ready() {
+			writeText(w, http.StatusServiceUnavailable, "shutting down")
+			return
+		}
+		writeText(w, http.StatusOK, "ok")
+	})
+}
+
+// NewRouter mounts the hook routes, each behind logging, metrics, panic
+// recovery, authentication and the in-flight limit (in that order, so that
+// rejected and failed requests are still logged and counted), plus the
+// health probes, which are never behind authentication: the kubelet has no
+// token.
+func NewRouter(routes []Route, cfg RouterConfig) (http.Handler, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Health == nil {
+		cfg.Health = &Health{}
+	}
+	var slots chan struct{}
+	if cfg.MaxInFlight > 0 {
+		slots = make(chan struct{}, cfg.MaxInFlight)
+	}
+
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "no such hook")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
+	})
+	cfg.Health.mount(r)
+
+	seen := map[string]bool{}
+	for _, rt := range routes {
+		if err := checkRoute(rt); err != nil {
+			return nil, err
+		}
+		key := rt.Method + " " + rt.Path
+		if seen[key] || seen["name "+rt.Name] {
+			return nil, fmt.Errorf("route %s (%s) is defined twice", key, rt.Name)
+		}
+		seen[key], seen["name "+rt.Name] = true, true
+
+		h := rt.Handler
+		h = limitInFlight(slots, h)
+		if cfg.Tokens != nil {
+			h = requireToken(cfg.Tokens, h)
+		}
+		h = recoverPanics(rt.Name, cfg.Logger, cfg.Metrics, h)
+		h = instrument(rt.Name, cfg.Logger, cfg.Metrics, h)
+		r.Method(rt.Method, rt.Path, h)
+	}
+	return r, nil
+}
+
+func checkRoute(rt Route) error {
+	switch {
+	case rt.Name == "":
+		return fmt.Errorf("route %s %s has no name", rt.Method, rt.Path)
+	case rt.Handler == nil:
+		return fmt.Errorf("route %q has no handler", rt.Name)
+	case !strings.HasPrefix(rt.Path, "/"):
+		return fmt.Errorf("route %q: path %q must start with /", rt.Name, rt.Path)
+	case rt.Path == "/healthz" || rt.Path == "/readyz":
+		return fmt.Errorf("route %q: path %q is reserved for probes", rt.Name, rt.Path)
+	}
+	switch rt.Method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return nil
+	}
+	return fmt.Errorf("route %q: unsupported method %q", rt.Name, rt.Method)
+}
+
+// limitInFlight answers 429 instead of queueing when every slot is taken: a
+// queued hook request would likely outlive Metacontroller's hook timeout,
+// while a 429 makes it retry with backoff.
+func limitInFlight(slots chan struct{}, next http.Handler) http.Handler {
+	if slots == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			next.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, "too many requests in flight")
+		}
+	})
+}
+
+// recoverPanics turns a panic into a counted, logged 500, so that one bad
+// object cannot take the replica down for every other workspace.
+func recoverPanics(name string, logger *slog.Logger, m *Metrics, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec, _ := w.(*recorder)
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				// net/http's own way to abort a response; it must reach
+				// the server to close the connection quietly.
+				panic(v)
+			}
+			if m != nil {
+				m.panics.WithLabelValues(name).Inc()
+			}
+			// The panic value and stack point at the bug; the request body
+			// stays out of the log.
+			logger.ErrorContext(r.Context(), "panic serving hook", "hook", name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if rec == nil || !rec.wroteHeader {
+				writeError(w, http.StatusInternalServerError, "internal error in hook "+name)
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// instrument logs one line and records metrics per request. The line has no
+// headers and no bodies: Authorization carries a token and bodies carry
+// Secrets.
+func instrument(name string, logger *slog.Logger, m *Metrics, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		body := &countingReader{r: r.Body}
+		r.Body = body
+		rec := &recorder{ResponseWriter: w}
+		if m != nil {
+			m.inFlight.Inc()
+			defer m.inFlight.Dec()
+		}
+
+		next.ServeHTTP(rec, r)
+
+		code := rec.status()
+		elapsed := time.Since(start)
+		if m != nil {
+			m.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
+			m.duration.WithLabelValues(name).Observe(elapsed.Seconds())
+			m.size.WithLabelValues(name).Observe(float64(body.n))
+		}
+		level := slog.LevelDebug
+		if code >= http.StatusBadRequest {
+			level = slog.LevelInfo
+		}
+		logger.Log(r.Context(), level, "hook request",
+			"hook", name,
+			"method", r.Method,
+			"path", r.URL.Path,
+			"code", code,
+			"duration", elapsed,
+			"requestBytes", body.n,
+			"responseBytes", rec.bytes,
+		)
+	})
+}
+
+// recorder remembers what was written so that logs and metrics can report
+// it.
+type recorder struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+	bytes       int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.code, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	if !r.wroteHeader {
+		r.WriteHeader(http.StatusOK)
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection underneath.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *recorder) status() int {
+	if !r.wroteHeader {
+		// A handler that writes nothing answers 200 with an empty body.
+		return http.StatusOK
+	}
+	return r.code
+}
+
+type countingReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }
+
+func writeText(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, msg+"\n")
+}
