@@ -9,7 +9,8 @@ import (
 // form. It is the one place where desired objects leave Go types, and it
 // strips what encoding/json adds for zero values of k8s types but the
 // project never meant to send: "creationTimestamp": null at any depth (pod
-// templates have one too), an empty "status", and empty "metadata" maps.
+// templates have one too), "status" (the zero status of a Service is not
+// empty), and empty "metadata" maps.
 // Without this, every apply would carry noise into Metacontroller's
 // last-applied annotation.
 func ToObject(obj any) (Object, error) {
@@ -24,9 +25,9 @@ func ToObject(obj any) (Object, error) {
 	if out["apiVersion"] == nil || out["kind"] == nil {
 		return nil, fmt.Errorf("object %T has no apiVersion or kind", obj)
 	}
-	if status, ok := out["status"].(map[string]any); ok && len(status) == 0 {
-		delete(out, "status")
-	}
+	// A desired object never carries status: the API server ignores it on
+	// apply and it would only make last-applied noisy.
+	delete(out, "status")
 	prune(out)
 	return out, nil
 }

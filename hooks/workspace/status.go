@@ -41,6 +41,13 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 	ready := readyCondition(dep)
 	progressing := progressingCondition(dep)
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: "no problems observed"}
+	if ws.DeletionTimestamp != nil {
+		// During teardown only the teardown matters: a missing credential
+		// or a stuck rollout no longer makes anything worse.
+		ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Terminating", Message: "the workspace is being deleted"}
+		progressing = metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Terminating", Message: "scaling down, then removing the workspace's children"}
+		bindings, dep = nil, nil
+	}
 	if p := firstProblem(classProblem, dep, bindings); p != nil {
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, p.reason, p.message
 	}
@@ -175,10 +182,10 @@ func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []bind
 
 // conditions stamps the three conditions with the workspace's generation
 // and a transition time. A condition whose status did not change keeps its
-// time. A new condition on a workspace that has none yet takes the
-// workspace's creation time, which is when it began to be true; any other
-// change takes the clock. This keeps a repeated request's answer identical
-// byte for byte.
+// time. Where the request itself says when a change began, that time is
+// used: a workspace with no conditions yet takes its creation time, and one
+// being deleted its deletion time. Only other changes take the clock. This
+// keeps a repeated request's answer identical byte for byte.
 func (h *Hooks) conditions(ws *v1alpha1.Workspace, conds ...metav1.Condition) []metav1.Condition {
 	fresh := len(ws.Status.Conditions) == 0
 	out := make([]metav1.Condition, 0, len(conds))
@@ -188,6 +195,8 @@ func (h *Hooks) conditions(ws *v1alpha1.Workspace, conds ...metav1.Condition) []
 		switch {
 		case prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero():
 			c.LastTransitionTime = prev.LastTransitionTime
+		case ws.DeletionTimestamp != nil:
+			c.LastTransitionTime = *ws.DeletionTimestamp
 		case fresh && !ws.CreationTimestamp.IsZero():
 			c.LastTransitionTime = ws.CreationTimestamp
 		default:

@@ -218,7 +218,10 @@ func cases() []fixture {
 			{"name": "cache", "namespace": "shared-data"},
 			{"name": "analytics"},
 		}}
-		p := parent("standard", 3, nil, stores, readyStatus(3, 1))
+		p := parent("standard", 3, nil, stores, wsStatus(3, "Degraded", 1, 1, 1,
+			cond("Ready", "True", "ReplicasAvailable", "ready"),
+			cond("Progressing", "False", "RolloutComplete", "done"),
+			cond("Degraded", "True", "DatastoreNotInjected", "missing")))
 		base := parent("standard", 3, nil, nil, nil)
 		kids := running(base, standard, 1)
 		rel := related(class(standard))

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/formspec/formspec-hooks/hooks/server"
+)
+
+var update = flag.Bool("update", false, "rewrite fixtures/**/response.json from the hooks' current output")
+
+// fixturesDir is the repository's fixtures folder, seen from this package.
+const fixturesDir = "../../fixtures"
+
+// fixtureConfig is the configuration the golden responses were made with.
+// The README's run command (make run) starts the server with the same
+// values, so that every fixture can be checked there with curl.
+func fixtureConfig() hookConfig {
+	return hookConfig{
+		resourceImage:     "formahub/formspec-resource",
+		defaultVersion:    "latest",
+		controlClusterURL: "http://formspec-ctl.formspec-system:7070",
+		reporterURL:       "http://127.0.0.1:1", // nothing listens: no directives
+		logger:            slog.New(slog.DiscardHandler),
+		decisions:         server.NopDecisions(),
+	}
+}
+
+// fixtureCase is one fixtures/<controller>/<hook>/<case>/ folder.
+type fixtureCase struct {
+	dir  string
+	path string // the URL path it is posted to
+}
+
+func fixtureCases(t *testing.T) []fixtureCase {
+	t.Helper()
+	requests, err := filepath.Glob(filepath.Join(fixturesDir, "*", "*", "*", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(requests) == 0 {
+		t.Fatalf("no fixtures under %s", fixturesDir)
+	}
+	slices.Sort(requests)
+	out := make([]fixtureCase, 0, len(requests))
+	for _, r := range requests {
+		dir := filepath.Dir(r)
+		rel, _ := filepath.Rel(fixturesDir, filepath.Dir(dir))
+		out = append(out, fixtureCase{dir: dir, path: "/v1/" + filepath.ToSlash(rel)})
+	}
+	return out
+}
+
+func fixtureHandler(t *testing.T) http.Handler {
+	t.Helper()
+	h, err := server.NewRouter(hookRoutes(fixtureConfig()), server.RouterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func post(h http.Handler, path string, body []byte, header http.Header) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestFixtures posts every fixture request through the real HTTP handler and
+// compares the answer with its golden response.
+func TestFixtures(t *testing.T) {
+	h := fixtureHandler(t)
+	for _, fc := range fixtureCases(t) {
+		name, _ := filepath.Rel(fixturesDir, fc.dir)
+		t.Run(filepath.ToSlash(name), func(t *testing.T) {
+			body, err := os.ReadFile(filepath.Join(fc.dir, "request.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := post(h, fc.path, body, nil)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("POST %s: status %d, body %q", fc.path, rec.Code, rec.Body.String())
+			}
+			got := normalize(t, rec.Body.Bytes())
+			golden := filepath.Join(fc.dir, "response.json")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("no golden response (run go test ./cmd/formspec-hooks -update): %v", err)
+			}
+			if diff := cmp.Diff(string(normalize(t, want)), string(got)); diff != "" {
+				t.Errorf("POST %s: -want, +got:\n%s", fc.path, diff)
+			}
+		})
+	}
+}
+
+// normalize re-indents JSON so that golden files are readable and
+// comparisons ignore formatting only.
+func normalize(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(raw), "", "  "); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, raw)
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}
+
+// TestFixturesDeterministic sends each fixture twice: the bodies must be
+// byte-identical with the same ETag, and that ETag in If-None-Match gets a
+// 304 with no body.
+func TestFixturesDeterministic(t *testing.T) {
+	h := fixtureHandler(t)
+	for _, fc := range fixtureCases(t) {
+		body, err := os.ReadFile(filepath.Join(fc.dir, "request.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, second := post(h, fc.path, body, nil), post(h, fc.path, body, nil)
+		etag := first.Header().Get("ETag")
+		if etag == "" || etag != second.Header().Get("ETag") {
+			t.Errorf("%s: ETags %q and %q, want equal and non-empty", fc.dir, etag, second.Header().Get("ETag"))
+		}
+		if !bytes.Equal(first.Body.Bytes(), second.Body.Bytes()) {
+			t.Errorf("%s: two identical requests gave different bodies", fc.dir)
+		}
+		cached := post(h, fc.path, body, http.Header{"If-None-Match": {etag}})
+		if cached.Code != http.StatusNotModified || cached.Body.Len() != 0 {
+			t.Errorf("%s: If-None-Match %s: status %d with %d body bytes, want 304 and none", fc.dir, etag, cached.Code, cached.Body.Len())
+		}
+	}
+}
+
+// TestBadRequests shows that broken requests get a one-line 4xx, never a 5xx.
+func TestBadRequests(t *testing.T) {
+	h := fixtureHandler(t)
+	big := append([]byte(`{"parent":{},"pad":"`), bytes.Repeat([]byte("x"), int(server.DefaultMaxBodyBytes))...)
+	big = append(big, `"}`...)
+	cases := map[string]struct {
+		reason      string
+		contentType string
+		body        []byte
+		want        int
+	}{
+		"MalformedJSON": {reason: "Undecodable JSON is the caller's mistake.", contentType: "application/json", body: []byte(`{"parent": {`), want: http.StatusBadRequest},
+		"WrongContentType": {reason: "Only JSON is accepted.", contentType: "text/plain", body: []byte(`{"parent":{}}`), want: http.StatusBadRequest},
+		"Oversized":        {reason: "Bodies over the limit are refused before decoding.", contentType: "application/json", body: big, want: http.StatusRequestEntityTooLarge},
+		"MissingParent":    {reason: "A request without its parent cannot be served.", contentType: "application/json", body: []byte(`{"children":{}}`), want: http.StatusBadRequest},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/v1/workspace/sync", bytes.NewReader(tc.body))
+			req.Header.Set("Content-Type", tc.contentType)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			body, _ := io.ReadAll(rec.Body)
+			if rec.Code != tc.want {
+				t.Errorf("%s\nstatus: got %d, want %d (body %q)", tc.reason, rec.Code, tc.want, body)
+			}
+			if lines := strings.Count(strings.TrimSuffix(string(body), "\n"), "\n"); lines != 0 || len(body) == 0 {
+				t.Errorf("%s\nerror body %q: want exactly one line", tc.reason, body)
+			}
+		})
+	}
+}
