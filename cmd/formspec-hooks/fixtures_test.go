@@ -165,7 +165,7 @@ func TestBadRequests(t *testing.T) {
 		body        []byte
 		want        int
 	}{
-		"MalformedJSON": {reason: "Undecodable JSON is the caller's mistake.", contentType: "application/json", body: []byte(`{"parent": {`), want: http.StatusBadRequest},
+		"MalformedJSON":    {reason: "Undecodable JSON is the caller's mistake.", contentType: "application/json", body: []byte(`{"parent": {`), want: http.StatusBadRequest},
 		"WrongContentType": {reason: "Only JSON is accepted.", contentType: "text/plain", body: []byte(`{"parent":{}}`), want: http.StatusBadRequest},
 		"Oversized":        {reason: "Bodies over the limit are refused before decoding.", contentType: "application/json", body: big, want: http.StatusRequestEntityTooLarge},
 		"MissingParent":    {reason: "A request without its parent cannot be served.", contentType: "application/json", body: []byte(`{"children":{}}`), want: http.StatusBadRequest},

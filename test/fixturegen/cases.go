@@ -145,7 +145,7 @@ func cases() []fixture {
 	// The workspace brings its own affinity and other pod settings.
 	{
 		pod := obj{
-			"affinity": obj{"nodeAffinity": obj{"requiredDuringSchedulingIgnoredDuringExecution": obj{"nodeSelectorTerms": []obj{{"matchExpressions": []obj{{"key": "topology.kubernetes.io/zone", "operator": "In", "values": []string{"ap-southeast-3a"}}}}}}}},
+			"affinity":                  obj{"nodeAffinity": obj{"requiredDuringSchedulingIgnoredDuringExecution": obj{"nodeSelectorTerms": []obj{{"matchExpressions": []obj{{"key": "topology.kubernetes.io/zone", "operator": "In", "values": []string{"ap-southeast-3a"}}}}}}}},
 			"nodeSelector":              obj{"disktype": "ssd"},
 			"tolerations":               []obj{{"key": "dedicated", "operator": "Equal", "value": "formspec", "effect": "NoSchedule"}},
 			"annotations":               obj{"prometheus.io/scrape": "true"},
@@ -277,4 +277,3 @@ func otherClaim() obj {
 	c["spec"].(obj)["workspace"] = "globex"
 	return c
 }
-

@@ -276,5 +276,3 @@ func wsStatus(gen int, phase string, replicas, ready, updated int, conds ...obj)
 func cond(t, status, reason, message string) obj {
 	return obj{"type": t, "status": status, "reason": reason, "message": message}
 }
-
-
