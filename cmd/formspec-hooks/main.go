@@ -22,7 +22,8 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve": {"run the hook server", runServe},
+		"serve":  {"run the hook server", runServe},
+		"render": {"print what the Workspace hook would produce, offline", runRender},
 	}
 }
 

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+func TestRender(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"render", "-f", "../../examples/workspace.yaml", "--resource-image", "example.com/resource"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("render exited %d: %s", code, stderr.String())
+	}
+	type doc struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Replicas    *int32 `json:"replicas"`
+			MaxReplicas int32  `json:"maxReplicas"`
+			Template    struct {
+				Spec struct {
+					Containers []struct {
+						Image string `json:"image"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+		Status struct {
+			Phase string `json:"phase"`
+		} `json:"status"`
+	}
+	var kinds []string
+	for _, part := range splitYAML(stdout.Bytes()) {
+		var d doc
+		if err := yaml.Unmarshal(part, &d); err != nil {
+			t.Fatalf("render printed invalid YAML: %v\n%s", err, part)
+		}
+		kinds = append(kinds, d.Kind)
+		switch d.Kind {
+		case "Deployment":
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+				t.Errorf("Deployment replicas: got %v, want 2 (the HPA's minimum, nothing observed yet)", d.Spec.Replicas)
+			}
+			if got := d.Spec.Template.Spec.Containers[0].Image; got != "example.com/resource:1.8.2" {
+				t.Errorf("image: got %q, want example.com/resource:1.8.2", got)
+			}
+		case "HorizontalPodAutoscaler":
+			if d.Spec.MaxReplicas != 6 {
+				t.Errorf("HPA maxReplicas: got %d, want 6", d.Spec.MaxReplicas)
+			}
+		case "Workspace":
+			if d.Status.Phase != "Pending" {
+				t.Errorf("Workspace status.phase: got %q, want Pending", d.Status.Phase)
+			}
+		}
+	}
+	want := []string{"ConfigMap", "Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Workspace"}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("rendered kinds: -want, +got:\n%s", diff)
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		stdin  string
+		want   string
+	}{
+		"NoWorkspace": {
+			reason: "A ClusterClass alone renders nothing.",
+			stdin:  "apiVersion: formspec.dev/v1alpha1\nkind: ClusterClass\nmetadata:\n  name: x\n",
+			want:   "no Workspace in the input",
+		},
+		"OtherKind": {
+			reason: "Objects of other groups are refused, not ignored.",
+			stdin:  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+			want:   "render reads formspec.dev/v1alpha1 objects only",
+		},
+		"BadYAML": {
+			reason: "Broken YAML names the document.",
+			stdin:  "kind: [\n",
+			want:   "document 1",
+		},
+		"TwoWorkspaces": {
+			reason: "One Workspace at a time.",
+			stdin:  "apiVersion: formspec.dev/v1alpha1\nkind: Workspace\nmetadata:\n  name: a\n---\napiVersion: formspec.dev/v1alpha1\nkind: Workspace\nmetadata:\n  name: b\n",
+			want:   "more than one Workspace",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"render"}, strings.NewReader(tc.stdin), &stdout, &stderr)
+			if code == 0 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%s\nrender: exit %d, stderr %q; want non-zero and %q", tc.reason, code, stderr.String(), tc.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("%s\nrender printed %q on failure; want nothing", tc.reason, stdout.String())
+			}
+		})
+	}
+}
