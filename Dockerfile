@@ -1,0 +1,17 @@
+# Builds the hook server and the reporter sidecar into one small image.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY cmd ./cmd
+COPY hooks ./hooks
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/formspec-hooks ./cmd/formspec-reporter
+
+# distroless static: no shell, no package manager, runs as 65532.
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/formspec-hooks /out/formspec-reporter /usr/local/bin/
+USER 65532:65532
+EXPOSE 8080 9090
+ENTRYPOINT ["/usr/local/bin/formspec-hooks"]
+CMD ["serve"]

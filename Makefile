@@ -1,0 +1,48 @@
+# formspec-hooks — see README.md.
+#   make run    run the hook server on localhost with debug logging
+#   make test   run every test layer (builds the Kubernetes test binaries once)
+
+GO      ?= go
+BIN     ?= bin
+LISTEN  ?= 127.0.0.1:8080
+METRICS ?= 127.0.0.1:9090
+
+# The values the golden fixtures were made with, so that any fixture
+# posted to `make run` answers exactly its response.json.
+RUN_FLAGS ?= --listen $(LISTEN) --metrics-listen $(METRICS) \
+	--resource-image formahub/formspec-resource --default-version latest \
+	--control-cluster-url http://formspec-ctl.formspec-system:7070 \
+	--log-level debug
+
+.PHONY: all build run test unit fmt vet fixtures clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+run:
+	$(GO) run ./cmd/formspec-hooks serve $(RUN_FLAGS)
+
+test: vet
+	$(GO) test -count=1 ./...
+
+# unit runs the tests that need nothing but Go.
+unit:
+	$(GO) test ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+vet:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# fixtures regenerates the Workspace fixture requests and every golden
+# response; review the diff like code.
+fixtures:
+	$(GO) run ./test/fixturegen -out fixtures
+	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$' -update
+
+clean:
+	rm -rf $(BIN)
