@@ -1,0 +1,106 @@
+package workspace
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+)
+
+func claimObj(name, ws, store, storeNS string, gen, observedGen int64, ready, denied bool) *v1alpha1.ResourceClaim {
+	c := &v1alpha1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Generation: gen},
+		Spec:       v1alpha1.ResourceClaimSpec{Workspace: ws, Datastore: v1alpha1.DatastoreClaimRef{Name: store, Namespace: storeNS}},
+		Status:     v1alpha1.ResourceClaimStatus{ObservedGeneration: observedGen},
+	}
+	status := func(b bool) metav1.ConditionStatus {
+		if b {
+			return metav1.ConditionTrue
+		}
+		return metav1.ConditionFalse
+	}
+	c.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: status(ready)}, {Type: "Denied", Status: status(denied)}}
+	if ready {
+		c.Status.Binding = &v1alpha1.Binding{Name: name + "-credentials"}
+		c.Status.CredentialsHash = "sha256:" + name
+	}
+	return c
+}
+
+func TestBindingsFor(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		refs   []v1alpha1.DatastoreRef
+		claims []*v1alpha1.ResourceClaim
+		want   []v1alpha1.WorkspaceDatastoreStatus
+	}{
+		"Injected": {
+			reason: "A current, ready claim for this workspace and datastore is injected.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 1, 1, true, false)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastoreInjected, SecretName: "c1-credentials"}},
+		},
+		"OtherWorkspace": {
+			reason: "A claim for another workspace in the same namespace does not count.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "globex", "db", "", 1, 1, true, false)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", State: v1alpha1.DatastoreMissing}},
+		},
+		"OtherDatastoreNamespace": {
+			reason: "The datastore namespace must match, defaulting to the workspace's.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db", Namespace: "shared"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 1, 1, true, false)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", State: v1alpha1.DatastoreMissing}},
+		},
+		"StaleVerification": {
+			reason: "A ready status from before the claim's last edit is not trusted: the edit may have revoked it.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 2, 1, true, false)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastorePending}},
+		},
+		"Denied": {
+			reason: "A denied claim is reported as denied and not injected.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 1, 1, false, true)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastoreDenied}},
+		},
+		"ReadyWinsOverDenied": {
+			reason: "With several claims, a ready one is chosen whatever the names' order.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("a-old", "acme", "db", "", 1, 1, false, true), claimObj("b-new", "acme", "db", "", 1, 1, true, false)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "b-new", State: v1alpha1.DatastoreInjected, SecretName: "b-new-credentials"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ws := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "team-a"}, Spec: v1alpha1.WorkspaceSpec{Datastores: tc.refs}}
+			var got []v1alpha1.WorkspaceDatastoreStatus
+			for _, b := range bindingsFor(ws, tc.claims) {
+				got = append(got, b.status)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nbindingsFor: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestCredentialsHash(t *testing.T) {
+	injected := func(claim, hash string) binding {
+		return binding{status: v1alpha1.WorkspaceDatastoreStatus{Claim: claim, State: v1alpha1.DatastoreInjected}, hash: hash}
+	}
+	none := credentialsHash([]binding{{status: v1alpha1.WorkspaceDatastoreStatus{State: v1alpha1.DatastorePending}}})
+	if none != "" {
+		t.Errorf("nothing injected: got %q, want no hash (no annotation)", none)
+	}
+	a := credentialsHash([]binding{injected("c1", "sha256:aa")})
+	b := credentialsHash([]binding{injected("c1", "sha256:bb")})
+	if a == "" || a == b {
+		t.Errorf("a rotated credential must change the hash: %q vs %q", a, b)
+	}
+	if again := credentialsHash([]binding{injected("c1", "sha256:aa")}); again != a {
+		t.Errorf("the hash must be stable: %q vs %q", a, again)
+	}
+}
