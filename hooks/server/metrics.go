@@ -61,7 +61,7 @@ func NewMetrics() *Metrics {
 		size: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "formspec_hooks",
 			Name:      "request_size_bytes",
-			Help:      "Size of hook request bodies as read, by hook.",
+			Help:      "Size of hook request bodies as sent (Content-Length, else as read), by hook.",
 			// 512 B to 8 MiB: from an empty node sync to the body limit.
 			Buckets: prometheus.ExponentialBuckets(512, 4, 8),
 		}, []string{"hook"}),

@@ -202,7 +202,7 @@ func instrument(name string, logger *slog.Logger, m *Metrics, next http.Handler)
 		if m != nil {
 			m.requests.WithLabelValues(name, strconv.Itoa(code)).Inc()
 			m.duration.WithLabelValues(name).Observe(elapsed.Seconds())
-			m.size.WithLabelValues(name).Observe(float64(body.n))
+			m.size.WithLabelValues(name).Observe(float64(requestSize(r, body.n)))
 		}
 		level := slog.LevelDebug
 		if code >= http.StatusBadRequest {
@@ -214,7 +214,7 @@ func instrument(name string, logger *slog.Logger, m *Metrics, next http.Handler)
 			"path", r.URL.Path,
 			"code", code,
 			"duration", elapsed,
-			"requestBytes", body.n,
+			"requestBytes", requestSize(r, body.n),
 			"responseBytes", rec.bytes,
 		)
 	})
@@ -254,6 +254,16 @@ func (r *recorder) status() int {
 		return http.StatusOK
 	}
 	return r.code
+}
+
+// requestSize prefers Content-Length, so that a body rejected unread (wrong
+// content type, over the limit) is still measured as sent; a chunked body
+// is measured as far as it was read.
+func requestSize(r *http.Request, read int64) int64 {
+	if r.ContentLength >= 0 {
+		return r.ContentLength
+	}
+	return read
 }
 
 type countingReader struct {

@@ -65,9 +65,12 @@ type Config struct {
 	// ShutdownDelay is how long readiness fails before the listeners close.
 	// Unlike the other fields, zero means no delay (tests want that);
 	// production wants DefaultShutdownDelay or more.
-	ShutdownDelay   time.Duration
+	ShutdownDelay time.Duration
+	// ShutdownTimeout bounds the wait for in-flight requests.
 	ShutdownTimeout time.Duration
 
+	// The http.Server limits of both listeners; see the Default constants
+	// for why each value.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration

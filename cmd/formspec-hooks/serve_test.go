@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestRunServeFlags(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Loopback port 0 and no delay, so the cases that get as far as serving
+	// stop at once: the context is already cancelled.
+	local := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--shutdown-delay", "0"}
+
+	cases := map[string]struct {
+		reason     string
+		args       []string
+		want       error
+		wantStdout string
+	}{
+		"Help": {
+			reason:     "--help prints usage to stdout and reports flag.ErrHelp, which main turns into exit 0.",
+			args:       []string{"--help"},
+			want:       flag.ErrHelp,
+			wantStdout: "Usage: formspec-hooks serve [flags]",
+		},
+		"UnknownFlag":       {reason: "An unknown flag is an error.", args: []string{"--nope"}, want: cmpopts.AnyError},
+		"PositionalArgs":    {reason: "serve takes no arguments.", args: []string{"extra"}, want: cmpopts.AnyError},
+		"BadLogLevel":       {reason: "Log levels are checked.", args: []string{"--log-level", "loud"}, want: cmpopts.AnyError},
+		"BadLogFormat":      {reason: "Log formats are checked.", args: []string{"--log-format", "xml"}, want: cmpopts.AnyError},
+		"BadReporterURL":    {reason: "The reporter URL must be usable.", args: []string{"--reporter-url", "127.0.0.1:8090"}, want: cmpopts.AnyError},
+		"BadControlCluster": {reason: "A set control-cluster URL must be usable.", args: []string{"--control-cluster-url", "ftp://x"}, want: cmpopts.AnyError},
+		"ImageDigest":       {reason: "Hooks append a tag, so a digest cannot work.", args: []string{"--resource-image", "r/img@sha256:abc"}, want: cmpopts.AnyError},
+		"ZeroBodyLimit":     {reason: "A zero body limit would reject every request.", args: []string{"--max-body-bytes", "0"}, want: cmpopts.AnyError},
+		"NegativeInFlight":  {reason: "A negative in-flight limit means nothing.", args: []string{"--max-inflight", "-1"}, want: cmpopts.AnyError},
+		"CertWithoutKey":    {reason: "TLS needs both files.", args: []string{"--tls-cert-file", "tls.crt"}, want: cmpopts.AnyError},
+		"ClientCAWithoutTLS": {
+			reason: "Client certificates need TLS.",
+			args:   []string{"--tls-client-ca-file", "ca.crt"},
+			want:   cmpopts.AnyError,
+		},
+		"MissingTokenFile": {reason: "A missing token file stops the server at start.", args: []string{"--auth-token-file", filepath.Join(t.TempDir(), "nope")}, want: cmpopts.AnyError},
+		"ServesAndStops": {
+			reason: "Valid flags serve until the context ends, then stop cleanly.",
+			args:   append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--control-cluster-url", "https://control.example"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr bytes.Buffer
+			err := runServe(ctx, tc.args, strings.NewReader(""), &stdout, &stderr)
+			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
+			}
+			if diff := cmp.Diff(true, strings.Contains(stdout.String(), tc.wantStdout)); diff != "" {
+				t.Errorf("%s\nstdout contains %q: -want, +got:\n%s\nstdout: %s", tc.reason, tc.wantStdout, diff, stdout.String())
+			}
+		})
+	}
+}
+
+func TestResolveImage(t *testing.T) {
+	type want struct {
+		Repository, Version string
+	}
+	cases := map[string]struct {
+		reason         string
+		image, version string
+		want           want
+		wantErr        error
+	}{
+		"Bare":           {reason: "No tag anywhere: latest.", image: "formahub/formspec-resource", want: want{"formahub/formspec-resource", "latest"}},
+		"TaggedImage":    {reason: "The image's tag is the default version.", image: "formahub/formspec-resource:1.4.2", want: want{"formahub/formspec-resource", "1.4.2"}},
+		"FlagWins":       {reason: "--default-version beats the image's tag.", image: "formahub/formspec-resource:1.4.2", version: "1.5.0", want: want{"formahub/formspec-resource", "1.5.0"}},
+		"RegistryPort":   {reason: "A colon before the last slash is a port, not a tag.", image: "registry.local:5000/formspec-resource", want: want{"registry.local:5000/formspec-resource", "latest"}},
+		"PortAndTag":     {reason: "Port and tag together.", image: "registry.local:5000/formspec-resource:2.0", want: want{"registry.local:5000/formspec-resource", "2.0"}},
+		"Digest":         {reason: "A digest cannot take a tag.", image: "formahub/formspec-resource@sha256:abc", wantErr: cmpopts.AnyError},
+		"EmptyImage":     {reason: "An image is required.", image: "", wantErr: cmpopts.AnyError},
+		"VersionNoImage": {reason: "A version alone is not enough.", image: "", version: "1.0", wantErr: cmpopts.AnyError},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			repo, version, err := resolveImage(tc.image, tc.version)
+			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tc.want, want{repo, version}); diff != "" {
+				t.Errorf("%s\nimage: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+)
+
+// blockingHook signals entered and waits for release, to hold a request in
+// flight for as long as a test needs.
+type blockingHook struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newBlockingHook() *blockingHook {
+	return &blockingHook{entered: make(chan struct{}, 8), release: make(chan struct{})}
+}
+
+func (b *blockingHook) hook(ctx context.Context, _ *metacontroller.CompositeRequest) (*metacontroller.CompositeResponse, error) {
+	b.entered <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &metacontroller.CompositeResponse{Status: map[string]any{"done": true}, Children: []metacontroller.Object{}}, nil
+}
+
+func TestMaxInFlight(t *testing.T) {
+	block := newBlockingHook()
+	h, err := NewRouter([]Route{
+		{Method: http.MethodPost, Path: "/v1/block/sync", Name: "block", Handler: Handler("block", block.hook)},
+	}, RouterConfig{MaxInFlight: 1})
+	if err != nil {
+		t.Fatalf("NewRouter: %v", err)
+	}
+	req := request{path: "/v1/block/sync", contentType: "application/json", body: validBody}
+
+	first := make(chan *httptest.ResponseRecorder)
+	go func() { first <- do(h, req) }()
+	<-block.entered
+
+	rejected := do(h, req)
+	if diff := cmp.Diff(reply{Code: 429, ContentType: textPlain, Body: "too many requests in flight\n"}, replyOf(rejected, true)); diff != "" {
+		t.Errorf("request over the limit: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff("1", rejected.Header().Get("Retry-After")); diff != "" {
+		t.Errorf("Retry-After: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(200, do(h, request{method: http.MethodGet, path: "/readyz"}).Code); diff != "" {
+		t.Errorf("probes are not limited: -want, +got:\n%s", diff)
+	}
+
+	close(block.release)
+	if diff := cmp.Diff(200, (<-first).Code); diff != "" {
+		t.Errorf("request within the limit: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(200, do(h, req).Code); diff != "" {
+		t.Errorf("request after the slot was freed: -want, +got:\n%s", diff)
+	}
+}
+
+func writeFile(t *testing.T, path, content string, mtime time.Time) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// An explicit mtime makes the change visible even on file systems with
+	// coarse timestamps.
+	if err := os.Chtimes(path, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBearerTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, "# rotated monthly\ntoken-old\n\n  token-new  \n", time.Unix(1000, 0))
+	tokens, err := NewTokenFile(path)
+	if err != nil {
+		t.Fatalf("NewTokenFile: %v", err)
+	}
+	h := testRouter(t, RouterConfig{Tokens: tokens})
+	unauthorized := reply{Code: 401, ContentType: textPlain, Body: "missing or invalid bearer token\n"}
+
+	cases := map[string]struct {
+		reason        string
+		method        string
+		path          string
+		authorization string
+		want          int
+	}{
+		"NoHeader":        {reason: "Hooks need a token.", path: "/v1/echo/sync", want: 401},
+		"WrongToken":      {reason: "An unknown token is refused.", path: "/v1/echo/sync", authorization: "Bearer token-older", want: 401},
+		"PrefixOfToken":   {reason: "A prefix of a valid token is not valid.", path: "/v1/echo/sync", authorization: "Bearer token-", want: 401},
+		"WrongScheme":     {reason: "Only the Bearer scheme carries tokens.", path: "/v1/echo/sync", authorization: "Basic token-old", want: 401},
+		"EmptyToken":      {reason: "An empty token is no token.", path: "/v1/echo/sync", authorization: "Bearer ", want: 401},
+		"CommentLine":     {reason: "Comment lines are not tokens.", path: "/v1/echo/sync", authorization: "Bearer # rotated monthly", want: 401},
+		"OldToken":        {reason: "Either of the listed tokens is accepted.", path: "/v1/echo/sync", authorization: "Bearer token-old", want: 200},
+		"NewToken":        {reason: "Either of the listed tokens is accepted; surrounding spaces in the file are not part of it.", path: "/v1/echo/sync", authorization: "Bearer token-new", want: 200},
+		"LowerCaseScheme": {reason: "The scheme is case-insensitive.", path: "/v1/echo/sync", authorization: "bearer token-new", want: 200},
+		"Healthz":         {reason: "The kubelet has no token.", method: http.MethodGet, path: "/healthz", want: 200},
+		"Readyz":          {reason: "The kubelet has no token.", method: http.MethodGet, path: "/readyz", want: 200},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := request{method: tc.method, path: tc.path, contentType: "application/json", body: validBody}
+			if tc.authorization != "" {
+				req.header = map[string]string{"Authorization": tc.authorization}
+			}
+			rec := do(h, req)
+			if diff := cmp.Diff(tc.want, rec.Code); diff != "" {
+				t.Errorf("%s\ncode: -want, +got:\n%s", tc.reason, diff)
+			}
+			if tc.want == 401 {
+				if diff := cmp.Diff(unauthorized, replyOf(rec, true)); diff != "" {
+					t.Errorf("%s\nresponse: -want, +got:\n%s", tc.reason, diff)
+				}
+				if rec.Header().Get("WWW-Authenticate") == "" {
+					t.Errorf("%s\n401 without WWW-Authenticate", tc.reason)
+				}
+			}
+		})
+	}
+}
+
+func TestTokenFileRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, "token-a\n", time.Unix(1000, 0))
+	tokens, err := NewTokenFile(path)
+	if err != nil {
+		t.Fatalf("NewTokenFile: %v", err)
+	}
+	type check struct{ A, B, C bool }
+	accepted := func() check {
+		return check{A: tokens.Check("token-a"), B: tokens.Check("token-b"), C: tokens.Check("token-c")}
+	}
+
+	steps := []struct {
+		reason  string
+		content string
+		mtime   int64
+		want    check
+	}{
+		{reason: "Only the first token at start.", content: "token-a\n", mtime: 1000, want: check{A: true}},
+		{reason: "Adding a token keeps the old one during rotation.", content: "token-a\ntoken-b\n", mtime: 1001, want: check{A: true, B: true}},
+		{reason: "Removing the old token finishes the rotation.", content: "token-b\n", mtime: 1002, want: check{B: true}},
+		{reason: "Same size and content length, new token: a changed mtime is enough.", content: "token-c\n", mtime: 1003, want: check{C: true}},
+		{reason: "An emptied file keeps the last good tokens instead of locking everyone out.", content: "\n", mtime: 1004, want: check{C: true}},
+	}
+	for i, s := range steps {
+		writeFile(t, path, s.content, time.Unix(s.mtime, 0))
+		if diff := cmp.Diff(s.want, accepted()); diff != "" {
+			t.Errorf("step %d: %s\naccepted tokens: -want, +got:\n%s", i, s.reason, diff)
+		}
+	}
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(check{C: true}, accepted()); diff != "" {
+		t.Errorf("a file that went away keeps the last good tokens: -want, +got:\n%s", diff)
+	}
+}
+
+func TestNewTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]struct {
+		reason  string
+		content *string
+		want    error
+	}{
+		"Missing": {reason: "A missing file is a configuration error at start.", want: cmpopts.AnyError},
+		"Empty":   {reason: "A file with no tokens would reject everyone.", content: new(string), want: cmpopts.AnyError},
+		"Valid":   {reason: "One token is enough.", content: ptr("t0ken\n")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name)
+			if tc.content != nil {
+				writeFile(t, path, *tc.content, time.Unix(1000, 0))
+			}
+			_, err := NewTokenFile(path)
+			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestMetrics(t *testing.T) {
+	srv, err := New(Config{Routes: []Route{
+		{Method: http.MethodPost, Path: "/v1/echo/sync", Name: "echo", Handler: Handler("echo", echoHook)},
+		{Method: http.MethodPost, Path: "/v1/panic/sync", Name: "panic", Handler: Handler("panic", panickingHook)},
+	}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	srv.cfg.Metrics.Record("resourceclaim-sync", "denied", "SignatureExpired")
+	h := srv.Handler()
+	do(h, request{path: "/v1/echo/sync", contentType: "application/json", body: validBody})
+	do(h, request{path: "/v1/echo/sync", contentType: "text/plain", body: validBody})
+	do(h, request{path: "/v1/panic/sync", contentType: "application/json", body: validBody})
+	do(h, request{method: http.MethodGet, path: "/healthz"})
+
+	scrape := do(srv.MetricsHandler(), request{method: http.MethodGet, path: "/metrics"})
+	if scrape.Code != http.StatusOK {
+		t.Fatalf("scrape: code %d", scrape.Code)
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(scrape.Body.String(), "\n") {
+		lines[l] = true
+	}
+	want := []string{
+		`formspec_hooks_requests_total{code="200",hook="echo"} 1`,
+		`formspec_hooks_requests_total{code="400",hook="echo"} 1`,
+		`formspec_hooks_requests_total{code="500",hook="panic"} 1`,
+		`formspec_hooks_panics_total{hook="panic"} 1`,
+		`formspec_hooks_request_duration_seconds_count{hook="echo"} 2`,
+		`formspec_hooks_request_size_bytes_count{hook="echo"} 2`,
+		`formspec_hooks_request_size_bytes_sum{hook="echo"} ` + strconv.Itoa(2*len(validBody)),
+		`formspec_hooks_decisions_total{decision="denied",hook="resourceclaim-sync",reason="SignatureExpired"} 1`,
+		`formspec_hooks_in_flight_requests 0`,
+	}
+	var missing []string
+	for _, w := range want {
+		if !lines[w] {
+			missing = append(missing, w)
+		}
+	}
+	if diff := cmp.Diff([]string(nil), missing); diff != "" {
+		t.Errorf("series missing from the scrape: -want, +got:\n%s\nscrape:\n%s", diff, scrape.Body)
+	}
+	if strings.Contains(scrape.Body.String(), `hook="healthz"`) {
+		t.Errorf("probes are counted as hooks")
+	}
+}

@@ -1,0 +1,330 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// startServer serves cfg on loopback listeners and returns their base URLs
+// and a function that stops the server and returns Serve's error.
+func startServer(t *testing.T, cfg Config) (hookURL, metricsURL string, stop func() error) {
+	t.Helper()
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	hookLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, hookLn, metricsLn) }()
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { _ = stop() })
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + hookLn.Addr().String(), "http://" + metricsLn.Addr().String(), stop
+}
+
+func get(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestServeDrainsBeforeStopping(t *testing.T) {
+	block := newBlockingHook()
+	hookURL, metricsURL, stop := startServer(t, Config{
+		Routes: []Route{{Method: http.MethodPost, Path: "/v1/block/sync", Name: "block", Handler: Handler("block", block.hook)}},
+	})
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	if code, _ := get(t, client, metricsURL+"/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz before shutdown: code %d", code)
+	}
+
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	inFlight := make(chan result, 1)
+	go func() {
+		resp, err := client.Post(hookURL+"/v1/block/sync", "application/json", strings.NewReader(validBody))
+		if err != nil {
+			inFlight <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		inFlight <- result{code: resp.StatusCode, body: string(body)}
+	}()
+	<-block.entered
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+
+	// The in-flight request holds the hook listener's Shutdown, and the
+	// metrics listener closes only after it, so readiness can be watched
+	// failing while the request is still being served.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		code, body := get(t, client, metricsURL+"/readyz")
+		if code == http.StatusServiceUnavailable {
+			if diff := cmp.Diff("shutting down\n", body); diff != "" {
+				t.Errorf("readyz body: -want, +got:\n%s", diff)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz still %d after shutdown began", code)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if code, _ := get(t, client, metricsURL+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz while draining: code %d, want 200", code)
+	}
+
+	close(block.release)
+	got := <-inFlight
+	if diff := cmp.Diff(result{code: 200, body: "{\"status\":{\"done\":true},\"children\":[]}\n"}, got, cmp.AllowUnexported(result{}), cmpopts.EquateErrors()); diff != "" {
+		t.Errorf("in-flight request: -want, +got:\n%s", diff)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Serve after a clean drain: %v", err)
+	}
+}
+
+// testPKI is a CA and the files of leaf certificates it signed.
+type testPKI struct {
+	dir    string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	caFile string
+	pool   *x509.CertPool
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "formspec test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &testPKI{dir: t.TempDir(), ca: ca, caKey: key, pool: x509.NewCertPool()}
+	p.pool.AddCert(ca)
+	p.caFile = filepath.Join(p.dir, "ca.crt")
+	writePEM(t, p.caFile, "CERTIFICATE", der, time.Now())
+	return p
+}
+
+// issue signs a leaf with the given serial and writes it to name.crt and
+// name.key with the given modification time.
+func (p *testPKI) issue(t *testing.T, name string, serial int64, usage x509.ExtKeyUsage, mtime time.Time) (certFile, keyFile string, cert tls.Certificate) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(p.dir, name+".crt"), filepath.Join(p.dir, name+".key")
+	writePEM(t, certFile, "CERTIFICATE", der, mtime)
+	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER, mtime)
+	cert, err = tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, cert
+}
+
+func writePEM(t *testing.T, path, blockType string, der []byte, mtime time.Time) {
+	t.Helper()
+	writeFile(t, path, string(pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der})), mtime)
+}
+
+// servedSerial makes a fresh connection and returns the serial number of
+// the certificate the server presented.
+func servedSerial(t *testing.T, url string, pool *x509.CertPool) int64 {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}}
+	resp, err := client.Get(url + "/healthz")
+	if err != nil {
+		t.Fatalf("GET over TLS: %v", err)
+	}
+	defer resp.Body.Close()
+	return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+}
+
+func TestTLSReloadsCertificate(t *testing.T) {
+	pki := newTestPKI(t)
+	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	tlsCfg, err := TLSConfig(certFile, keyFile, "")
+	if err != nil {
+		t.Fatalf("TLSConfig: %v", err)
+	}
+	hookURL, _, _ := startServer(t, Config{TLS: tlsCfg})
+
+	if diff := cmp.Diff(int64(100), servedSerial(t, hookURL, pki.pool)); diff != "" {
+		t.Errorf("certificate at start: -want, +got serial:\n%s", diff)
+	}
+
+	// A renewal writes new files in place, as cert-manager's volume does.
+	pki.issue(t, "server", 101, x509.ExtKeyUsageServerAuth, time.Unix(2000, 0))
+	if diff := cmp.Diff(int64(101), servedSerial(t, hookURL, pki.pool)); diff != "" {
+		t.Errorf("certificate after renewal: -want, +got serial:\n%s", diff)
+	}
+
+	// A broken pair (key not yet written) keeps the last good certificate.
+	writeFile(t, keyFile, "not a key", time.Unix(3000, 0))
+	if diff := cmp.Diff(int64(101), servedSerial(t, hookURL, pki.pool)); diff != "" {
+		t.Errorf("certificate while the key file is broken: -want, +got serial:\n%s", diff)
+	}
+}
+
+func TestMutualTLS(t *testing.T) {
+	pki := newTestPKI(t)
+	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	_, _, clientCert := pki.issue(t, "metacontroller", 200, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
+	tlsCfg, err := TLSConfig(certFile, keyFile, pki.caFile)
+	if err != nil {
+		t.Fatalf("TLSConfig: %v", err)
+	}
+	hookURL, metricsURL, _ := startServer(t, Config{TLS: tlsCfg})
+
+	cases := map[string]struct {
+		reason  string
+		certs   []tls.Certificate
+		wantErr bool
+	}{
+		"NoClientCertificate": {reason: "Under mTLS a client without a certificate is refused.", wantErr: true},
+		"ClientCertificate":   {reason: "A certificate from the client CA is accepted.", certs: []tls.Certificate{clientCert}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: pki.pool, Certificates: tc.certs, MinVersion: tls.VersionTLS12},
+			}}
+			resp, err := client.Get(hookURL + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+			}
+			if diff := cmp.Diff(tc.wantErr, err != nil); diff != "" {
+				t.Errorf("%s\nrequest failed: -want, +got:\n%s\nerr: %v", tc.reason, diff, err)
+			}
+		})
+	}
+
+	// The kubelet probes the plain metrics listener, which has no mTLS.
+	if code, _ := get(t, http.DefaultClient, metricsURL+"/healthz"); code != http.StatusOK {
+		t.Errorf("healthz on the metrics listener: code %d, want 200", code)
+	}
+}
+
+func TestTLSConfigErrors(t *testing.T) {
+	pki := newTestPKI(t)
+	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	notPEM := filepath.Join(pki.dir, "not-pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason             string
+		cert, key, cliCA   string
+		want               error
+		wantClientVerified bool
+	}{
+		"NoKey":       {reason: "A certificate needs its key.", cert: certFile, want: cmpopts.AnyError},
+		"MissingCert": {reason: "Files that do not exist stop the server at start.", cert: filepath.Join(pki.dir, "nope"), key: keyFile, want: cmpopts.AnyError},
+		"SwappedPair": {reason: "A key file that is not a key stops the server at start.", cert: certFile, key: certFile, want: cmpopts.AnyError},
+		"BadClientCA": {reason: "A client CA file without certificates would reject everyone.", cert: certFile, key: keyFile, cliCA: notPEM, want: cmpopts.AnyError},
+		"ServerOnly":  {reason: "Without a client CA, clients are not asked for certificates.", cert: certFile, key: keyFile},
+		"Mutual":      {reason: "With a client CA, client certificates are required and verified.", cert: certFile, key: keyFile, cliCA: pki.caFile, wantClientVerified: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := TLSConfig(tc.cert, tc.key, tc.cliCA)
+			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+				t.Fatalf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tc.wantClientVerified, cfg.ClientAuth == tls.RequireAndVerifyClientCert); diff != "" {
+				t.Errorf("%s\nclient certificates verified: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
