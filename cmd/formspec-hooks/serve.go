@@ -52,7 +52,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.resourceImage, "resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
 	fs.StringVar(&f.defaultVersion, "default-version", "", "image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
 	fs.StringVar(&f.controlClusterURL, "control-cluster-url", "", "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL")
-	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8090", "URL of the reporter sidecar")
+	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8181", "URL of the reporter sidecar")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests served at once; more get 429 (0: no limit)")
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve hooks over TLS with this certificate (reloaded when it changes)")
