@@ -73,18 +73,30 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request) bool {
 		}
 	}
 	released := s.faultsGen
+	if cur.Delay > 0 {
+		s.stalled++
+	}
 	s.mu.Unlock()
 	if cur.Delay > 0 {
 		t := time.NewTimer(cur.Delay)
 		defer t.Stop()
+		var again bool
 		select {
 		case <-r.Context().Done():
-			return true
 		case <-released:
+			again = true
+		case <-t.C:
+		}
+		s.mu.Lock()
+		s.stalled--
+		s.mu.Unlock()
+		if r.Context().Err() != nil {
+			return true
+		}
+		if again {
 			// The faults changed while this request waited: serve it as
 			// things are now.
 			return s.applyFault(w, r)
-		case <-t.C:
 		}
 	}
 	if cur.Status == 0 {

@@ -41,9 +41,6 @@ type Options struct {
 	Tokens []string
 	// Logger receives one line per rejected request.
 	Logger *slog.Logger
-	// OnRequest, when set, is called after every API request is answered,
-	// outside any lock, so tests can order it against their own events.
-	OnRequest func(Request)
 	// Now replaces the clock (tests).
 	Now func() time.Time
 }
@@ -81,6 +78,7 @@ type Server struct {
 	requests    []Request
 	idem        map[string]idemEntry
 	idemOrder   []string
+	stalled     int
 
 	lis listenerState
 }
@@ -157,9 +155,6 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			s.mu.Lock()
 			s.requests = appendBounded(s.requests, req)
 			s.mu.Unlock()
-			if s.opts.OnRequest != nil {
-				s.opts.OnRequest(req)
-			}
 		}()
 		if s.applyFault(rec, r) {
 			return
@@ -346,6 +341,13 @@ func (s *Server) Consumed() []Consumption {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.consumed)
+}
+
+// Stalled returns how many requests are being held by a Delay fault now.
+func (s *Server) Stalled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled
 }
 
 // Requests returns every API request answered, in order.
