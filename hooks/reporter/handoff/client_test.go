@@ -1,8 +1,8 @@
 package handoff
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
