@@ -1,0 +1,113 @@
+// Command formspec-reporter is the sidecar beside the hook server that
+// reports node health and workspace status to Cluster Control and serves
+// its restart directives to the hook server on localhost.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/formspec/formspec-hooks/hooks/reporter"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "formspec-reporter: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("formspec-reporter", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var (
+		cfg          reporter.Config
+		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to")
+		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
+		logLevel     = fs.String("log-level", "info", "log level: debug, info, warn or error")
+		shutdownWait = fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take on shutdown")
+	)
+	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://cluster-control.formspec-system:8443")
+	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes")
+	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
+	fs.StringVar(&cfg.ClientCertFile, "client-cert-file", "", "PEM client certificate for mTLS; reloaded when it changes")
+	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
+	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", 15*time.Second, "period of POST /v1/node-health (jittered by ±10%)")
+	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", 30*time.Second, "period of GET /v1/deploy-status (jittered by ±10%)")
+	fs.IntVar(&cfg.NodeStaleIntervals, "node-stale-intervals", 4, "node-health intervals a node may go unobserved before it is forgotten")
+	fs.DurationVar(&cfg.PodStaleAfter, "pod-stale-after", 5*time.Minute, "how long a workspace pod may go unobserved before it stops counting towards its node")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one call to Cluster Control")
+	fs.DurationVar(&cfg.BackoffBase, "backoff-base", 500*time.Millisecond, "first retry delay; doubles per failure, with full jitter")
+	fs.DurationVar(&cfg.BackoffMax, "backoff-max", 60*time.Second, "longest retry delay (a Retry-After may ask for more, up to 10m)")
+	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", 30*time.Second, "least time between two failure logs for one endpoint")
+	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 20000, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxPods, "max-pods", 200000, "most workspace pods tracked; observations beyond are dropped and counted")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if cfg.Reporter == "" {
+		cfg.Reporter = os.Getenv("POD_NAME")
+	}
+	if cfg.Reporter == "" {
+		cfg.Reporter, _ = os.Hostname()
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("cannot parse --log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = log
+
+	rep, err := reporter.New(cfg)
+	if err != nil {
+		return err
+	}
+	localLn, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on --listen: %w", err)
+	}
+	opsLn, err := net.Listen("tcp", *metricsAddr)
+	if err != nil {
+		_ = localLn.Close()
+		return fmt.Errorf("cannot listen on --metrics-listen: %w", err)
+	}
+	log.Info("reporter starting", "clusterControl", cfg.ClusterControlURL, "listen", localLn.Addr().String(), "metrics", opsLn.Addr().String())
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 3)
+	go func() { errc <- rep.Run(ctx) }()
+	go func() { errc <- httpserve.Run(ctx, localLn, rep.LocalHandler(), *shutdownWait) }()
+	go func() { errc <- httpserve.Run(ctx, opsLn, rep.OpsHandler(), *shutdownWait) }()
+	var first error
+	for range 3 {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+		// One part stopping stops the others: a sidecar without its
+		// localhost API or its reporting loops is not worth keeping up.
+		cancel()
+	}
+	log.Info("reporter stopped")
+	return first
+}

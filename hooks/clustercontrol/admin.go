@@ -1,0 +1,117 @@
+package clustercontrol
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+)
+
+// adminLimit bounds admin request bodies, which are a few hundred bytes.
+const adminLimit = 64 << 10
+
+// AdminFault is the body of PUT /admin/faults.
+type AdminFault struct {
+	// Path is the API path the fault applies to; empty for every path.
+	Path       string `json:"path,omitempty"`
+	Status     int    `json:"status,omitempty"`
+	RetryAfter string `json:"retryAfter,omitempty"`
+	// Delay is a Go duration, e.g. "3s".
+	Delay string `json:"delay,omitempty"`
+	Times int    `json:"times,omitempty"`
+}
+
+// AdminState is the answer of GET /admin/state.
+type AdminState struct {
+	Workspaces     map[string]ccapi.WorkspaceStatusReport `json:"workspaces"`
+	LastNodeHealth *ccapi.NodeHealthReport                `json:"lastNodeHealth,omitempty"`
+	Directives     []ccapi.Directive                      `json:"directives"`
+	Consumed       []Consumption                          `json:"consumed"`
+	Requests       int                                    `json:"requests"`
+}
+
+// AdminHandler is the control surface for tests and demos, meant for a
+// separate listener on localhost:
+//
+//	PUT    /admin/faults                        AdminFault
+//	DELETE /admin/faults
+//	PUT    /admin/down                          {"down": true|false}
+//	PUT    /admin/directives                    {"namespace","name","artifactHash"}
+//	DELETE /admin/directives/{namespace}/{name}
+//	GET    /admin/state
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /admin/faults", func(w http.ResponseWriter, r *http.Request) {
+		var f AdminFault
+		if !decodeAdmin(w, r, &f) {
+			return
+		}
+		var delay time.Duration
+		if f.Delay != "" {
+			d, err := time.ParseDuration(f.Delay)
+			if err != nil || d < 0 {
+				writeError(w, http.StatusBadRequest, "delay must be a non-negative Go duration")
+				return
+			}
+			delay = d
+		}
+		if f.Status != 0 && (f.Status < 400 || f.Status > 599) {
+			writeError(w, http.StatusBadRequest, "status must be 4xx or 5xx")
+			return
+		}
+		s.SetFault(f.Path, Fault{Status: f.Status, RetryAfter: f.RetryAfter, Delay: delay, Times: f.Times})
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /admin/faults", func(w http.ResponseWriter, r *http.Request) {
+		s.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("PUT /admin/down", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Down bool `json:"down"`
+		}
+		if !decodeAdmin(w, r, &body) {
+			return
+		}
+		s.SetDown(body.Down)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("PUT /admin/directives", func(w http.ResponseWriter, r *http.Request) {
+		var d ccapi.Directive
+		if !decodeAdmin(w, r, &d) {
+			return
+		}
+		if d.Namespace == "" || d.Name == "" || d.ArtifactHash == "" {
+			writeError(w, http.StatusBadRequest, "namespace, name and artifactHash are required")
+			return
+		}
+		s.SetDirective(d.Namespace, d.Name, d.ArtifactHash)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /admin/directives/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s.DeleteDirective(r.PathValue("namespace"), r.PathValue("name"))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /admin/state", func(w http.ResponseWriter, r *http.Request) {
+		st := AdminState{Workspaces: s.Workspaces(), Directives: s.Directives(), Consumed: s.Consumed(), Requests: len(s.Requests())}
+		if nr := s.NodeReports(); len(nr) > 0 {
+			st.LastNodeHealth = &nr[len(nr)-1]
+		}
+		if st.Consumed == nil {
+			st.Consumed = []Consumption{}
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+	return mux
+}
+
+func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, adminLimit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "cannot decode body")
+		return false
+	}
+	return true
+}

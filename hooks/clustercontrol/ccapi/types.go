@@ -1,0 +1,210 @@
+// Package ccapi holds the wire types of the reporter ↔ Cluster Control
+// contract described in docs/cluster-control-api.yaml. Both the reporter
+// (client) and the reference Cluster Control (server) use them, so the two
+// cannot drift apart silently; a test checks the OpenAPI document against
+// the reference server's routes.
+package ccapi
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Paths of the Cluster Control API.
+const (
+	PathNodeHealth      = "/v1/node-health"
+	PathWorkspaceStatus = "/v1/workspace-status"
+	PathDeployStatus    = "/v1/deploy-status"
+)
+
+// HeaderIdempotencyKey names the header that makes a report safe to retry:
+// Cluster Control applies a given key at most once.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// Node health values.
+const (
+	HealthHealthy  = "healthy"
+	HealthDegraded = "degraded"
+)
+
+// ActionRestartRequired is the deploy-status action asking that a workspace
+// roll its pods onto a new artifact.
+const ActionRestartRequired = "restart_required"
+
+// NodeHealthReport is the body of POST /v1/node-health: the latest state of
+// every node one reporter has seen recently. Several reporters (one per hook
+// server replica) each send their own view; Cluster Control merges them per
+// node by ObservedAt and expires nodes no report has mentioned for a while.
+type NodeHealthReport struct {
+	// Reporter identifies the sending reporter (its pod name), so Cluster
+	// Control can tell the replicas' views apart.
+	Reporter string `json:"reporter"`
+	// SentAt is when this report was assembled.
+	SentAt time.Time `json:"sentAt"`
+	// Nodes are sorted by name.
+	Nodes []NodeHealth `json:"nodes"`
+}
+
+// NodeHealth is one node's state as last observed.
+type NodeHealth struct {
+	Name string `json:"name"`
+	// Health is "healthy" when the node is Ready and reports no memory, disk
+	// or PID pressure, "degraded" otherwise.
+	Health        string          `json:"health"`
+	Unschedulable bool            `json:"unschedulable"`
+	Conditions    []NodeCondition `json:"conditions,omitempty"`
+	Capacity      Resources       `json:"capacity"`
+	Allocatable   Resources       `json:"allocatable"`
+	// Labels are the node's formspec.dev/* labels only.
+	Labels map[string]string `json:"labels,omitempty"`
+	// WorkspaceCount is the number of distinct workspaces with a live pod on
+	// the node, as far as this reporter has seen.
+	WorkspaceCount int `json:"workspaceCount"`
+	// Workspaces lists those workspaces as "namespace/name", sorted, so that
+	// Cluster Control can union the views of several reporters.
+	Workspaces []string `json:"workspaces,omitempty"`
+	// ObservedAt is when this reporter last saw the node.
+	ObservedAt time.Time `json:"observedAt"`
+}
+
+// NodeCondition is a node condition without its heartbeat time, which
+// changes on every kubelet update and would make every report look new.
+type NodeCondition struct {
+	Type               string      `json:"type"`
+	Status             string      `json:"status"`
+	Reason             string      `json:"reason,omitempty"`
+	Message            string      `json:"message,omitempty"`
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// Resources carries CPU and memory as Kubernetes quantity strings.
+type Resources struct {
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+}
+
+// WorkspaceStatusReport is the body of POST /v1/workspace-status: one
+// workspace's latest status, its deletion, and optionally the consumption of
+// a restart_required directive.
+type WorkspaceStatusReport struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// ObservedAt is when the reporter received this state. Reports about the
+	// same workspace may arrive from several reporters and, after an outage,
+	// late: Cluster Control keeps the one with the newest ObservedAt.
+	ObservedAt time.Time `json:"observedAt"`
+	// Deleted is true when the workspace is gone; Status is then absent.
+	Deleted bool             `json:"deleted,omitempty"`
+	Status  *WorkspaceStatus `json:"status,omitempty"`
+	// RestartConsumed, when set, says the workspace now runs the artifact a
+	// restart_required directive asked for.
+	RestartConsumed *RestartConsumed `json:"restartConsumed,omitempty"`
+}
+
+// WorkspaceStatus is the part of a Workspace's status Cluster Control uses.
+type WorkspaceStatus struct {
+	ClusterClass       string                              `json:"clusterClass,omitempty"`
+	ObservedGeneration int64                               `json:"observedGeneration,omitempty"`
+	Phase              string                              `json:"phase"`
+	Conditions         []metav1.Condition                  `json:"conditions,omitempty"`
+	Replicas           int32                               `json:"replicas"`
+	ReadyReplicas      int32                               `json:"readyReplicas"`
+	UpdatedReplicas    int32                               `json:"updatedReplicas"`
+	ArtifactHash       string                              `json:"artifactHash,omitempty"`
+	Datastores         []v1alpha1.WorkspaceDatastoreStatus `json:"datastores,omitempty"`
+}
+
+// RestartConsumed acknowledges a restart_required directive.
+type RestartConsumed struct {
+	ArtifactHash string `json:"artifactHash"`
+}
+
+// DeployStatus is the body of GET /v1/deploy-status: the directives Cluster
+// Control currently holds for this cluster. It is the complete set; a
+// directive missing from it is withdrawn.
+type DeployStatus struct {
+	Directives []Directive `json:"directives"`
+}
+
+// Directive asks something of one workspace. Only restart_required exists
+// today; a reporter ignores actions it does not know.
+type Directive struct {
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	Action       string `json:"action"`
+	ArtifactHash string `json:"artifactHash"`
+}
+
+// Error is the body of every non-2xx answer.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// phases are the Workspace phases of formspec.dev/v1alpha1.
+var phases = map[string]bool{
+	"Pending": true, "Progressing": true, "Ready": true,
+	"Idle": true, "Degraded": true, "Terminating": true,
+}
+
+// dnsLabel matches a Kubernetes namespace or object name closely enough to
+// reject garbage; the API server has already enforced the exact rules.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+
+// Validate reports a report Cluster Control must reject with 400.
+func (r *WorkspaceStatusReport) Validate() error {
+	if !dnsLabel.MatchString(r.Namespace) {
+		return fmt.Errorf("namespace %q is not a valid name", r.Namespace)
+	}
+	if !dnsLabel.MatchString(r.Name) {
+		return fmt.Errorf("name %q is not a valid name", r.Name)
+	}
+	if r.ObservedAt.IsZero() {
+		return fmt.Errorf("observedAt is required")
+	}
+	switch {
+	case r.Deleted && r.Status != nil:
+		return fmt.Errorf("a deleted workspace has no status")
+	case !r.Deleted && r.Status == nil:
+		return fmt.Errorf("status is required unless deleted is true")
+	case r.Status != nil && !phases[r.Status.Phase]:
+		return fmt.Errorf("phase %q is not a workspace phase", r.Status.Phase)
+	case r.Status != nil && (r.Status.Replicas < 0 || r.Status.ReadyReplicas < 0 || r.Status.UpdatedReplicas < 0):
+		return fmt.Errorf("replica counts cannot be negative")
+	case r.RestartConsumed != nil && r.RestartConsumed.ArtifactHash == "":
+		return fmt.Errorf("restartConsumed.artifactHash is required")
+	}
+	return nil
+}
+
+// Validate reports a report Cluster Control must reject with 400.
+func (r *NodeHealthReport) Validate() error {
+	if r.Reporter == "" {
+		return fmt.Errorf("reporter is required")
+	}
+	if r.SentAt.IsZero() {
+		return fmt.Errorf("sentAt is required")
+	}
+	for i, n := range r.Nodes {
+		if n.Name == "" {
+			return fmt.Errorf("nodes[%d].name is required", i)
+		}
+		if n.Health != HealthHealthy && n.Health != HealthDegraded {
+			return fmt.Errorf("nodes[%d].health %q is not healthy or degraded", i, n.Health)
+		}
+		if n.WorkspaceCount < 0 {
+			return fmt.Errorf("nodes[%d].workspaceCount cannot be negative", i)
+		}
+	}
+	return nil
+}
+
+// Stamp returns t as the wire carries it: UTC, nanosecond precision, no
+// monotonic reading. Two states observed a moment apart must give different
+// bodies, or Cluster Control would dedupe a real A→B→A transition as a retry.
+func Stamp(t time.Time) time.Time {
+	return t.Round(0).UTC()
+}

@@ -1,0 +1,406 @@
+// Package clustercontrol is a small in-memory Cluster Control implementing
+// docs/cluster-control-api.yaml, for tests and local demos. It checks
+// bearer tokens, validates bodies, applies each Idempotency-Key once,
+// records what it accepted, holds restart_required directives set through
+// its admin API, and can be told to misbehave (refuse connections, stall,
+// answer 400/429/5xx) while running.
+package clustercontrol
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+)
+
+// Body limits. A workspace report is a few KiB; a node report is ~1 KiB per
+// node, so 16 MiB covers the largest clusters with room to spare.
+const (
+	workspaceStatusLimit = 1 << 20
+	nodeHealthLimit      = 16 << 20
+)
+
+// historyLimit bounds every recorded list and the idempotency store: this
+// server runs for a test or a demo, but should not grow without end if left
+// running beside a real reporter.
+const historyLimit = 10000
+
+// Options configures a Server.
+type Options struct {
+	// Tokens are the accepted bearer tokens; none means no authentication.
+	Tokens []string
+	// Logger receives one line per rejected request.
+	Logger *slog.Logger
+	// Now replaces the clock (tests).
+	Now func() time.Time
+}
+
+// Request is the record of one API request.
+type Request struct {
+	Method         string
+	Path           string
+	Status         int
+	IdempotencyKey string
+	// Replayed is true when the answer came from the idempotency store.
+	Replayed bool
+}
+
+// Consumption is a restart_required directive reported as consumed.
+type Consumption struct {
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	ArtifactHash string `json:"artifactHash"`
+}
+
+// Server is the reference Cluster Control. Its zero value is not usable;
+// call New.
+type Server struct {
+	opts Options
+
+	mu          sync.Mutex
+	faults      map[string]*Fault // by path; "" applies to every path
+	faultsGen   chan struct{}     // closed when faults change, to release stalled requests
+	directives  map[string]ccapi.Directive
+	workspaces  map[string]ccapi.WorkspaceStatusReport
+	wsReports   []ccapi.WorkspaceStatusReport
+	nodeReports []ccapi.NodeHealthReport
+	consumed    []Consumption
+	requests    []Request
+	idem        map[string]idemEntry
+	idemOrder   []string
+	stalled     int
+
+	lis listenerState
+}
+
+type idemEntry struct {
+	bodyHash [32]byte
+	status   int
+}
+
+// New returns a Server.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Server{
+		opts:       opts,
+		faults:     map[string]*Fault{},
+		faultsGen:  make(chan struct{}),
+		directives: map[string]ccapi.Directive{},
+		workspaces: map[string]ccapi.WorkspaceStatusReport{},
+		idem:       map[string]idemEntry{},
+		lis:        newListenerState(),
+	}
+}
+
+// Handler is the Cluster Control API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+ccapi.PathNodeHealth, s.serveNodeHealth)
+	mux.HandleFunc("POST "+ccapi.PathWorkspaceStatus, s.serveWorkspaceStatus)
+	mux.HandleFunc("GET "+ccapi.PathDeployStatus, s.serveDeployStatus)
+	return s.wrap(mux)
+}
+
+// Routes lists the API's "METHOD path" pairs, for the test that holds them
+// against the OpenAPI document.
+func Routes() []string {
+	return []string{
+		"GET " + ccapi.PathDeployStatus,
+		"POST " + ccapi.PathNodeHealth,
+		"POST " + ccapi.PathWorkspaceStatus,
+	}
+}
+
+// statusRecorder remembers the status written, for the request record.
+type statusRecorder struct {
+	http.ResponseWriter
+	status   int
+	replayed bool
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// wrap records every request, applies faults, then checks the token.
+// Faults come before authentication: they stand for a proxy or an overloaded
+// server that answers before looking at credentials.
+func (s *Server) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if rec.status == 0 {
+				rec.status = http.StatusOK
+			}
+			req := Request{Method: r.Method, Path: r.URL.Path, Status: rec.status,
+				IdempotencyKey: r.Header.Get(ccapi.HeaderIdempotencyKey), Replayed: rec.replayed}
+			s.mu.Lock()
+			s.requests = appendBounded(s.requests, req)
+			s.mu.Unlock()
+		}()
+		if s.applyFault(rec, r) {
+			return
+		}
+		if !s.authorized(r) {
+			writeError(rec, http.StatusUnauthorized, "missing or invalid bearer token")
+			return
+		}
+		next.ServeHTTP(rec, r)
+	})
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	if len(s.opts.Tokens) == 0 {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	match := 0
+	for _, t := range s.opts.Tokens {
+		// Compare against every token so the time taken does not tell
+		// which one nearly matched.
+		match |= subtle.ConstantTimeCompare([]byte(got), []byte(t))
+	}
+	return match == 1
+}
+
+func (s *Server) serveNodeHealth(w http.ResponseWriter, r *http.Request) {
+	var rep ccapi.NodeHealthReport
+	if !decode(w, r, nodeHealthLimit, &rep) {
+		return
+	}
+	if err := rep.Validate(); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.nodeReports = appendBounded(s.nodeReports, rep)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (s *Server) serveWorkspaceStatus(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get(ccapi.HeaderIdempotencyKey)
+	if key == "" || len(key) > 255 {
+		writeError(w, http.StatusBadRequest, "Idempotency-Key header is required (1-255 characters)")
+		return
+	}
+	body, ok := readBody(w, r, workspaceStatusLimit)
+	if !ok {
+		return
+	}
+	var rep ccapi.WorkspaceStatusReport
+	if err := json.Unmarshal(body, &rep); err != nil {
+		writeError(w, http.StatusBadRequest, "body is not a workspace status report")
+		return
+	}
+	if err := rep.Validate(); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	sum := sha256.Sum256(body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.idem[key]; ok {
+		if prev.bodyHash != sum {
+			writeError(w, http.StatusUnprocessableEntity, "Idempotency-Key was already used with a different body")
+			return
+		}
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.replayed = true
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, prev.status, struct{}{})
+		return
+	}
+	s.applyWorkspace(rep)
+	s.remember(key, sum, http.StatusOK)
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// applyWorkspace records an accepted report. Called with the lock held.
+func (s *Server) applyWorkspace(rep ccapi.WorkspaceStatusReport) {
+	k := rep.Namespace + "/" + rep.Name
+	s.wsReports = appendBounded(s.wsReports, rep)
+	// Reports can arrive late (after an outage) or from several reporters:
+	// the newest observation wins, not the last to arrive.
+	if cur, ok := s.workspaces[k]; !ok || !rep.ObservedAt.Before(cur.ObservedAt) {
+		s.workspaces[k] = rep
+	}
+	if c := rep.RestartConsumed; c != nil {
+		s.consumed = appendBounded(s.consumed, Consumption{Namespace: rep.Namespace, Name: rep.Name, ArtifactHash: c.ArtifactHash})
+		if d, ok := s.directives[k]; ok && d.ArtifactHash == c.ArtifactHash {
+			delete(s.directives, k)
+		}
+	}
+	if rep.Deleted {
+		delete(s.directives, k)
+	}
+}
+
+// remember stores an idempotency key, evicting the oldest beyond the limit.
+func (s *Server) remember(key string, sum [32]byte, status int) {
+	s.idem[key] = idemEntry{bodyHash: sum, status: status}
+	s.idemOrder = append(s.idemOrder, key)
+	if len(s.idemOrder) > historyLimit {
+		delete(s.idem, s.idemOrder[0])
+		s.idemOrder = slices.Delete(s.idemOrder, 0, 1)
+	}
+}
+
+func (s *Server) serveDeployStatus(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ds := ccapi.DeployStatus{Directives: make([]ccapi.Directive, 0, len(s.directives))}
+	for _, d := range s.directives {
+		ds.Directives = append(ds.Directives, d)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(ds.Directives, func(a, b ccapi.Directive) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	writeJSON(w, http.StatusOK, ds)
+}
+
+// SetDirective asks a workspace to roll to artifactHash.
+func (s *Server) SetDirective(namespace, name, artifactHash string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.directives[namespace+"/"+name] = ccapi.Directive{Namespace: namespace, Name: name, Action: ccapi.ActionRestartRequired, ArtifactHash: artifactHash}
+}
+
+// DeleteDirective withdraws a workspace's directive.
+func (s *Server) DeleteDirective(namespace, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.directives, namespace+"/"+name)
+}
+
+// Directives returns the pending directives, sorted.
+func (s *Server) Directives() []ccapi.Directive {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ccapi.Directive, 0, len(s.directives))
+	for _, d := range s.directives {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b ccapi.Directive) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out
+}
+
+// Workspaces returns the current state of every workspace, keyed
+// "namespace/name"; a deleted workspace keeps its deletion report.
+func (s *Server) Workspaces() map[string]ccapi.WorkspaceStatusReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]ccapi.WorkspaceStatusReport, len(s.workspaces))
+	for k, v := range s.workspaces {
+		out[k] = v
+	}
+	return out
+}
+
+// WorkspaceReports returns every accepted workspace report in arrival order,
+// replays excluded.
+func (s *Server) WorkspaceReports() []ccapi.WorkspaceStatusReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.wsReports)
+}
+
+// NodeReports returns every accepted node-health report in arrival order.
+func (s *Server) NodeReports() []ccapi.NodeHealthReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.nodeReports)
+}
+
+// Consumed returns the consumption reports received, in order.
+func (s *Server) Consumed() []Consumption {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.consumed)
+}
+
+// Stalled returns how many requests are being held by a Delay fault now.
+func (s *Server) Stalled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stalled
+}
+
+// Requests returns every API request answered, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+func appendBounded[T any](list []T, v T) []T {
+	list = append(list, v)
+	if len(list) > historyLimit {
+		list = slices.Delete(list, 0, len(list)-historyLimit)
+	}
+	return list
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds %d bytes", limit))
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "cannot read body")
+		return nil, false
+	}
+	return body, true
+}
+
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	body, ok := readBody(w, r, limit)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		writeError(w, http.StatusBadRequest, "body does not match the schema")
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ccapi.Error{Error: msg})
+}

@@ -1,0 +1,259 @@
+package clustercontrol
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+// openAPI is the part of docs/cluster-control-api.yaml the tests read.
+type openAPI struct {
+	Paths map[string]map[string]struct {
+		Responses map[string]any `json:"responses"`
+	} `json:"paths"`
+}
+
+func loadOpenAPI(t *testing.T) openAPI {
+	t.Helper()
+	raw, err := os.ReadFile("../../docs/cluster-control-api.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc openAPI
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("cannot parse the OpenAPI document: %v", err)
+	}
+	return doc
+}
+
+// TestRoutesMatchOpenAPI holds the reference server's routes and the
+// OpenAPI document to each other, both ways.
+func TestRoutesMatchOpenAPI(t *testing.T) {
+	doc := loadOpenAPI(t)
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+		}
+	}
+	slices.Sort(documented)
+	if diff := cmp.Diff(documented, Routes()); diff != "" {
+		t.Errorf("routes (-documented, +implemented):\n%s", diff)
+	}
+	// Every route really is served: an undocumented 404 or 405 would mean
+	// Routes() lies.
+	h := New(Options{}).Handler()
+	for _, route := range Routes() {
+		method, path, _ := strings.Cut(route, " ")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader("{}")))
+		if rec.Code == http.StatusNotFound || rec.Code == http.StatusMethodNotAllowed {
+			t.Errorf("%s is listed but answers %d", route, rec.Code)
+		}
+	}
+}
+
+const validWorkspace = `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:00Z","status":{"phase":"Ready","replicas":2,"readyReplicas":2,"updatedReplicas":2,"artifactHash":"sha256:1"}}`
+
+// TestServerAnswers covers the answers the reference server gives, and
+// checks each status code is documented for its path.
+func TestServerAnswers(t *testing.T) {
+	doc := loadOpenAPI(t)
+	type req struct {
+		method, path, body, key, token, contentType string
+	}
+	cases := map[string]struct {
+		reason       string
+		tokens       []string
+		fault        *Fault
+		requests     []req
+		wantStatus   []int
+		wantAccepted int
+	}{
+		"Accepted": {
+			reason:       "a valid report with a key is applied",
+			requests:     []req{{method: "POST", path: ccapi.PathWorkspaceStatus, body: validWorkspace, key: "k1"}},
+			wantStatus:   []int{200},
+			wantAccepted: 1,
+		},
+		"Replay": {
+			reason:       "a repeated key with the same body is answered again but applied once",
+			requests:     []req{{method: "POST", path: ccapi.PathWorkspaceStatus, body: validWorkspace, key: "k1"}, {method: "POST", path: ccapi.PathWorkspaceStatus, body: validWorkspace, key: "k1"}},
+			wantStatus:   []int{200, 200},
+			wantAccepted: 1,
+		},
+		"KeyReuse": {
+			reason: "a repeated key with a different body is refused",
+			requests: []req{
+				{method: "POST", path: ccapi.PathWorkspaceStatus, body: validWorkspace, key: "k1"},
+				{method: "POST", path: ccapi.PathWorkspaceStatus, body: strings.Replace(validWorkspace, `"sha256:1"`, `"sha256:2"`, 1), key: "k1"},
+			},
+			wantStatus:   []int{200, 422},
+			wantAccepted: 1,
+		},
+		"MissingKey": {
+			reason:     "workspace-status requires an Idempotency-Key",
+			requests:   []req{{method: "POST", path: ccapi.PathWorkspaceStatus, body: validWorkspace}},
+			wantStatus: []int{400},
+		},
+		"InvalidPhase": {
+			reason:     "a body that fails validation is a 400",
+			requests:   []req{{method: "POST", path: ccapi.PathWorkspaceStatus, body: strings.Replace(validWorkspace, "Ready", "Sleepy", 1), key: "k"}},
+			wantStatus: []int{400},
+		},
+		"WrongContentType": {
+			reason:     "only JSON is accepted",
+			requests:   []req{{method: "POST", path: ccapi.PathNodeHealth, body: "{}", contentType: "text/plain"}},
+			wantStatus: []int{415},
+		},
+		"TooLarge": {
+			reason:     "a body over the limit is a 413",
+			requests:   []req{{method: "POST", path: ccapi.PathWorkspaceStatus, body: `{"namespace":"` + strings.Repeat("a", workspaceStatusLimit) + `"}`, key: "k"}},
+			wantStatus: []int{413},
+		},
+		"Unauthorized": {
+			reason:     "a wrong token is a 401, a right one passes",
+			tokens:     []string{"old", "new"},
+			requests:   []req{{method: "GET", path: ccapi.PathDeployStatus, token: "nope"}, {method: "GET", path: ccapi.PathDeployStatus, token: "new"}},
+			wantStatus: []int{401, 200},
+		},
+		"Throttled": {
+			reason:     "an injected 429 carries Retry-After and is applied the given number of times",
+			fault:      &Fault{Status: 429, RetryAfter: "3", Times: 1},
+			requests:   []req{{method: "POST", path: ccapi.PathNodeHealth, body: `{"reporter":"r","sentAt":"2026-03-01T12:00:00Z","nodes":[]}`}, {method: "POST", path: ccapi.PathNodeHealth, body: `{"reporter":"r","sentAt":"2026-03-01T12:00:00Z","nodes":[]}`}},
+			wantStatus: []int{429, 200},
+		},
+		"ServerError": {
+			reason:     "an injected 500 answers every path until cleared",
+			fault:      &Fault{Status: 500},
+			requests:   []req{{method: "GET", path: ccapi.PathDeployStatus}, {method: "GET", path: ccapi.PathDeployStatus}},
+			wantStatus: []int{500, 500},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := New(Options{Tokens: tc.tokens})
+			if tc.fault != nil {
+				s.SetFault("", *tc.fault)
+			}
+			h := s.Handler()
+			var got []int
+			for _, r := range tc.requests {
+				hr := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+				ct := r.contentType
+				if ct == "" {
+					ct = "application/json"
+				}
+				hr.Header.Set("Content-Type", ct)
+				if r.key != "" {
+					hr.Header.Set(ccapi.HeaderIdempotencyKey, r.key)
+				}
+				if r.token != "" {
+					hr.Header.Set("Authorization", "Bearer "+r.token)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, hr)
+				got = append(got, rec.Code)
+				if rec.Code == 429 && rec.Header().Get("Retry-After") == "" {
+					t.Errorf("429 without Retry-After")
+				}
+				if _, ok := doc.Paths[r.path][strings.ToLower(r.method)].Responses[strconv.Itoa(rec.Code)]; !ok {
+					t.Errorf("%s %s answered %d, which the OpenAPI document does not list", r.method, r.path, rec.Code)
+				}
+			}
+			if diff := cmp.Diff(tc.wantStatus, got); diff != "" {
+				t.Errorf("%s\nstatus codes (-want, +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantAccepted, len(s.WorkspaceReports())); diff != "" {
+				t.Errorf("%s\naccepted reports (-want, +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestNewestObservationWins checks that a late report of an older state does
+// not overwrite a newer one, and that a consumption removes its directive.
+func TestNewestObservationWins(t *testing.T) {
+	s := New(Options{})
+	s.SetDirective("team-a", "shop", "sha256:2")
+	h := s.Handler()
+	post := func(body, key string) {
+		r := httptest.NewRequest("POST", ccapi.PathWorkspaceStatus, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set(ccapi.HeaderIdempotencyKey, key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != 200 {
+			t.Fatalf("POST answered %d: %s", rec.Code, rec.Body)
+		}
+	}
+	newer := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:05Z","status":{"phase":"Ready","replicas":2,"readyReplicas":2,"updatedReplicas":2,"artifactHash":"sha256:2"},"restartConsumed":{"artifactHash":"sha256:2"}}`
+	older := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:01Z","status":{"phase":"Progressing","replicas":2,"readyReplicas":1,"updatedReplicas":1,"artifactHash":"sha256:1"}}`
+	post(newer, "a")
+	post(older, "b")
+	if got := s.Workspaces()["team-a/shop"].Status.Phase; got != "Ready" {
+		t.Errorf("phase after a late older report: got %q, want Ready", got)
+	}
+	if diff := cmp.Diff([]ccapi.Directive{}, s.Directives()); diff != "" {
+		t.Errorf("directives after consumption (-want, +got):\n%s", diff)
+	}
+}
+
+// TestDownRefusesConnections checks that "down" closes the listener rather
+// than answering, and that coming back up serves on the same address.
+func TestDownRefusesConnections(t *testing.T) {
+	s := New(Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://%s%s", ln.Addr(), ccapi.PathDeployStatus)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	get := func() error {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	if err := get(); err != nil {
+		t.Fatalf("while up: %v", err)
+	}
+	s.SetDown(true)
+	waitUntil(t, "connections to be refused", func() bool { return get() != nil })
+	s.SetDown(false)
+	waitUntil(t, "the server to serve again", func() bool { return get() == nil })
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

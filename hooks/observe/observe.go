@@ -1,0 +1,92 @@
+// Package observe holds the observe-only DecoratorController hooks,
+// node-health and workspace-pods. They decode the object Metacontroller
+// sends, hand an observation to the reporter sidecar through a Sink, and
+// answer with an empty response: they never change the cluster.
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Sink takes observations without blocking; *handoff.Client is one.
+type Sink interface {
+	Send(obs handoff.Observation)
+}
+
+// Hook is the shape of a DecoratorController sync hook.
+type Hook func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error)
+
+// empty is the answer of both hooks. Attachments must be a non-nil list:
+// it is the complete desired set, and Metacontroller decodes the response
+// strictly, so "attachments": [] is the smallest valid v2 answer.
+func empty(finalizing bool) *metacontroller.DecoratorResponse {
+	return &metacontroller.DecoratorResponse{
+		Attachments: []metacontroller.Object{},
+		// Nothing is ever attached, so nothing needs tearing down; this only
+		// matters if someone adds a finalize hook pointing here.
+		Finalized: finalizing,
+	}
+}
+
+// NodeHealth returns the node-health hook: it hands every Node it is shown
+// to sink.
+func NodeHealth(sink Sink) Hook {
+	return func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+		if err := req.Validate(); err != nil {
+			return nil, err
+		}
+		var node corev1.Node
+		if err := json.Unmarshal(req.Object, &node); err != nil {
+			return nil, fmt.Errorf("cannot decode Node: %w", err)
+		}
+		if node.Name == "" {
+			return nil, fmt.Errorf("node has no name")
+		}
+		// The image list and managed fields are the bulk of a Node and the
+		// reporter uses neither; shedding them keeps the hand-off queue small.
+		node.Status.Images = nil
+		node.ManagedFields = nil
+		node.Annotations = nil
+		// A node on its way out is left to age out in the reporter rather
+		// than reported once more in a last, stale state.
+		if !req.Finalizing && node.DeletionTimestamp == nil {
+			sink.Send(handoff.Observation{Node: &node})
+		}
+		return empty(req.Finalizing), nil
+	}
+}
+
+// WorkspacePods returns the workspace-pods hook: it hands the placement of
+// every workspace pod it is shown to sink.
+func WorkspacePods(sink Sink) Hook {
+	return func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+		if err := req.Validate(); err != nil {
+			return nil, err
+		}
+		var pod corev1.Pod
+		if err := json.Unmarshal(req.Object, &pod); err != nil {
+			return nil, fmt.Errorf("cannot decode Pod: %w", err)
+		}
+		ws := pod.Labels[handoff.WorkspaceLabel]
+		if pod.Namespace == "" || pod.Name == "" || ws == "" {
+			// The controller's selector should make this impossible; a pod
+			// without the label is simply not ours to report.
+			return empty(req.Finalizing), nil
+		}
+		sink.Send(handoff.Observation{Pod: &handoff.PodPlacement{
+			Namespace:   pod.Namespace,
+			Name:        pod.Name,
+			Workspace:   ws,
+			NodeName:    pod.Spec.NodeName,
+			Phase:       pod.Status.Phase,
+			Terminating: pod.DeletionTimestamp != nil || req.Finalizing,
+		}})
+		return empty(req.Finalizing), nil
+	}
+}

@@ -1,0 +1,100 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type sink struct{ got []handoff.Observation }
+
+func (s *sink) Send(o handoff.Observation) { s.got = append(s.got, o) }
+
+func TestHooks(t *testing.T) {
+	node := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"pool-a-1","labels":{"formspec.dev/node-type":"standard"},"annotations":{"a":"b"},"managedFields":[{"manager":"kubelet"}]},
+	  "spec":{"unschedulable":true},"status":{"images":[{"names":["busybox"],"sizeBytes":1}],"conditions":[{"type":"Ready","status":"True"}]}}`
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"shop-abc","namespace":"team-a","labels":{"formspec.dev/workspace":"shop"}},
+	  "spec":{"nodeName":"pool-a-1"},"status":{"phase":"Running"}}`
+	cases := map[string]struct {
+		reason   string
+		hook     func(Sink) Hook
+		req      metacontroller.DecoratorRequest
+		wantBody string
+		wantObs  []handoff.Observation
+		wantErr  bool
+	}{
+		"Node": {
+			reason:   "a node is handed over without its image list, managed fields or annotations",
+			hook:     NodeHealth,
+			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(node)},
+			wantBody: `{"attachments":[]}`,
+			wantObs: []handoff.Observation{{Node: &corev1.Node{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+				ObjectMeta: metav1.ObjectMeta{Name: "pool-a-1", Labels: map[string]string{"formspec.dev/node-type": "standard"}},
+				Spec:       corev1.NodeSpec{Unschedulable: true},
+				Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+			}}},
+		},
+		"NodeFinalizing": {
+			reason:   "a finalize call is acknowledged and nothing is reported",
+			hook:     NodeHealth,
+			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(node), Finalizing: true},
+			wantBody: `{"attachments":[],"finalized":true}`,
+		},
+		"Pod": {
+			reason:   "a workspace pod's placement is handed over",
+			hook:     WorkspacePods,
+			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(pod)},
+			wantBody: `{"attachments":[]}`,
+			wantObs: []handoff.Observation{{Pod: &handoff.PodPlacement{
+				Namespace: "team-a", Name: "shop-abc", Workspace: "shop", NodeName: "pool-a-1", Phase: corev1.PodRunning,
+			}}},
+		},
+		"PodWithoutLabel": {
+			reason:   "a pod without the workspace label is ignored, not an error",
+			hook:     WorkspacePods,
+			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":{"name":"x","namespace":"y"}}`)},
+			wantBody: `{"attachments":[]}`,
+		},
+		"Undecodable": {
+			reason:  "an object that is not a Node is an error",
+			hook:    NodeHealth,
+			req:     metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":"nope"}`)},
+			wantErr: true,
+		},
+		"NoObject": {
+			reason:  "a request without an object is an error",
+			hook:    WorkspacePods,
+			req:     metacontroller.DecoratorRequest{},
+			wantErr: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := &sink{}
+			resp, err := tc.hook(s)(context.Background(), &tc.req)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s: err = %v, wantErr %v", tc.reason, err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			body, err := json.Marshal(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantBody, string(body)); diff != "" {
+				t.Errorf("%s\nresponse (-want, +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantObs, s.got); diff != "" {
+				t.Errorf("%s\nobservations (-want, +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

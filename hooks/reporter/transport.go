@@ -1,0 +1,262 @@
+package reporter
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+)
+
+// outcome is what the reporter does after a call to Cluster Control.
+type outcome int
+
+const (
+	// sent: 2xx, the report is done.
+	sent outcome = iota
+	// retry: network error, timeout, 408, 409, 425, 429 or 5xx; the report
+	// is kept and retried after a backoff.
+	retry
+	// rejected: any other 4xx; retrying the same bytes cannot succeed, so
+	// the report is dropped and counted.
+	rejected
+)
+
+// result describes one call.
+type result struct {
+	outcome    outcome
+	status     int           // 0 for a network error
+	retryAfter time.Duration // from Retry-After, 429 and 503 only
+	err        error
+}
+
+// label is the result label of the sends metric.
+func (r result) label() string {
+	switch {
+	case r.outcome == sent:
+		return "ok"
+	case r.status == 0:
+		return "network_error"
+	case r.status == http.StatusTooManyRequests:
+		return "throttled"
+	case r.status >= 500:
+		return "server_error"
+	case r.outcome == retry:
+		return "conflict"
+	default:
+		return "rejected"
+	}
+}
+
+// ccClient calls Cluster Control.
+type ccClient struct {
+	base    *url.URL
+	http    *http.Client
+	token   *fileToken
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// errorBodyLimit bounds how much of an error answer is read for the log:
+// one stable line is all Cluster Control is supposed to send.
+const errorBodyLimit = 1024
+
+// responseLimit bounds a deploy-status answer: a directive is ~200 bytes,
+// so 8 MiB is tens of thousands of workspaces.
+const responseLimit = 8 << 20
+
+// do sends body (nil for a GET) to path and, on 2xx with out non-nil,
+// decodes the answer into out.
+func (c *ccClient) do(ctx context.Context, method, path string, body []byte, idemKey string, out any) result {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base.JoinPath(path).String(), rd)
+	if err != nil {
+		return result{outcome: rejected, err: fmt.Errorf("cannot build request: %w", err)}
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idemKey != "" {
+		req.Header.Set(ccapi.HeaderIdempotencyKey, idemKey)
+	}
+	if c.token != nil {
+		tok, err := c.token.get()
+		if err != nil {
+			// A token file that cannot be read now may be mid-rotation;
+			// treat it like a network hiccup rather than lose the report.
+			return result{outcome: retry, err: err}
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return result{outcome: retry, err: fmt.Errorf("cannot reach cluster control: %w", err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		if out != nil {
+			if err := json.NewDecoder(io.LimitReader(resp.Body, responseLimit)).Decode(out); err != nil {
+				return result{outcome: retry, status: resp.StatusCode, err: fmt.Errorf("cannot decode answer from cluster control: %w", err)}
+			}
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, responseLimit))
+		return result{outcome: sent, status: resp.StatusCode}
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	res := result{status: resp.StatusCode, err: fmt.Errorf("cluster control answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		res.outcome = retry
+		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly:
+		// 409 is "a request with this Idempotency-Key is still in flight":
+		// the earlier attempt may yet fail, so try again later.
+		res.outcome = retry
+	default:
+		if resp.StatusCode >= 500 {
+			res.outcome = retry
+		} else {
+			res.outcome = rejected
+		}
+	}
+	return res
+}
+
+// fileToken is a bearer token read from a file and re-read whenever the
+// file changes, so a rotated Secret takes effect without a restart.
+type fileToken struct {
+	path string
+	mu   sync.Mutex
+	tok  string
+	seen fileStamp
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stamp(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
+}
+
+func newFileToken(path string) (*fileToken, error) {
+	t := &fileToken{path: path}
+	if _, err := t.get(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// get returns the current token. A stat per request is cheap next to the
+// request itself and catches Kubernetes' symlink swap of a mounted Secret.
+func (t *fileToken) get() (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := stamp(t.path)
+	if err != nil {
+		if t.tok != "" {
+			return t.tok, nil
+		}
+		return "", fmt.Errorf("cannot read token file: %w", err)
+	}
+	if st == t.seen && t.tok != "" {
+		return t.tok, nil
+	}
+	raw, err := os.ReadFile(t.path)
+	if err != nil {
+		if t.tok != "" {
+			return t.tok, nil
+		}
+		return "", fmt.Errorf("cannot read token file: %w", err)
+	}
+	tok := strings.TrimSpace(string(raw))
+	if tok == "" {
+		if t.tok != "" {
+			return t.tok, nil
+		}
+		return "", fmt.Errorf("token file %s is empty", t.path)
+	}
+	t.tok, t.seen = tok, st
+	return tok, nil
+}
+
+// clientCert serves the client certificate for mTLS, reloading the pair
+// when either file changes so certificate rotation needs no restart.
+type clientCert struct {
+	certFile, keyFile string
+	mu                sync.Mutex
+	cert              *tls.Certificate
+	seen              [2]fileStamp
+}
+
+func (c *clientCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs, err1 := stamp(c.certFile)
+	ks, err2 := stamp(c.keyFile)
+	if err1 == nil && err2 == nil && c.cert != nil && c.seen == [2]fileStamp{cs, ks} {
+		return c.cert, nil
+	}
+	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		if c.cert != nil {
+			// Half-written during rotation: keep the old pair for now.
+			return c.cert, nil
+		}
+		return nil, fmt.Errorf("cannot load client certificate: %w", err)
+	}
+	c.cert, c.seen = &pair, [2]fileStamp{cs, ks}
+	return c.cert, nil
+}
+
+// newHTTPClient builds the client towards Cluster Control: optional CA
+// bundle and client certificate on top of Go's defaults.
+func newHTTPClient(caFile, certFile, keyFile string) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 4
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s holds no PEM certificate", caFile)
+		}
+		tlsCfg.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("client certificate and key must be given together")
+	}
+	if certFile != "" {
+		cc := &clientCert{certFile: certFile, keyFile: keyFile}
+		if _, err := cc.get(nil); err != nil {
+			return nil, err
+		}
+		tlsCfg.GetClientCertificate = cc.get
+	}
+	tr.TLSClientConfig = tlsCfg
+	return &http.Client{Transport: tr}, nil
+}
