@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
@@ -25,8 +26,11 @@ type hookConfig struct {
 	controlClusterURL string
 	// reporterURL is the reporter sidecar on localhost.
 	reporterURL string
-	logger      *slog.Logger
-	decisions   server.Decisions
+	// reports hands observations to the sidecar and answers restart
+	// directives; nil means no sidecar (tests, render).
+	reports   *handoff.Client
+	logger    *slog.Logger
+	decisions server.Decisions
 	// handlerOptions carry the body limit and logger into every
 	// server.Handler, so that --max-body-bytes applies to all hooks.
 	handlerOptions []server.HandlerOption
@@ -137,11 +141,29 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		logger.Warn("no --control-cluster-url: workspaces get an empty CONTROL_CLUSTER_URL")
 	}
 
+	// The hand-off client posts observations to the reporter sidecar in the
+	// background; hooks only ever enqueue.
+	reports, err := handoff.New(f.reporterURL, handoff.Options{Logger: logger})
+	if err != nil {
+		return fmt.Errorf("cannot set up the reporter hand-off: %w", err)
+	}
+	if err := cfg.Metrics.Register(reports.Collectors()...); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		if err := reports.Run(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("reporter hand-off stopped", "err", err)
+		}
+	}()
+
 	cfg.Routes = hookRoutes(hookConfig{
 		resourceImage:     image,
 		defaultVersion:    version,
 		controlClusterURL: f.controlClusterURL,
 		reporterURL:       f.reporterURL,
+		reports:           reports,
 		logger:            logger,
 		decisions:         cfg.Metrics,
 		handlerOptions: []server.HandlerOption{

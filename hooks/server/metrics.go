@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,4 +98,15 @@ func (m *Metrics) Handler() http.Handler {
 // Record counts one decision; Metrics is the production Decisions.
 func (m *Metrics) Record(hook, decision, reason string) {
 	m.decisions.WithLabelValues(hook, decision, reason).Inc()
+}
+
+// Register adds collectors that live outside the transport, such as the
+// reporter hand-off client's, to the same registry.
+func (m *Metrics) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.registry.Register(c); err != nil {
+			return fmt.Errorf("cannot register collector: %w", err)
+		}
+	}
+	return nil
 }

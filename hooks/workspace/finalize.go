@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 )
 
 // lastAppliedAnnotation is where Metacontroller keeps, on every child, the
@@ -27,14 +28,14 @@ func (h *Hooks) Finalize(_ context.Context, req *metacontroller.CompositeRequest
 	if err != nil {
 		return nil, err
 	}
-	resp := &metacontroller.CompositeResponse{
-		Status:   h.status(o, bindingsFor(o.ws, o.claims), nil),
-		Children: []metacontroller.Object{},
-	}
+	status := h.status(o, bindingsFor(o.ws, o.claims), nil)
+	resp := &metacontroller.CompositeResponse{Status: status, Children: []metacontroller.Object{}}
 	if req.Children.Count() == 0 {
 		resp.Finalized = true
+		h.report(handoff.Observation{WorkspaceDeleted: &handoff.WorkspaceRef{Namespace: o.ws.Namespace, Name: o.ws.Name}})
 		return resp, nil
 	}
+	h.report(handoff.WorkspaceObservation(o.ws, status))
 	resp.ResyncAfterSeconds = finalizeResync
 
 	draining := o.hpa != nil || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 || o.deployment.Status.Replicas != 0))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 )
 
 // Customize asks Metacontroller to show sync the workspace's ClusterClass
@@ -55,10 +56,9 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 		if err != nil {
 			return nil, err
 		}
-		return &metacontroller.CompositeResponse{
-			Status:   h.status(o, bindings, classMissing(o.ws)),
-			Children: children,
-		}, nil
+		status := h.status(o, bindings, classMissing(o.ws))
+		h.report(handoff.WorkspaceObservation(o.ws, status))
+		return &metacontroller.CompositeResponse{Status: status, Children: children}, nil
 	}
 
 	d := &desired{bindings: bindings}
@@ -88,10 +88,20 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 		}
 		children = append(children, wire)
 	}
-	return &metacontroller.CompositeResponse{
-		Status:   h.status(o, bindings, nil),
-		Children: children,
-	}, nil
+	status := h.status(o, bindings, nil)
+	h.report(handoff.WorkspaceObservation(o.ws, status))
+	return &metacontroller.CompositeResponse{Status: status, Children: children}, nil
+}
+
+// report hands an observation to the reporter sidecar. It is the hooks' one
+// effect outside their answer, and it cannot slow or fail a sync: Send only
+// puts the observation on a bounded queue (dropping the oldest when full),
+// and Cluster Control is told about what was observed, never about what a
+// sync merely asked for.
+func (h *Hooks) report(obs handoff.Observation) {
+	if h.cfg.Reports != nil {
+		h.cfg.Reports.Send(obs)
+	}
 }
 
 // artifactHash picks the binary hash for the pod template: the workspace's

@@ -9,6 +9,8 @@ package workspace
 import (
 	"context"
 	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 )
 
 // Object names and well-known keys.
@@ -47,6 +49,12 @@ type DirectiveSource interface {
 	RestartDirective(ctx context.Context, namespace, name string) (hash string, ok bool)
 }
 
+// Sink takes observations for the reporter sidecar without blocking;
+// *handoff.Client is one.
+type Sink interface {
+	Send(obs handoff.Observation)
+}
+
 // Config is what the Workspace hooks need from the server's flags.
 type Config struct {
 	// ResourceImage is the image repository, without a tag.
@@ -57,6 +65,9 @@ type Config struct {
 	ControlClusterURL string
 	// Directives, when set, is asked for restart directives.
 	Directives DirectiveSource
+	// Reports, when set, receives every computed status and every finished
+	// teardown, for Cluster Control.
+	Reports Sink
 	// DirectiveTimeout bounds each directive lookup (default 250ms).
 	DirectiveTimeout time.Duration
 	// Now is the clock for condition transitions (default time.Now).
