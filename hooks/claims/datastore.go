@@ -1,6 +1,8 @@
 package claims
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -245,4 +247,21 @@ func Endpoint(secret *corev1.Secret) string {
 // SortedKeys returns a map's keys in order, for deterministic output.
 func SortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// CredentialsHash is the digest of projected credentials that a claim's
+// status carries, so a workspace can roll its pods when they change
+// without reading the Secret. It is "sha256:" and the hex SHA-256 of the
+// keys in order, each key and value length-prefixed (as in MessageV2) so
+// that no two different maps share an input.
+//
+// Like any unkeyed digest it lets someone who can read the claim confirm a
+// guess of every value at once; generated passwords keep that useless.
+func CredentialsHash(data map[string][]byte) string {
+	fields := make([]string, 0, 2*len(data))
+	for _, k := range SortedKeys(data) {
+		fields = append(fields, k, string(data[k]))
+	}
+	sum := sha256.Sum256(pae(fields...))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
