@@ -23,6 +23,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve": {"run the hook server", runServe},
+		"claim": {"sign, verify and make keys for ResourceClaims", runClaim},
 	}
 }
 
