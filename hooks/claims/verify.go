@@ -148,20 +148,20 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 // hook, decision and reason. Implementations must be safe for concurrent
 // use.
 type Decisions interface {
-	Count(hook, decision, reason string)
+	Record(hook, decision, reason string)
 }
 
-// Decision labels passed to Decisions.Count.
+// Decision labels passed to Decisions.Record.
 const (
 	DecisionGranted   = "granted"
 	DecisionDenied    = "denied"
 	DecisionValidated = "validated"
 )
 
-// Count calls d.Count unless d is nil, so hooks can take an optional
-// counter.
+// Count calls d.Record unless d is nil, so hooks can take an optional
+// counter. The server's metrics (server.Metrics) are one Decisions.
 func Count(d Decisions, hook, decision, reason string) {
 	if d != nil {
-		d.Count(hook, decision, reason)
+		d.Record(hook, decision, reason)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 type counter struct{ calls []string }
 
-func (c *counter) Count(hook, decision, reason string) {
+func (c *counter) Record(hook, decision, reason string) {
 	c.calls = append(c.calls, hook+"/"+decision+"/"+reason)
 }
 

@@ -28,7 +28,7 @@ type counter struct {
 	calls []string
 }
 
-func (c *counter) Count(hook, decision, reason string) {
+func (c *counter) Record(hook, decision, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = append(c.calls, hook+"/"+decision+"/"+reason)
