@@ -9,13 +9,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
@@ -31,7 +35,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var files fileList
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims; repeatable; - or none reads stdin")
+	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims, Datastores and endpoint Secrets; repeatable; - or none reads stdin")
 	image := fs.String("resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
 	version := fs.String("default-version", "", "image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
 	controlURL := fs.String("control-cluster-url", "", "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL")
@@ -43,6 +47,9 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(out, "Usage: formspec-hooks render [-f FILE]... [flags]")
 		fmt.Fprintln(out, "\nPrint the children and status the Workspace sync hook would produce, as YAML,")
 		fmt.Fprintln(out, "without a cluster. Each input may hold several documents separated by ---.")
+		fmt.Fprintln(out, "Given Datastores (and their endpoint Secrets), ResourceClaims are verified as the")
+		fmt.Fprintln(out, "resourceclaim hook would and printed with that status; otherwise a claim's own")
+		fmt.Fprintln(out, "status decides whether its credentials are injected.")
 		fmt.Fprintln(out, "\nFlags:")
 		fs.SetOutput(out)
 		fs.PrintDefaults()
@@ -66,16 +73,21 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		docs = append(docs, d...)
 	}
-	req, err := renderRequest(docs)
+	in, err := readInput(docs)
 	if err != nil {
 		return err
 	}
+	claims, err := verifyClaims(ctx, in)
+	if err != nil {
+		return err
+	}
+	req := renderRequest(in)
 	hooks := workspace.New(workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL})
 	resp, err := hooks.Sync(ctx, req)
 	if err != nil {
 		return err
 	}
-	return writeRendered(stdout, req, resp)
+	return writeRendered(stdout, req, resp, claims)
 }
 
 // readDocuments reads the YAML documents of one file ("-" is stdin) as JSON.
@@ -123,11 +135,19 @@ func splitYAML(raw []byte) [][]byte {
 	return append(docs, cur.Bytes())
 }
 
-// renderRequest builds the sync request Metacontroller would send for a
-// first sync: the Workspace as parent, nothing observed, the class and
-// claims as related objects.
-func renderRequest(docs []json.RawMessage) (*metacontroller.CompositeRequest, error) {
-	req := &metacontroller.CompositeRequest{Children: metacontroller.ObjectMap{}, Related: metacontroller.ObjectMap{}}
+// renderInput is what render read: the Workspace and everything it may
+// relate to.
+type renderInput struct {
+	workspace json.RawMessage
+	// related holds ClusterClasses, ResourceClaims, Datastores and Secrets
+	// keyed as Metacontroller keys related objects.
+	related metacontroller.ObjectMap
+}
+
+// readInput sorts the documents by kind. Objects without a namespace go to
+// "default", as kubectl apply would put them.
+func readInput(docs []json.RawMessage) (*renderInput, error) {
+	in := &renderInput{related: metacontroller.ObjectMap{}}
 	for _, doc := range docs {
 		var meta struct {
 			APIVersion string `json:"apiVersion"`
@@ -140,34 +160,114 @@ func renderRequest(docs []json.RawMessage) (*metacontroller.CompositeRequest, er
 		if err := json.Unmarshal(doc, &meta); err != nil {
 			return nil, fmt.Errorf("cannot read object: %w", err)
 		}
-		if meta.APIVersion != v1alpha1.APIVersion {
-			return nil, fmt.Errorf("unexpected %s %s %q: render reads %s objects only", meta.APIVersion, meta.Kind, meta.Metadata.Name, v1alpha1.APIVersion)
-		}
-		switch meta.Kind {
-		case "Workspace":
-			if req.Parent != nil {
+		kind := meta.APIVersion + " " + meta.Kind
+		switch kind {
+		case v1alpha1.APIVersion + " Workspace":
+			if in.workspace != nil {
 				return nil, errors.New("more than one Workspace given; render one at a time")
 			}
-			req.Parent = withDefaultNamespace(doc)
-		case "ClusterClass", "ResourceClaim":
+			in.workspace = withDefaultNamespace(doc)
+		case v1alpha1.APIVersion + " ClusterClass", v1alpha1.APIVersion + " ResourceClaim", v1alpha1.APIVersion + " Datastore", "v1 Secret":
 			ns := meta.Metadata.Namespace
-			if meta.Kind == "ResourceClaim" && ns == "" {
-				ns = "default"
+			if kind == "v1 Secret" {
+				var err error
+				if doc, err = foldStringData(doc); err != nil {
+					return nil, fmt.Errorf("cannot read Secret %q: %w", meta.Metadata.Name, err)
+				}
+			}
+			if meta.Kind != "ClusterClass" {
+				if ns == "" {
+					ns = "default"
+				}
 				doc = withDefaultNamespace(doc)
 			}
 			key := metacontroller.Key(meta.APIVersion, meta.Kind)
-			if req.Related[key] == nil {
-				req.Related[key] = map[string]json.RawMessage{}
+			if in.related[key] == nil {
+				in.related[key] = map[string]json.RawMessage{}
 			}
-			req.Related[key][metacontroller.Name(ns, meta.Metadata.Name)] = doc
+			in.related[key][metacontroller.Name(ns, meta.Metadata.Name)] = doc
 		default:
-			return nil, fmt.Errorf("unexpected kind %s %q: want Workspace, ClusterClass or ResourceClaim", meta.Kind, meta.Metadata.Name)
+			return nil, fmt.Errorf("unexpected %s %q: render reads Workspace, ClusterClass, ResourceClaim and Datastore (%s) and v1 Secret objects", kind, meta.Metadata.Name, v1alpha1.APIVersion)
 		}
 	}
-	if req.Parent == nil {
+	if in.workspace == nil {
 		return nil, errors.New("no Workspace in the input")
 	}
-	return req, nil
+	return in, nil
+}
+
+// verifyClaims gives every ResourceClaim the status the resourceclaim hook
+// would give it, when the input holds Datastores to verify it against; a
+// claim is otherwise taken with the status it carries. The credentials
+// Secrets the hook would create are not printed: they hold the secrets.
+func verifyClaims(ctx context.Context, in *renderInput) ([]json.RawMessage, error) {
+	claimKey := metacontroller.Key(v1alpha1.APIVersion, "ResourceClaim")
+	if len(in.related[metacontroller.Key(v1alpha1.APIVersion, "Datastore")]) == 0 {
+		return nil, nil
+	}
+	rc := resourceclaim.New(resourceclaim.Options{})
+	var verified []json.RawMessage
+	for _, name := range slices.Sorted(maps.Keys(in.related[claimKey])) {
+		raw := in.related[claimKey][name]
+		resp, err := rc.Sync(ctx, &metacontroller.DecoratorRequest{Object: raw, Attachments: metacontroller.ObjectMap{}, Related: in.related})
+		if err != nil {
+			return nil, fmt.Errorf("cannot verify ResourceClaim %s: %w", name, err)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, err
+		}
+		status, err := json.Marshal(resp.Status)
+		if err != nil {
+			return nil, err
+		}
+		var st any
+		if err := json.Unmarshal(status, &st); err != nil {
+			return nil, err
+		}
+		obj["status"] = st
+		out, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		in.related[claimKey][name] = out
+		verified = append(verified, out)
+	}
+	return verified, nil
+}
+
+// renderRequest builds the sync request Metacontroller would send for a
+// first sync: the Workspace as parent, nothing observed, the class and
+// claims as related objects.
+func renderRequest(in *renderInput) *metacontroller.CompositeRequest {
+	related := metacontroller.ObjectMap{}
+	for _, kind := range []string{"ClusterClass", "ResourceClaim"} {
+		key := metacontroller.Key(v1alpha1.APIVersion, kind)
+		if in.related[key] != nil {
+			related[key] = in.related[key]
+		}
+	}
+	return &metacontroller.CompositeRequest{Parent: in.workspace, Children: metacontroller.ObjectMap{}, Related: related}
+}
+
+// foldStringData moves a Secret's stringData into data, as the API server
+// does on write: a Secret file written by hand usually has only stringData.
+func foldStringData(doc json.RawMessage) (json.RawMessage, error) {
+	var secret corev1.Secret
+	if err := json.Unmarshal(doc, &secret); err != nil {
+		return nil, err
+	}
+	if len(secret.StringData) == 0 {
+		return doc, nil
+	}
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	for k, v := range secret.StringData {
+		secret.Data[k] = []byte(v)
+	}
+	secret.StringData = nil
+	return json.Marshal(&secret)
 }
 
 // withDefaultNamespace puts an object without a namespace in "default", as
@@ -194,8 +294,8 @@ func withDefaultNamespace(doc json.RawMessage) json.RawMessage {
 }
 
 // writeRendered prints the children, then the Workspace with the status
-// the hook computed.
-func writeRendered(w io.Writer, req *metacontroller.CompositeRequest, resp *metacontroller.CompositeResponse) error {
+// the hook computed, then any claims render verified.
+func writeRendered(w io.Writer, req *metacontroller.CompositeRequest, resp *metacontroller.CompositeResponse, claims []json.RawMessage) error {
 	var parent map[string]any
 	if err := json.Unmarshal(req.Parent, &parent); err != nil {
 		return err
@@ -214,6 +314,13 @@ func writeRendered(w io.Writer, req *metacontroller.CompositeRequest, resp *meta
 		docs = append(docs, c)
 	}
 	docs = append(docs, parent)
+	for _, c := range claims {
+		var obj map[string]any
+		if err := json.Unmarshal(c, &obj); err != nil {
+			return err
+		}
+		docs = append(docs, obj)
+	}
 	for i, d := range docs {
 		out, err := yaml.Marshal(d)
 		if err != nil {

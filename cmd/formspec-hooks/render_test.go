@@ -78,7 +78,7 @@ func TestRenderErrors(t *testing.T) {
 		"OtherKind": {
 			reason: "Objects of other groups are refused, not ignored.",
 			stdin:  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
-			want:   "render reads formspec.dev/v1alpha1 objects only",
+			want:   "render reads Workspace, ClusterClass, ResourceClaim and Datastore",
 		},
 		"BadYAML": {
 			reason: "Broken YAML names the document.",
