@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/reporter"
+	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/server"
+)
+
+// TestRestartDirectiveRollsPods follows a restart_required directive from
+// Cluster Control through the real reporter and the real hook server: the
+// workspace's pod template takes the new artifact hash, and once the pods
+// run it the next status reports the directive consumed.
+func TestRestartDirectiveRollsPods(t *testing.T) {
+	const hash = "sha256:9c41be"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	cc := clustercontrol.New(clustercontrol.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cc.Serve(ctx, ln) }()
+	cc.SetDirective("team-a", "acme", hash)
+
+	rep, err := reporter.New(reporter.Config{
+		ClusterControlURL:    "http://" + ln.Addr().String(),
+		Reporter:             "reporter-0",
+		NodeHealthInterval:   time.Hour,
+		DeployStatusInterval: 10 * time.Millisecond,
+		RequestTimeout:       5 * time.Second,
+		BackoffBase:          time.Millisecond,
+		BackoffMax:           10 * time.Millisecond,
+		NodeStaleIntervals:   4,
+		PodStaleAfter:        time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = rep.Run(ctx) }()
+	sidecar := httptest.NewServer(rep.LocalHandler())
+	defer sidecar.Close()
+	client, err := handoff.New(sidecar.URL, handoff.Options{DirectiveTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = client.Run(ctx) }()
+
+	cfg := fixtureConfig()
+	cfg.reports = client
+	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the reporter to fetch the directive", func() bool {
+		_, ok := client.RestartDirective(ctx, "team-a", "acme")
+		return ok
+	})
+
+	// The sync stamps the directive's hash on the pod template.
+	desired := templateHash(t, post(h, "/v1/workspace/sync", body, nil).Body.Bytes())
+	if desired != hash {
+		t.Fatalf("pod template artifact hash: got %q, want the directive's %q", desired, hash)
+	}
+
+	// The Deployment has rolled: the observed template carries the hash.
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	dep := req["children"].(map[string]any)["Deployment.apps/v1"].(map[string]any)["team-a/acme"].(map[string]any)
+	tmplMeta := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	tmplMeta["annotations"].(map[string]any)["formspec.dev/artifact-binary-hash"] = hash
+	rolled, _ := json.Marshal(req)
+	rec := post(h, "/v1/workspace/sync", rolled, nil)
+	var resp struct {
+		Status struct {
+			ArtifactHash string `json:"artifactHash"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status.ArtifactHash != hash {
+		t.Fatalf("status.artifactHash after the rollout: got %q, want %q", resp.Status.ArtifactHash, hash)
+	}
+
+	waitUntil(t, "Cluster Control to hear the directive was consumed", func() bool { return len(cc.Consumed()) > 0 })
+	want := []clustercontrol.Consumption{{Namespace: "team-a", Name: "acme", ArtifactHash: hash}}
+	if diff := cmp.Diff(want, cc.Consumed()); diff != "" {
+		t.Errorf("consumed: -want, +got:\n%s", diff)
+	}
+	// The directive is gone, but the next sync keeps the hash the pods run.
+	waitUntil(t, "the reporter to drop the consumed directive", func() bool {
+		_, ok := client.RestartDirective(ctx, "team-a", "acme")
+		return !ok
+	})
+	if got := templateHash(t, post(h, "/v1/workspace/sync", rolled, nil).Body.Bytes()); got != hash {
+		t.Errorf("after the directive is consumed the pod template must keep %q, got %q", hash, got)
+	}
+}
+
+func templateHash(t *testing.T, body []byte) string {
+	t.Helper()
+	var resp struct {
+		Children []struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Template struct {
+					Metadata struct {
+						Annotations map[string]string `json:"annotations"`
+					} `json:"metadata"`
+				} `json:"template"`
+			} `json:"spec"`
+		} `json:"children"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	for _, c := range resp.Children {
+		if c.Kind == "Deployment" {
+			return c.Spec.Template.Metadata.Annotations["formspec.dev/artifact-binary-hash"]
+		}
+	}
+	t.Fatalf("no Deployment in %s", body)
+	return ""
+}
+
+// waitUntil polls cond for a bounded time; it is a wait, not a timing
+// assertion.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
