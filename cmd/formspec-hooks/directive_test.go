@@ -154,4 +154,3 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
