@@ -1,5 +1,6 @@
 # formspec-hooks — see README.md.
-#   make run    run the hook server on localhost with debug logging
+#   make run    run the hook server on localhost, with its reporter sidecar and
+#               a reference Cluster Control, for a local demo
 #   make test   run every test layer (builds the Kubernetes test binaries once)
 
 GO      ?= go
@@ -21,8 +22,17 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-run:
-	$(GO) run ./cmd/formspec-hooks serve $(RUN_FLAGS)
+# run starts the three processes of a local demo and stops all of them on
+# Ctrl-C: the reference Cluster Control (API 127.0.0.1:8480, admin
+# 127.0.0.1:8481), the reporter sidecar (127.0.0.1:8181, metrics
+# 127.0.0.1:9091) and the hook server.
+run: build
+	@trap 'kill 0' EXIT INT TERM; \
+	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:8480 --admin-listen 127.0.0.1:8481 & \
+	$(BIN)/formspec-reporter --cluster-control-url http://127.0.0.1:8480 \
+		--listen 127.0.0.1:8181 --metrics-listen 127.0.0.1:9091 \
+		--node-health-interval 5s --deploy-status-interval 5s & \
+	$(BIN)/formspec-hooks serve $(RUN_FLAGS) --reporter-url http://127.0.0.1:8181
 
 test: vet
 	$(GO) test -count=1 ./...
