@@ -48,10 +48,13 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# fixtures regenerates the Workspace fixture requests and every golden
-# response; review the diff like code.
+# fixtures regenerates the fixture requests (workspace ones from
+# test/fixturegen, the signed datastore and resourceclaim ones from their
+# packages' tests) and every golden response, as the HTTP handler answers
+# it with the real clock; review the diff like code.
 fixtures:
 	$(GO) run ./test/fixturegen -out fixtures
+	$(GO) test ./hooks/datastore ./hooks/resourceclaim -run 'TestFixtures$$' -update
 	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$' -update
 
 clean:

@@ -33,8 +33,8 @@ const (
 
 // Options configures a Hook. Every field is optional.
 type Options struct {
-	// Clock gives the time of a condition transition; time.Now when nil.
-	// Fixtures use a fixed clock.
+	// Clock gives the time of a condition transition that the request
+	// cannot date (see conditions.Stamp); time.Now when nil.
 	Clock func() time.Time
 	// Logger gets one debug line per decision; discarded when nil.
 	Logger *slog.Logger
@@ -99,19 +99,17 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		}
 	}
 	d := claims.CheckDatastore(ds, secret)
-	now := h.now()
 	status := &v1alpha1.DatastoreStatus{
 		ObservedGeneration: ds.Generation,
-		Conditions: []metav1.Condition{
-			conditions.Carry(ds.Status.Conditions, metav1.Condition{
+		Conditions: conditions.Stamp(ds.Status.Conditions, ds.CreationTimestamp, h.now(),
+			metav1.Condition{
 				Type: ConditionValidated, Status: conditions.Status(d.Allowed),
 				ObservedGeneration: ds.Generation, Reason: d.Reason, Message: d.Message,
-			}, now),
-			conditions.Carry(ds.Status.Conditions, metav1.Condition{
+			},
+			metav1.Condition{
 				Type: ConditionDenied, Status: conditions.Status(!d.Allowed),
 				ObservedGeneration: ds.Generation, Reason: d.Reason, Message: d.Message,
-			}, now),
-		},
+			}),
 	}
 	decision := claims.DecisionDenied
 	if d.Allowed {

@@ -118,13 +118,17 @@ func customize(t *testing.T, c *v1alpha1.ResourceClaim) *metacontroller.Customiz
 	return &metacontroller.CustomizeRequest{Controller: golden.Controller(t, controllerFile), Parent: golden.Raw(t, c)}
 }
 
-func fixtureRequests(t *testing.T) map[string]any {
-	sameNamespace := func() scene {
-		s := world()
-		s.ds.Namespace, s.secret.Namespace = claimstest.ClaimNamespace, claimstest.ClaimNamespace
-		s.claim.Spec.Datastore.Namespace = ""
-		return s
-	}
+// sameNamespace is the world with the Datastore next to the claim, named
+// without a namespace.
+func sameNamespace() scene {
+	s := world()
+	s.ds.Namespace, s.secret.Namespace = claimstest.ClaimNamespace, claimstest.ClaimNamespace
+	s.claim.Spec.Datastore.Namespace = ""
+	return s
+}
+
+// syncRequests are the cases of fixtures/resourceclaim/sync.
+func syncRequests(t *testing.T) map[string]any {
 	return map[string]any{
 		"granted-v2": world().request(t),
 		"granted-v1-same-namespace": sameNamespace().resign(func(c *v1alpha1.ResourceClaim) {
@@ -133,8 +137,10 @@ func fixtureRequests(t *testing.T) map[string]any {
 		"granted-admin-override": world().resign(func(c *v1alpha1.ResourceClaim) {
 			c.Spec.Permission = v1alpha1.PermissionAdmin
 		}).request(t),
+		// Far enough ahead that resyncAfterSeconds is at its cap whenever
+		// the fixture is posted; TestResyncAfter covers the uncapped value.
 		"granted-expiring": world().resign(func(c *v1alpha1.ResourceClaim) {
-			c.Spec.ExpiresAt = "2026-01-01T06:00:00Z"
+			c.Spec.ExpiresAt = "2099-01-01T00:00:00Z"
 		}).request(t),
 		"granted-rotated-key": func() scene {
 			s := world()
@@ -142,9 +148,17 @@ func fixtureRequests(t *testing.T) map[string]any {
 			return s
 		}().request(t),
 		"granted-unchanged": world().granted().request(t),
+		// The Secret of the earlier grant is observed and left out of the
+		// answer, so Metacontroller deletes it. The claim has no status:
+		// a granted status flipping to Denied would take the clock, while
+		// a claim without conditions dates its state from its creation,
+		// which keeps the answer the same whenever it is posted (as when
+		// the claim is edited before its first status was recorded).
 		"denied-tampered-permission-deletes-secret": func() scene {
 			s := world().granted()
+			s.claim.Generation = 2
 			s.claim.Spec.Permission = v1alpha1.PermissionAdmin
+			s.claim.Status = v1alpha1.ResourceClaimStatus{}
 			return s
 		}().request(t),
 		"denied-stranger-key": func() scene {
@@ -157,11 +171,18 @@ func fixtureRequests(t *testing.T) map[string]any {
 			s.claim.Namespace = "team-b"
 			return s
 		}().request(t),
-		"denied-expired": world().resign(func(c *v1alpha1.ResourceClaim) {
-			c.Spec.ExpiresAt = "2025-12-31T23:30:00Z"
-		}).granted().request(t),
+		// A claim applied after its grant expired: its Denied condition
+		// dates from its creation, which is when it was denied.
+		"denied-expired": func() scene {
+			s := world().resign(func(c *v1alpha1.ResourceClaim) {
+				c.Spec.ExpiresAt = "2026-01-02T00:00:00Z"
+			})
+			s.claim.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC))
+			return s
+		}().request(t),
+		// Dated so far ahead that the resync asked for is at its cap.
 		"denied-granted-in-future": world().resign(func(c *v1alpha1.ResourceClaim) {
-			c.Spec.GrantedAt = "2026-01-01T02:00:00Z"
+			c.Spec.GrantedAt = "2099-01-01T00:00:00Z"
 		}).request(t),
 		"denied-tenant-not-allowed": world().resign(func(c *v1alpha1.ResourceClaim) {
 			c.Spec.Workspace = "blog"
@@ -181,25 +202,37 @@ func fixtureRequests(t *testing.T) map[string]any {
 			s.secret = nil
 			return s
 		}().request(t),
-		"customize-cross-namespace": customize(t, claimstest.Claim()),
-		"customize-same-namespace":  customize(t, sameNamespace().claim),
 	}
 }
 
+// customizeRequests are the cases of fixtures/resourceclaim/customize.
+func customizeRequests(t *testing.T) map[string]any {
+	return map[string]any{
+		"cross-namespace": customize(t, claimstest.Claim()),
+		"same-namespace":  customize(t, sameNamespace().claim),
+	}
+}
+
+// TestFixtures builds the requests with the test world's fixed dates and
+// answers them with the real clock, as the server does: every response
+// must hold whenever it is checked (cmd/formspec-hooks TestFixtures and
+// test/curl-fixtures.sh post the same files to the real handler). Hence
+// grants in the past, expiries either past or in 2099, and no condition
+// transition that only the clock could date.
 func TestFixtures(t *testing.T) {
-	h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }})
-	golden.Run(t, "../../fixtures/resourceclaim", fixtureRequests(t), func(ctx context.Context, name string, body []byte) (any, error) {
-		if strings.HasPrefix(name, "customize-") {
-			req, err := golden.Decode[metacontroller.CustomizeRequest](body)
-			if err != nil {
-				return nil, err
-			}
-			return h.Customize(ctx, req)
-		}
+	h := resourceclaim.New(resourceclaim.Options{})
+	golden.Run(t, "../../fixtures/resourceclaim/sync", syncRequests(t), func(ctx context.Context, _ string, body []byte) (any, error) {
 		req, err := golden.Decode[metacontroller.DecoratorRequest](body)
 		if err != nil {
 			return nil, err
 		}
 		return h.Sync(ctx, req)
+	})
+	golden.Run(t, "../../fixtures/resourceclaim/customize", customizeRequests(t), func(ctx context.Context, _ string, body []byte) (any, error) {
+		req, err := golden.Decode[metacontroller.CustomizeRequest](body)
+		if err != nil {
+			return nil, err
+		}
+		return h.Customize(ctx, req)
 	})
 }

@@ -52,8 +52,9 @@ const MaxResync = 24 * time.Hour
 
 // Options configures a Hook. Every field is optional.
 type Options struct {
-	// Clock is "now" for expiry, skew and condition transitions;
-	// time.Now when nil. Fixtures use a fixed clock.
+	// Clock is "now" for expiry, skew, resyncAfterSeconds and the
+	// condition transitions the request cannot date (see
+	// conditions.Stamp); time.Now when nil.
 	Clock func() time.Time
 	// Logger gets one debug line per decision (never a value of the
 	// Secret); discarded when nil.
@@ -157,16 +158,15 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		status.Binding = &v1alpha1.Binding{Name: claim.Name + SecretSuffix}
 		status.CredentialsHash = claims.CredentialsHash(data)
 	}
-	status.Conditions = []metav1.Condition{
-		conditions.Carry(claim.Status.Conditions, metav1.Condition{
+	status.Conditions = conditions.Stamp(claim.Status.Conditions, claim.CreationTimestamp, now,
+		metav1.Condition{
 			Type: ConditionReady, Status: conditions.Status(d.Allowed),
 			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
-		}, now),
-		conditions.Carry(claim.Status.Conditions, metav1.Condition{
+		},
+		metav1.Condition{
 			Type: ConditionDenied, Status: conditions.Status(!d.Allowed),
 			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
-		}, now),
-	}
+		})
 	if !d.RecheckAt.IsZero() {
 		resp.ResyncAfterSeconds = resyncAfter(d.RecheckAt.Sub(now))
 	}

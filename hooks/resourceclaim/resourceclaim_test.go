@@ -201,15 +201,60 @@ func TestNoLeaks(t *testing.T) {
 	}
 }
 
-func TestResyncCapped(t *testing.T) {
-	s := world().resign(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2030-01-01T00:00:00Z" })
-	h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }})
-	resp, err := h.Sync(t.Context(), s.request(t))
-	if err != nil {
-		t.Fatal(err)
+// TestResyncAfter pins resyncAfterSeconds with a fixed clock: the time
+// until the decision changes by itself, rounded up to the second, capped
+// by MaxResync. The fixtures, answered with the real clock, can only show
+// the cap.
+func TestResyncAfter(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		change func(c *v1alpha1.ResourceClaim)
+		now    time.Time
+		want   float64
+	}{
+		"NoExpiry": {
+			reason: "A grant without expiry changes only when an object does: no resync asked.",
+			change: func(*v1alpha1.ResourceClaim) {},
+			now:    claimstest.Now,
+			want:   0,
+		},
+		"UntilExpiry": {
+			reason: "A grant expiring in six hours asks to be synced again at expiry.",
+			change: func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2026-01-01T06:00:00Z" },
+			now:    claimstest.Now,
+			want:   6 * 3600,
+		},
+		"RoundedUp": {
+			reason: "Half a second short of six hours is asked as six hours, never a moment early.",
+			change: func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2026-01-01T06:00:00Z" },
+			now:    claimstest.Now.Add(500 * time.Millisecond),
+			want:   6 * 3600,
+		},
+		"Capped": {
+			reason: "A grant expiring in years asks for MaxResync, and again at each resync.",
+			change: func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2030-01-01T00:00:00Z" },
+			now:    claimstest.Now,
+			want:   resourceclaim.MaxResync.Seconds(),
+		},
+		"GrantedInFuture": {
+			reason: "A grant dated two hours ahead becomes usable five minutes (the allowed skew) before that.",
+			change: func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2026-01-01T02:00:00Z" },
+			now:    claimstest.Now,
+			want:   (2*time.Hour - claims.MaxClockSkew).Seconds(),
+		},
 	}
-	if diff := cmp.Diff(resourceclaim.MaxResync.Seconds(), resp.ResyncAfterSeconds); diff != "" {
-		t.Errorf("ResyncAfterSeconds: -want, +got:\n%s", diff)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := world().resign(tc.change)
+			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return tc.now }})
+			resp, err := h.Sync(t.Context(), s.request(t))
+			if err != nil {
+				t.Fatalf("Sync(): %v", err)
+			}
+			if diff := cmp.Diff(tc.want, resp.ResyncAfterSeconds); diff != "" {
+				t.Errorf("%s\nResyncAfterSeconds: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package conditions builds status conditions for hook responses without
-// reading a clock: the caller passes "now", and a condition whose status
-// did not change keeps the lastTransitionTime it already had, so that the
-// same request always yields the same bytes.
+// reading a clock: the caller passes "now", and a transition time is taken
+// from the request whenever the request says when the state began, so
+// that the same request always yields the same bytes (ETags, fixtures and
+// Metacontroller's no-op updates depend on it).
 package conditions
 
 import (
@@ -10,18 +11,45 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Carry returns c with its LastTransitionTime taken from the condition of
-// the same type in observed when that one has the same status, and set to
-// now (truncated to the second, the precision the API stores) otherwise.
-func Carry(observed []metav1.Condition, c metav1.Condition, now time.Time) metav1.Condition {
-	for _, o := range observed {
-		if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = o.LastTransitionTime
-			return c
+// Stamp returns next with each condition's LastTransitionTime set from
+// what the object already had (observed, its status.conditions) and when
+// it was created:
+//
+//   - a condition whose type and status are unchanged keeps its time,
+//     whatever its reason or message;
+//   - when the object has no conditions at all yet, its state began when
+//     the object did, so every condition takes created (its
+//     metadata.creationTimestamp);
+//   - any other transition happens now, truncated to the second, the
+//     precision the API stores.
+//
+// Only the last case depends on the clock, and it is the one case where
+// the request cannot tell when the change happened. A zero created falls
+// back to now.
+func Stamp(observed []metav1.Condition, created metav1.Time, now time.Time, next ...metav1.Condition) []metav1.Condition {
+	fresh := len(observed) == 0 && !created.IsZero()
+	out := make([]metav1.Condition, 0, len(next))
+	for _, c := range next {
+		switch prev := find(observed, c.Type); {
+		case prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero():
+			c.LastTransitionTime = prev.LastTransitionTime
+		case fresh:
+			c.LastTransitionTime = metav1.NewTime(created.UTC().Truncate(time.Second))
+		default:
+			c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func find(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
 		}
 	}
-	c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
-	return c
+	return nil
 }
 
 // Status returns ConditionTrue or ConditionFalse.

@@ -1,7 +1,8 @@
-// Package golden runs hook fixtures: fixtures/<hook>/<case>/request.json
-// goes through a hook function and the answer is compared, as normalized
-// JSON, with response.json. "go test ./... -update" rewrites the files the
-// test can produce, and the diff is reviewed like code.
+// Package golden runs hook fixtures:
+// fixtures/<controller>/<hook>/<case>/request.json goes through a hook
+// function and the answer is compared, as normalized JSON, with
+// response.json. "go test ./... -update" rewrites the files the test can
+// produce, and the diff is reviewed like code.
 package golden
 
 import (
@@ -20,16 +21,18 @@ import (
 )
 
 // Update makes Run rewrite fixtures instead of comparing with them.
-var Update = flag.Bool("update", false, "rewrite fixtures/<hook>/*/request.json (for built cases) and response.json")
+var Update = flag.Bool("update", false, "rewrite fixtures/<controller>/<hook>/*/request.json (for built cases) and response.json")
 
 // Serve answers one fixture request: name is the case directory, body the
 // request.json bytes.
 type Serve func(ctx context.Context, name string, body []byte) (any, error)
 
-// Run checks every case directory under dir. Requests built in Go (built,
-// by case name) are written to request.json under -update, so fixtures
-// that need signatures are regenerated rather than edited by hand; a case
-// directory with a hand-written request.json is run all the same.
+// Run checks every case directory under dir, the folder of one hook
+// (fixtures/<controller>/<hook>, the path of the URL its cases are posted
+// to). Requests built in Go (built, by case name) are written to
+// request.json under -update, so fixtures that need signatures are
+// regenerated rather than edited by hand; a case directory with a
+// hand-written request.json is run all the same.
 func Run(t *testing.T, dir string, built map[string]any, serve Serve) {
 	t.Helper()
 	if *Update {
@@ -115,13 +118,19 @@ func YAMLToJSON(t *testing.T, path string) json.RawMessage {
 	return j
 }
 
+// marshal writes the bytes cmd/formspec-hooks TestFixtures writes for the
+// same value (indented, <>& not escaped, as the server's body re-indented),
+// so that either -update leaves the other's files unchanged.
 func marshal(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		t.Fatal(err)
 	}
-	return append(b, '\n')
+	return buf.Bytes()
 }
 
 func write(t *testing.T, path string, v any) {
