@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/internal/conditions"
 )
 
 // problem is a reason for the Degraded condition.
@@ -181,30 +182,21 @@ func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []bind
 }
 
 // conditions stamps the three conditions with the workspace's generation
-// and a transition time. A condition whose status did not change keeps its
-// time. Where the request itself says when a change began, that time is
-// used: a workspace with no conditions yet takes its creation time, and one
-// being deleted its deletion time. Only other changes take the clock. This
-// keeps a repeated request's answer identical byte for byte.
+// and a transition time, by the rule of conditions.Stamp: an unchanged
+// status keeps its time, a workspace without conditions yet takes its
+// creation time, anything else the clock. While the workspace is being
+// deleted every change began with the deletion, so the deletion time
+// stands in for both. Only a change outside those cases reads the clock,
+// which keeps a repeated request's answer identical byte for byte.
 func (h *Hooks) conditions(ws *v1alpha1.Workspace, conds ...metav1.Condition) []metav1.Condition {
-	fresh := len(ws.Status.Conditions) == 0
-	out := make([]metav1.Condition, 0, len(conds))
-	for _, c := range conds {
-		c.ObservedGeneration = ws.Generation
-		prev := findCondition(ws.Status.Conditions, c.Type)
-		switch {
-		case prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero():
-			c.LastTransitionTime = prev.LastTransitionTime
-		case ws.DeletionTimestamp != nil:
-			c.LastTransitionTime = *ws.DeletionTimestamp
-		case fresh && !ws.CreationTimestamp.IsZero():
-			c.LastTransitionTime = ws.CreationTimestamp
-		default:
-			c.LastTransitionTime = metav1.NewTime(h.cfg.Now().UTC().Truncate(1e9))
-		}
-		out = append(out, c)
+	for i := range conds {
+		conds[i].ObservedGeneration = ws.Generation
 	}
-	return out
+	created, now := ws.CreationTimestamp, h.cfg.Now()
+	if ws.DeletionTimestamp != nil {
+		created, now = *ws.DeletionTimestamp, ws.DeletionTimestamp.Time
+	}
+	return conditions.Stamp(ws.Status.Conditions, created, now, conds...)
 }
 
 func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
