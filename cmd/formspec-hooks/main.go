@@ -24,6 +24,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"serve":  {"run the hook server", runServe},
 		"render": {"print what the Workspace hook would produce, offline", runRender},
+		"claim":  {"sign, verify and make keys for ResourceClaims", runClaim},
 	}
 }
 

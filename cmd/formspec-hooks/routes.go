@@ -3,9 +3,11 @@ package main
 import (
 	"net/http"
 
+	"github.com/formspec/formspec-hooks/hooks/datastore"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/observe"
 	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/hooks/server"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
@@ -25,11 +27,17 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		wsCfg.Directives, wsCfg.Reports, sink = cfg.reports, cfg.reports, cfg.reports
 	}
 	ws := workspace.New(wsCfg)
+	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
+	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	opts := cfg.handlerOptions
 	return []server.Route{
 		route("/v1/workspace/sync", "workspace-sync", server.Handler("workspace-sync", ws.Sync, opts...)),
 		route("/v1/workspace/finalize", "workspace-finalize", server.Handler("workspace-finalize", ws.Finalize, opts...)),
 		route("/v1/workspace/customize", "workspace-customize", server.Handler("workspace-customize", ws.Customize, opts...)),
+		route("/v1/datastore/sync", "datastore-sync", server.Handler("datastore-sync", ds.Sync, opts...)),
+		route("/v1/datastore/customize", "datastore-customize", server.Handler("datastore-customize", ds.Customize, opts...)),
+		route("/v1/resourceclaim/sync", "resourceclaim-sync", server.Handler("resourceclaim-sync", rc.Sync, opts...)),
+		route("/v1/resourceclaim/customize", "resourceclaim-customize", server.Handler("resourceclaim-customize", rc.Customize, opts...)),
 		route("/v1/nodes/sync", "nodes-sync", server.Handler("nodes-sync", server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse](observe.NodeHealth(sink)), opts...)),
 		route("/v1/pods/sync", "pods-sync", server.Handler("pods-sync", server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse](observe.WorkspacePods(sink)), opts...)),
 	}

@@ -25,7 +25,7 @@ type Datastore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              DatastoreSpec   `json:"spec"`
-	Status            DatastoreStatus `json:"status,omitempty"`
+	Status            DatastoreStatus `json:"status,omitzero"`
 }
 
 // DatastoreSpec is the desired state of a Datastore.

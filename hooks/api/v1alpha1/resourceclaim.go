@@ -23,7 +23,7 @@ type ResourceClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              ResourceClaimSpec   `json:"spec"`
-	Status            ResourceClaimStatus `json:"status,omitempty"`
+	Status            ResourceClaimStatus `json:"status,omitzero"`
 }
 
 // ResourceClaimSpec is the grant as the datastore owner signed it.

@@ -1,0 +1,279 @@
+// Package cli is "formspec-hooks claim": the Datastore owner's tools to
+// make a key pair, sign ResourceClaims and check a claim offline exactly as
+// the resourceclaim hook would. It lives here, not in cmd/, so that it can
+// be tested without building the server.
+//
+// Private keys leave this package only through the file keygen writes.
+// Nothing is printed that a Secret or a private key contains.
+package cli
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims"
+)
+
+// ErrDenied is returned by verify when the claim would be denied, so the
+// command exits non-zero.
+var ErrDenied = errors.New("claim denied")
+
+// Run runs "claim <keygen|sign|verify> [flags]".
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return run(ctx, args, stdin, stdout, stderr, time.Now)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return errors.New("missing subcommand")
+		}
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "keygen":
+		return keygen(args[1:], stdout, stderr)
+	case "sign":
+		return sign(args[1:], stdin, stdout, stderr, now)
+	case "verify":
+		return verify(args[1:], stdin, stdout, stderr, now)
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown subcommand %q", args[0])
+	}
+}
+
+const usage = `Usage: formspec-hooks claim <subcommand> [flags]
+
+Subcommands:
+  keygen --out FILE                      make an ed25519 key pair; write the private key to FILE (mode 0600), print the public key
+  sign --key FILE [--format v2|v1] [CLAIM]
+                                         sign a ResourceClaim (YAML file, or stdin when CLAIM is absent or -), print it signed
+  verify --claim FILE --datastore FILE --secret FILE [--now RFC3339]
+                                         decide the claim as the hook would; exit 1 when denied
+`
+
+func flags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("claim "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func keygen(args []string, stdout, stderr io.Writer) error {
+	fs := flags("keygen", stderr)
+	out := fs.String("out", "", "file to write the private key to (hex seed, mode 0600); must not exist")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() > 0 {
+		return errors.New("keygen needs --out FILE and no arguments: the private key is only ever written to a file")
+	}
+	pub, priv, err := claims.GenerateKey(nil)
+	if err != nil {
+		return err
+	}
+	// O_EXCL: overwriting a key file would lose the key every grant
+	// already signed depends on.
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot create key file: %w", err)
+	}
+	if _, err := fmt.Fprintln(f, claims.FormatPrivateKey(priv)); err != nil {
+		f.Close()
+		return fmt.Errorf("cannot write key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("cannot write key file: %w", err)
+	}
+	fmt.Fprintln(stdout, claims.FormatPublicKey(pub))
+	return nil
+}
+
+func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
+	fs := flags("sign", stderr)
+	keyFile := fs.String("key", "", "private key file written by keygen")
+	format := fs.String("format", v1alpha1.SignatureV2, "signature version: v2 (binds namespaces and expiry) or v1 (the original operator's)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *keyFile == "" || fs.NArg() > 1 {
+		return errors.New("sign needs --key FILE and at most one claim file")
+	}
+	if *format != v1alpha1.SignatureV1 && *format != v1alpha1.SignatureV2 {
+		return fmt.Errorf("--format must be v1 or v2, not %q", *format)
+	}
+	keyText, err := os.ReadFile(*keyFile)
+	if err != nil {
+		return fmt.Errorf("cannot read key file: %w", err)
+	}
+	priv, err := claims.ParsePrivateKey(string(keyText))
+	if err != nil {
+		return err
+	}
+	raw, err := readInput(fs.Arg(0), stdin)
+	if err != nil {
+		return err
+	}
+	// The claim is edited as a generic object so that every field the
+	// user wrote, known to this version or not, comes back out.
+	var obj map[string]any
+	if err := yaml.Unmarshal(raw, &obj); err != nil {
+		return fmt.Errorf("cannot decode the claim: %w", err)
+	}
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok || obj["kind"] != "ResourceClaim" {
+		return errors.New("the input is not a ResourceClaim with a spec")
+	}
+	if s, _ := spec["grantedAt"].(string); s == "" {
+		spec["grantedAt"] = now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	}
+	spec["signatureVersion"] = *format
+	delete(spec, "signature")
+	claim, err := decode[v1alpha1.ResourceClaim](obj)
+	if err != nil {
+		return err
+	}
+	sig, err := claims.Sign(claims.GrantOf(claim), *format, priv)
+	if err != nil {
+		return err
+	}
+	spec["signature"] = sig
+	if *format == v1alpha1.SignatureV1 && claim.Spec.ExpiresAt != "" {
+		fmt.Fprintln(stderr, "warning: a v1 signature does not cover expiresAt; anyone who can edit the claim can remove it. Use --format v2.")
+	}
+	if claim.Namespace == "" {
+		fmt.Fprintln(stderr, "warning: the claim has no metadata.namespace; it verifies only in the namespace it is applied to, which is the one v2 binds. Set it.")
+	}
+	out, err := yaml.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("cannot encode the claim: %w", err)
+	}
+	fmt.Fprintf(stderr, "signed %s with public key %s\n", *format, claims.FormatPublicKey(priv.Public().(ed25519.PublicKey)))
+	_, err = stdout.Write(out)
+	return err
+}
+
+func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
+	fs := flags("verify", stderr)
+	claimFile := fs.String("claim", "", "ResourceClaim YAML file (- for stdin)")
+	dsFile := fs.String("datastore", "", "Datastore YAML file")
+	secretFile := fs.String("secret", "", "the Datastore's endpoint Secret YAML file")
+	at := fs.String("now", "", "judge expiry and skew at this RFC 3339 time instead of the clock")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *claimFile == "" || *dsFile == "" || *secretFile == "" || fs.NArg() > 0 {
+		return errors.New("verify needs --claim, --datastore and --secret files")
+	}
+	t := now()
+	if *at != "" {
+		var err error
+		if t, err = time.Parse(time.RFC3339, *at); err != nil {
+			return fmt.Errorf("--now is not an RFC 3339 time: %w", err)
+		}
+	}
+	claim, err := readObject[v1alpha1.ResourceClaim](*claimFile, stdin, "ResourceClaim")
+	if err != nil {
+		return err
+	}
+	ds, err := readObject[v1alpha1.Datastore](*dsFile, stdin, "Datastore")
+	if err != nil {
+		return err
+	}
+	secret, err := readObject[corev1.Secret](*secretFile, stdin, "Secret")
+	if err != nil {
+		return err
+	}
+	// kubectl folds stringData into data; a Secret file written by hand
+	// usually has only stringData.
+	for k, v := range secret.StringData {
+		if secret.Data == nil {
+			secret.Data = map[string][]byte{}
+		}
+		secret.Data[k] = []byte(v)
+	}
+	// Namespaces default as kubectl apply would, to the claim's.
+	if claim.Namespace == "" {
+		fmt.Fprintln(stderr, "warning: the claim has no metadata.namespace; judged as namespace \"default\"")
+		claim.Namespace = "default"
+	}
+	if ds.Namespace == "" {
+		ds.Namespace = claim.Namespace
+	}
+	if secret.Namespace == "" {
+		secret.Namespace = ds.Namespace
+	}
+	d := claims.Verify(claim, ds, secret, t)
+	if !d.Allowed {
+		fmt.Fprintf(stdout, "denied: %s: %s\n", d.Reason, d.Message)
+		return fmt.Errorf("%w: %s", ErrDenied, d.Reason)
+	}
+	data := claims.Project(secret.Data, ds.Spec.Driver, claim.Spec.Permission)
+	fmt.Fprintf(stdout, "accepted: %s: %s\n", d.Reason, d.Message)
+	fmt.Fprintf(stdout, "secret %s%s would hold keys: %s\n", claim.Name, "-credentials", strings.Join(claims.SortedKeys(data), ", "))
+	fmt.Fprintf(stdout, "credentialsHash: %s\n", claims.CredentialsHash(data))
+	return nil
+}
+
+func readInput(name string, stdin io.Reader) ([]byte, error) {
+	if name == "" || name == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read stdin: %w", err)
+		}
+		return b, nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", name, err)
+	}
+	return b, nil
+}
+
+func readObject[T any](name string, stdin io.Reader, kind string) (*T, error) {
+	raw, err := readInput(name, stdin)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(raw, &head); err != nil {
+		// The YAML decoder's errors quote the offending line, which could
+		// be a Secret value.
+		return nil, fmt.Errorf("cannot decode %s: not valid YAML", name)
+	}
+	if head.Kind != kind {
+		return nil, fmt.Errorf("%s holds a %q, want a %s", name, head.Kind, kind)
+	}
+	out := new(T)
+	if err := yaml.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("cannot decode %s as a %s", name, kind)
+	}
+	return out, nil
+}
+
+func decode[T any](obj map[string]any) (*T, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode: %w", err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("cannot decode the claim: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"sigs.k8s.io/yaml"
+
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+)
+
+const claimYAML = `apiVersion: formspec.dev/v1alpha1
+kind: ResourceClaim
+metadata:
+  name: orders
+  namespace: team-a
+  labels:
+    team: a
+spec:
+  datastore:
+    name: orders-db
+    namespace: data
+  workspace: shop
+  permission: read
+  grantedBy: data-team@example.com
+  grantedAt: "2025-12-31T23:00:00Z"
+`
+
+// files writes the test world's Datastore and Secret (with stringData, as
+// a person writes it) and the owner's key into a temporary directory.
+func files(t *testing.T) (dir string) {
+	dir = t.TempDir()
+	ds, err := yaml.Marshal(claimstest.Datastore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := claimstest.Secret()
+	stringData := map[string]string{}
+	for k, v := range secret.Data {
+		stringData[k] = string(v)
+	}
+	secret.Data, secret.StringData = nil, stringData
+	sec, err := yaml.Marshal(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string][]byte{
+		"datastore.yaml": ds,
+		"secret.yaml":    sec,
+		"claim.yaml":     []byte(claimYAML),
+		"owner.key":      []byte(claims.FormatPrivateKey(claimstest.Owner) + "\n"),
+		"stranger.key":   []byte(claims.FormatPrivateKey(claimstest.Stranger)),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	err = run(t.Context(), args, strings.NewReader(stdin), &o, &e, func() time.Time { return claimstest.Now })
+	return o.String(), e.String(), err
+}
+
+func TestSignVerify(t *testing.T) {
+	dir := files(t)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	cases := map[string]struct {
+		reason  string
+		key     string
+		format  string
+		edit    func(signed string) string
+		want    string
+		wantErr error
+	}{
+		"V2": {
+			reason: "A claim signed by the owner verifies.",
+			key:    "owner.key", format: "v2", edit: func(s string) string { return s },
+			want: "accepted: Granted",
+		},
+		"V1": {
+			reason: "v1 still works.",
+			key:    "owner.key", format: "v1", edit: func(s string) string { return s },
+			want: "accepted: Granted",
+		},
+		"Stranger": {
+			reason: "Another key is denied.",
+			key:    "stranger.key", format: "v2", edit: func(s string) string { return s },
+			want: "denied: InvalidSignature", wantErr: ErrDenied,
+		},
+		"Tampered": {
+			reason: "Editing the signed claim is denied.",
+			key:    "owner.key", format: "v2", edit: func(s string) string { return strings.Replace(s, "permission: read", "permission: admin", 1) },
+			want: "denied: InvalidSignature", wantErr: ErrDenied,
+		},
+		"CopiedNamespace": {
+			reason: "Moving a v2 claim to team-b is denied.",
+			key:    "owner.key", format: "v2", edit: func(s string) string { return strings.Replace(s, "namespace: team-a", "namespace: team-b", 1) },
+			want: "denied: InvalidSignature", wantErr: ErrDenied,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			signed, errOut, err := runCLI(t, claimYAML, "sign", "--key", p(tc.key), "--format", tc.format)
+			if err != nil {
+				t.Fatalf("sign: %v\n%s", err, errOut)
+			}
+			seed := claims.FormatPrivateKey(claimstest.Owner)
+			if strings.Contains(signed+errOut, seed) {
+				t.Fatalf("sign printed the private key")
+			}
+			if !strings.Contains(signed, "team: a") {
+				t.Errorf("sign dropped fields of the input:\n%s", signed)
+			}
+			claimFile := filepath.Join(t.TempDir(), "signed.yaml")
+			if err := os.WriteFile(claimFile, []byte(tc.edit(signed)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := runCLI(t, "", "verify", "--claim", claimFile, "--datastore", p("datastore.yaml"), "--secret", p("secret.yaml"))
+			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nverify err: -want, +got:\n%s", tc.reason, diff)
+			}
+			if !strings.HasPrefix(out, tc.want) {
+				t.Errorf("%s\nverify printed %q, want a line starting %q", tc.reason, out, tc.want)
+			}
+			if strings.Contains(out, claimstest.Password) {
+				t.Errorf("verify printed a Secret value")
+			}
+		})
+	}
+}
+
+func TestKeygen(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "owner.key")
+	out, errOut, err := runCLI(t, "", "keygen", "--out", keyFile)
+	if err != nil {
+		t.Fatalf("keygen: %v\n%s", err, errOut)
+	}
+	info, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(os.FileMode(0o600), info.Mode().Perm()); diff != "" {
+		t.Errorf("key file mode: -want, +got:\n%s", diff)
+	}
+	text, _ := os.ReadFile(keyFile)
+	priv, err := claims.ParsePrivateKey(string(text))
+	if err != nil {
+		t.Fatalf("key file does not parse: %v", err)
+	}
+	if diff := cmp.Diff(claimstest.PublicHex(priv)+"\n", out); diff != "" {
+		t.Errorf("printed public key: -want, +got:\n%s", diff)
+	}
+	if strings.Contains(out+errOut, strings.TrimSpace(string(text))) {
+		t.Errorf("keygen printed the private key")
+	}
+	if _, _, err := runCLI(t, "", "keygen", "--out", keyFile); !errors.Is(err, os.ErrExist) {
+		t.Errorf("keygen over an existing file: got %v, want %v", err, os.ErrExist)
+	}
+	if _, _, err := runCLI(t, "", "keygen"); err == nil {
+		t.Errorf("keygen without --out: want an error (the key is never printed)")
+	}
+}
+
+func TestVerifyWrongKind(t *testing.T) {
+	dir := files(t)
+	_, _, err := runCLI(t, "", "verify", "--claim", filepath.Join(dir, "secret.yaml"), "--datastore", filepath.Join(dir, "datastore.yaml"), "--secret", filepath.Join(dir, "secret.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "want a ResourceClaim") {
+		t.Errorf("verify with files swapped: got %v", err)
+	}
+}

@@ -1,0 +1,267 @@
+package claims
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+)
+
+// Reasons a Datastore is or is not Validated. They are the reasons of the
+// Datastore's Validated and Denied conditions, so they are API.
+const (
+	ReasonValidated         = "Validated"
+	ReasonUnsupportedDriver = "UnsupportedDriver"
+	ReasonInvalidPublicKey  = "InvalidPublicKey"
+	ReasonInvalidTenant     = "InvalidTenant"
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonSecretNotLabeled  = "SecretNotLabeled"
+	ReasonMissingKeys       = "MissingKeys"
+)
+
+// requiredKeys lists, per driver, the sets of endpoint Secret keys that make
+// a usable connection; one complete set is enough. The names are the
+// Service Binding specification's well-known entries, so applications read
+// them with any binding library.
+var requiredKeys = map[string][][]string{
+	v1alpha1.DriverPostgres: {{"host", "port", "username", "password", "database"}},
+	v1alpha1.DriverMySQL:    {{"host", "port", "username", "password", "database"}},
+	// Redis is often deployed without ACL users; a password is optional.
+	v1alpha1.DriverRedis: {{"host", "port"}},
+	// A MongoDB connection string carries everything (and replica set
+	// members, which host and port cannot).
+	v1alpha1.DriverMongoDB: {{"uri"}, {"host", "port", "username", "password", "database"}},
+}
+
+// RequiredKeys returns the alternative key sets the driver needs, or nil
+// for an unknown driver.
+func RequiredKeys(driver string) [][]string {
+	sets := requiredKeys[driver]
+	out := make([][]string, len(sets))
+	for i, s := range sets {
+		out[i] = slices.Clone(s)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Permissions lists every claim permission, in a fixed order.
+var Permissions = []string{v1alpha1.PermissionRead, v1alpha1.PermissionReadWrite, v1alpha1.PermissionAdmin}
+
+// DefaultProvider is the "provider" entry of projected credentials when the
+// endpoint Secret names none.
+const DefaultProvider = "formspec"
+
+// Project returns the credentials a claim of the given permission receives
+// from the endpoint Secret's data: every unprefixed key, overridden by the
+// keys prefixed "<permission>." (with the prefix removed); keys prefixed for
+// another permission are never copied, so a read claim cannot see the admin
+// password. "type" is always the driver, because binding libraries pick the
+// client by it; "provider" is kept when the Secret has one. The values are
+// the Secret's own slices: callers must not modify them.
+func Project(data map[string][]byte, driver, permission string) map[string][]byte {
+	out := make(map[string][]byte, len(data)+2)
+	for k, v := range data {
+		if _, _, prefixed := permissionPrefix(k); !prefixed {
+			out[k] = v
+		}
+	}
+	for k, v := range data {
+		if p, rest, prefixed := permissionPrefix(k); prefixed && p == permission && rest != "" {
+			out[rest] = v
+		}
+	}
+	out["type"] = []byte(driver)
+	if len(out["provider"]) == 0 {
+		out["provider"] = []byte(DefaultProvider)
+	}
+	return out
+}
+
+func permissionPrefix(key string) (permission, rest string, ok bool) {
+	p, rest, found := strings.Cut(key, ".")
+	if !found || !slices.Contains(Permissions, p) {
+		return "", "", false
+	}
+	return p, rest, true
+}
+
+// missingKeys returns the keys a claim of the permission would lack, for
+// the key set that comes closest; nil when one set is complete.
+func missingKeys(data map[string][]byte, driver, permission string) []string {
+	projected := Project(data, driver, permission)
+	var best []string
+	for i, set := range requiredKeys[driver] {
+		var missing []string
+		for _, k := range set {
+			if len(projected[k]) == 0 {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if i == 0 || len(missing) < len(best) {
+			best = missing
+		}
+	}
+	return best
+}
+
+// PublicKeys parses every owner key of a Datastore, ownerPublicKey first.
+func PublicKeys(ds *v1alpha1.Datastore) ([][]byte, error) {
+	var raw []string
+	if ds.Spec.OwnerPublicKey != "" {
+		raw = append(raw, ds.Spec.OwnerPublicKey)
+	}
+	raw = append(raw, ds.Spec.OwnerPublicKeys...)
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%w: the Datastore has neither ownerPublicKey nor ownerPublicKeys", ErrMalformedPublicKey)
+	}
+	keys := make([][]byte, 0, len(raw))
+	for i, s := range raw {
+		k, err := ParsePublicKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("owner key %d of %d: %w", i+1, len(raw), err)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// ErrInvalidTenant is wrapped by errors about an allowedTenants entry.
+var ErrInvalidTenant = errors.New("invalid allowedTenants entry")
+
+// CheckTenant reports whether an allowedTenants entry has the form
+// "namespace/workspace" or "namespace/*". There is no namespace wildcard:
+// a Datastore owner names every namespace that may claim it.
+func CheckTenant(entry string) error {
+	ns, ws, ok := strings.Cut(entry, "/")
+	if !ok {
+		return fmt.Errorf("%w: %q is not namespace/workspace or namespace/*", ErrInvalidTenant, entry)
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("%w: %q: the namespace is not a valid namespace name", ErrInvalidTenant, entry)
+	}
+	if ws != "*" {
+		if errs := validation.IsDNS1123Subdomain(ws); len(errs) > 0 {
+			return fmt.Errorf("%w: %q: the workspace is neither \"*\" nor a valid object name", ErrInvalidTenant, entry)
+		}
+	}
+	return nil
+}
+
+// TenantAllowed reports whether a workspace in a namespace matches one of
+// the entries. An empty list allows nobody: access is granted, never
+// assumed. Malformed entries match nothing.
+func TenantAllowed(allowed []string, namespace, workspace string) bool {
+	for _, entry := range allowed {
+		if CheckTenant(entry) != nil {
+			continue
+		}
+		ns, ws, _ := strings.Cut(entry, "/")
+		if ns == namespace && (ws == "*" || ws == workspace) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckDatastore validates a Datastore and its endpoint Secret (nil when
+// not found). It checks the spec first, so a Datastore that is wrong on its
+// own says so even before its Secret exists. The message never quotes a
+// Secret value.
+func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
+	deny := func(reason, format string, args ...any) Decision {
+		return Decision{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	if requiredKeys[ds.Spec.Driver] == nil {
+		return deny(ReasonUnsupportedDriver, "spec.driver %q is not one of postgres, mysql, redis, mongodb", ds.Spec.Driver)
+	}
+	if _, err := PublicKeys(ds); err != nil {
+		return deny(ReasonInvalidPublicKey, "%v; every owner key must be 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
+	}
+	for _, t := range ds.Spec.AllowedTenants {
+		if err := CheckTenant(t); err != nil {
+			return deny(ReasonInvalidTenant, "spec.allowedTenants: %v", err)
+		}
+	}
+	ref := ds.Spec.EndpointSecretRef.Name
+	if ref == "" {
+		return deny(ReasonSecretNotFound, "spec.endpointSecretRef.name is empty")
+	}
+	if secret == nil || secret.Name != ref || secret.Namespace != ds.Namespace {
+		return deny(ReasonSecretNotFound, "Secret %s/%s named by spec.endpointSecretRef was not found", ds.Namespace, ref)
+	}
+	if secret.Labels[v1alpha1.LabelDatastore] != ds.Name {
+		return deny(ReasonSecretNotLabeled, "Secret %s/%s must carry the label %s=%s: the label is its owner's consent to having its data projected into claims",
+			ds.Namespace, ref, v1alpha1.LabelDatastore, ds.Name)
+	}
+	var missing []string
+	for _, p := range Permissions {
+		for _, k := range missingKeys(secret.Data, ds.Spec.Driver, p) {
+			missing = append(missing, p+":"+k)
+		}
+	}
+	if len(missing) > 0 {
+		return deny(ReasonMissingKeys, "Secret %s/%s lacks keys a %s connection needs (permission:key): %s; set them unprefixed or as <permission>.<key>",
+			ds.Namespace, ref, ds.Spec.Driver, strings.Join(missing, ", "))
+	}
+	return Decision{Allowed: true, Reason: ReasonValidated,
+		Message: fmt.Sprintf("Secret %s/%s holds a complete %s endpoint", ds.Namespace, ref, ds.Spec.Driver)}
+}
+
+// Endpoint returns the "host:port" a Datastore's Secret points at, for the
+// Datastore's status, or "" when it cannot tell. For a MongoDB URI it is the
+// URI's host list; credentials in the URI are dropped, and a URI that does
+// not parse gives "" rather than an error, because url.Parse errors quote
+// their input.
+func Endpoint(secret *corev1.Secret) string {
+	if secret == nil {
+		return ""
+	}
+	host, port := string(secret.Data["host"]), string(secret.Data["port"])
+	if host != "" && port != "" {
+		return net.JoinHostPort(host, port)
+	}
+	if uri := string(secret.Data["uri"]); uri != "" {
+		if u, err := url.Parse(uri); err == nil {
+			return u.Host
+		}
+	}
+	return ""
+}
+
+// SortedKeys returns a map's keys in order, for deterministic output.
+func SortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// CredentialsHash is the digest of projected credentials that a claim's
+// status carries, so a workspace can roll its pods when they change
+// without reading the Secret. It is "sha256:" and the hex SHA-256 of the
+// keys in order, each key and value length-prefixed (as in MessageV2) so
+// that no two different maps share an input.
+//
+// Like any unkeyed digest it lets someone who can read the claim confirm a
+// guess of every value at once; generated passwords keep that useless.
+func CredentialsHash(data map[string][]byte) string {
+	fields := make([]string, 0, 2*len(data))
+	for _, k := range SortedKeys(data) {
+		fields = append(fields, k, string(data[k]))
+	}
+	sum := sha256.Sum256(pae(fields...))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,110 @@
+package claims_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+)
+
+// FuzzParsePublicKey: any string either parses to 32 bytes or fails with
+// ErrMalformedPublicKey, without panicking or quoting its input.
+func FuzzParsePublicKey(f *testing.F) {
+	f.Add(claimstest.PublicHex(claimstest.Owner))
+	f.Add("")
+	f.Add(strings.Repeat("Z", 64))
+	f.Add(strings.Repeat("0", 63))
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := claims.ParsePublicKey(s)
+		if err == nil && len(k) != 32 {
+			t.Fatalf("ParsePublicKey(%q) = %d bytes", s, len(k))
+		}
+		if err != nil && len(s) > 8 && strings.Contains(err.Error(), s) {
+			t.Fatalf("ParsePublicKey error quotes its input: %v", err)
+		}
+	})
+}
+
+// FuzzParseSignature: any string either parses to 64 bytes or fails with
+// ErrMalformedSignature, without panicking or quoting its input.
+func FuzzParseSignature(f *testing.F) {
+	good := claimstest.SignClaim(claimstest.Claim(), claimstest.Owner).Spec.Signature
+	f.Add(good)
+	f.Add(strings.TrimRight(good, "="))
+	f.Add("")
+	f.Add(strings.Repeat("-", 88))
+	f.Add(good[:87] + "\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		sig, err := claims.ParseSignature(s)
+		if err == nil && len(sig) != 64 {
+			t.Fatalf("ParseSignature(%q) = %d bytes", s, len(sig))
+		}
+		if err != nil && len(s) > 8 && strings.Contains(err.Error(), s) {
+			t.Fatalf("ParseSignature error quotes its input: %v", err)
+		}
+	})
+}
+
+// FuzzParsePrivateKey: never panics, never quotes its input.
+func FuzzParsePrivateKey(f *testing.F) {
+	f.Add(claims.FormatPrivateKey(claimstest.Owner))
+	f.Add("")
+	f.Add(strings.Repeat("0", 128))
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := claims.ParsePrivateKey(s)
+		if err != nil && len(s) > 8 && strings.Contains(err.Error(), strings.TrimSpace(s)) {
+			t.Fatalf("ParsePrivateKey error quotes its input")
+		}
+	})
+}
+
+// FuzzVerify feeds arbitrary claim fields, keys and signatures to Verify.
+// Whatever they are, Verify must not panic, must only grant a claim whose
+// fields are exactly the ones the owner signed, and must never put the
+// signature into its message.
+func FuzzVerify(f *testing.F) {
+	signed := claimstest.SignClaim(claimstest.Claim(), claimstest.Owner)
+	s := signed.Spec
+	f.Add(signed.Namespace, s.Datastore.Namespace, s.Datastore.Name, s.Workspace, s.Permission, s.GrantedBy, s.GrantedAt, s.ExpiresAt, s.Signature, s.SignatureVersion, claimstest.PublicHex(claimstest.Owner))
+	f.Add(signed.Namespace, s.Datastore.Namespace, s.Datastore.Name, "shop|read", "admin", "ops", s.GrantedAt, "", s.Signature, "v1", claimstest.PublicHex(claimstest.Owner))
+	f.Add("", "", "", "", "", "", "", "", "", "", "")
+	f.Add("team-a", "data", "orders-db", "shop", "read", "x", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", strings.Repeat("A", 86), "v2", strings.Repeat("f", 64))
+	f.Fuzz(func(t *testing.T, claimNS, dsNS, dsName, workspace, permission, grantedBy, grantedAt, expiresAt, signature, version, key string) {
+		c := claimstest.Claim()
+		c.Namespace = claimNS
+		c.Spec = v1alpha1.ResourceClaimSpec{
+			Datastore: v1alpha1.DatastoreClaimRef{Namespace: dsNS, Name: dsName},
+			Workspace: workspace, Permission: permission, GrantedBy: grantedBy,
+			GrantedAt: grantedAt, ExpiresAt: expiresAt, Signature: signature, SignatureVersion: version,
+		}
+		ds := claimstest.Datastore()
+		ds.Spec.OwnerPublicKey = key
+		ds.Spec.OwnerPublicKeys = nil
+		d := claims.Verify(c, ds, claimstest.Secret(), claimstest.Now)
+		if d.Reason == "" || d.Message == "" {
+			t.Fatalf("Verify() gave an empty reason or message: %+v", d)
+		}
+		if len(signature) > 8 && strings.Contains(d.Message, signature) {
+			t.Fatalf("Verify() message quotes the signature")
+		}
+		if !d.Allowed {
+			return
+		}
+		// A grant must be the very grant the fixture owner signed (up to
+		// the two spellings of its signature and the defaulted namespace),
+		// because no other key can sign and we never know the private key
+		// of a random public one.
+		if key != claimstest.PublicHex(claimstest.Owner) && !strings.EqualFold(key, claimstest.PublicHex(claimstest.Owner)) {
+			t.Fatalf("Verify() granted a claim against an unknown key")
+		}
+		if claims.GrantOf(c) != claims.GrantOf(signed) && claims.Version(c) == v1alpha1.SignatureV2 {
+			t.Fatalf("Verify() granted a changed v2 grant: %+v", claims.GrantOf(c))
+		}
+		if _, err := time.Parse(time.RFC3339, grantedAt); err != nil {
+			t.Fatalf("Verify() granted a claim with an unparsable grantedAt")
+		}
+	})
+}

@@ -1,0 +1,134 @@
+package claims_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+)
+
+func TestParsePublicKey(t *testing.T) {
+	good := claimstest.PublicHex(claimstest.Owner)
+	cases := map[string]struct {
+		reason  string
+		in      string
+		wantErr error
+	}{
+		"Lower":      {reason: "Lower-case hex is what keygen prints.", in: good},
+		"Upper":      {reason: "Hex is case-insensitive.", in: strings.ToUpper(good)},
+		"Empty":      {reason: "Nothing is not a key.", in: "", wantErr: claims.ErrMalformedPublicKey},
+		"Short":      {reason: "31 bytes is not a key.", in: good[:62], wantErr: claims.ErrMalformedPublicKey},
+		"Long":       {reason: "33 bytes is not a key.", in: good + "00", wantErr: claims.ErrMalformedPublicKey},
+		"NotHex":     {reason: "The length is right, the alphabet is not.", in: strings.Repeat("g", 64), wantErr: claims.ErrMalformedPublicKey},
+		"Whitespace": {reason: "Values are exact; no trimming.", in: " " + good[1:], wantErr: claims.ErrMalformedPublicKey},
+		"Base64":     {reason: "A base64 key is a common mistake.", in: base64.StdEncoding.EncodeToString(claimstest.Owner.Public().(ed25519.PublicKey)), wantErr: claims.ErrMalformedPublicKey},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := claims.ParsePublicKey(tc.in)
+			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nParsePublicKey(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestParseSignature(t *testing.T) {
+	sig := bytes.Repeat([]byte{0xfb}, ed25519.SignatureSize)
+	std := base64.StdEncoding.EncodeToString(sig)
+	cases := map[string]struct {
+		reason  string
+		in      string
+		want    []byte
+		wantErr error
+	}{
+		"Std":        {reason: "Padded standard base64 is what sign writes.", in: std, want: sig},
+		"RawStd":     {reason: "Unpadded standard base64 is accepted too.", in: strings.TrimRight(std, "="), want: sig},
+		"URLSafe":    {reason: "The URL-safe alphabet is not.", in: base64.URLEncoding.EncodeToString(sig), wantErr: claims.ErrMalformedSignature},
+		"Empty":      {reason: "Nothing is not a signature.", in: "", wantErr: claims.ErrMalformedSignature},
+		"Short":      {reason: "63 bytes is not a signature.", in: base64.StdEncoding.EncodeToString(sig[:63]), wantErr: claims.ErrMalformedSignature},
+		"Long":       {reason: "65 bytes is not a signature.", in: base64.StdEncoding.EncodeToString(append(sig, 0)), wantErr: claims.ErrMalformedSignature},
+		"LineBreak":  {reason: "The decoder would skip a line break; we do not.", in: std[:40] + "\n" + std[41:], wantErr: claims.ErrMalformedSignature},
+		"StrayBits":  {reason: "Non-canonical last characters are refused (Strict).", in: std[:85] + "x==", wantErr: claims.ErrMalformedSignature},
+		"NotBase64":  {reason: "Right length, wrong alphabet.", in: strings.Repeat("*", 88), wantErr: claims.ErrMalformedSignature},
+		"HexEncoded": {reason: "A hex signature is a common mistake.", in: strings.Repeat("ab", 64), wantErr: claims.ErrMalformedSignature},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := claims.ParseSignature(tc.in)
+			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nParseSignature() err: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nParseSignature(): -want, +got:\n%s", tc.reason, diff)
+			}
+			if err != nil && strings.Contains(err.Error(), tc.in) && tc.in != "" {
+				t.Errorf("ParseSignature() error quotes its input: %v", err)
+			}
+		})
+	}
+}
+
+func TestParsePrivateKey(t *testing.T) {
+	seedHex := claims.FormatPrivateKey(claimstest.Owner)
+	fullHex := seedHex + claimstest.PublicHex(claimstest.Owner)
+	mismatched := seedHex + claimstest.PublicHex(claimstest.Stranger)
+	cases := map[string]struct {
+		reason  string
+		in      string
+		wantErr error
+	}{
+		"Seed":         {reason: "The seed is what keygen writes.", in: seedHex + "\n"},
+		"Full":         {reason: "Go's 64-byte form is accepted.", in: fullHex},
+		"Mismatched":   {reason: "A public half from another key is refused.", in: mismatched, wantErr: claims.ErrMalformedPrivateKey},
+		"WrongLength":  {reason: "Neither 32 nor 64 bytes.", in: seedHex[:40], wantErr: claims.ErrMalformedPrivateKey},
+		"NotHex":       {reason: "Not hex.", in: strings.Repeat("q", 64), wantErr: claims.ErrMalformedPrivateKey},
+		"PublicKeyHex": {reason: "A public key has the seed's length; it parses, and signs nothing the Datastore accepts.", in: claimstest.PublicHex(claimstest.Owner)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := claims.ParsePrivateKey(tc.in)
+			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nParsePrivateKey(): -want, +got:\n%s", tc.reason, diff)
+			}
+			if err == nil && name != "PublicKeyHex" && !got.Equal(claimstest.Owner) {
+				t.Errorf("%s\nParsePrivateKey(): got another key", tc.reason)
+			}
+			if err != nil && strings.Contains(err.Error(), seedHex) {
+				t.Errorf("ParsePrivateKey() error quotes the key")
+			}
+		})
+	}
+}
+
+func TestSignVerifiesWithParsedKey(t *testing.T) {
+	pub, priv, err := claims.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := claims.ParsePrivateKey(claims.FormatPrivateKey(priv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, version := range []string{"v1", "v2"} {
+		sig, err := claims.Sign(grant(), version, parsed)
+		if err != nil {
+			t.Fatalf("Sign(%s): %v", version, err)
+		}
+		raw, err := claims.ParseSignature(sig)
+		if err != nil {
+			t.Fatalf("ParseSignature(Sign(%s)): %v", version, err)
+		}
+		msg, _ := grant().Message(version)
+		if !ed25519.Verify(pub, msg, raw) {
+			t.Errorf("Sign(%s): signature does not verify", version)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package claims
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+)
+
+// Reasons a ResourceClaim is granted or denied. They are the reasons of the
+// claim's Ready and Denied conditions and the labels of the decision
+// counters, so they are API: add, never rename.
+const (
+	ReasonGranted                 = "Granted"
+	ReasonUnknownSignatureVersion = "UnknownSignatureVersion"
+	ReasonInvalidGrant            = "InvalidGrant"
+	ReasonDatastoreNotFound       = "DatastoreNotFound"
+	ReasonDatastoreNotValidated   = "DatastoreNotValidated"
+	ReasonMalformedPublicKey      = "MalformedPublicKey"
+	ReasonMalformedSignature      = "MalformedSignature"
+	ReasonInvalidSignature        = "InvalidSignature"
+	ReasonTenantNotAllowed        = "TenantNotAllowed"
+	ReasonGrantedInFuture         = "GrantedInFuture"
+	ReasonExpired                 = "Expired"
+	// ReasonSecretNotFound and ReasonSecretNotLabeled are shared with the
+	// Datastore checks.
+)
+
+// MaxClockSkew is how far in the future a grantedAt may lie: enough for
+// the owner's clock running a little ahead of the cluster's, not enough to
+// pre-date grants that only become usable later.
+const MaxClockSkew = 5 * time.Minute
+
+// Decision is the outcome of a check. Reason is a stable CamelCase word;
+// Message tells a person what to do, and never holds secret values or
+// signature bytes.
+type Decision struct {
+	// Allowed is true when the claim is granted (or the Datastore valid).
+	Allowed bool
+	// Reason is one of the Reason constants.
+	Reason string
+	// Message explains the decision.
+	Message string
+	// RecheckAt is when the decision changes by itself, zero when it does
+	// not: the expiry of a granted claim, or the moment a claim granted a
+	// little too far in the future becomes acceptable.
+	RecheckAt time.Time
+}
+
+// Verify decides whether a claim may receive its Datastore's credentials.
+// ds and secret are nil when they were not found; secret is the Datastore's
+// endpoint Secret. The checks run in a fixed order: the grant's own form,
+// then the Datastore, then authenticity (the signature), and only then
+// authorization (tenants) and time, so that someone without a valid
+// signature learns nothing about the Datastore's tenants.
+//
+// The Datastore is validated here again rather than trusted from its
+// status: the status may be older than the Secret or the Datastore in this
+// request, and a claim must never be granted on a stale "Validated".
+func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev1.Secret, now time.Time) Decision {
+	deny := func(reason, format string, args ...any) Decision {
+		return Decision{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	}
+	version := Version(claim)
+	if version != v1alpha1.SignatureV1 && version != v1alpha1.SignatureV2 {
+		return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
+	}
+	if claim.Namespace == "" {
+		return deny(ReasonInvalidGrant, "the claim has no namespace")
+	}
+	g := GrantOf(claim)
+	times, err := g.Check(version)
+	if err != nil {
+		return deny(ReasonInvalidGrant, "%v", err)
+	}
+	dsRef := g.DatastoreNamespace + "/" + g.DatastoreName
+	if ds == nil || ds.Namespace != g.DatastoreNamespace || ds.Name != g.DatastoreName {
+		return deny(ReasonDatastoreNotFound, "Datastore %s was not found", dsRef)
+	}
+	if d := CheckDatastore(ds, secret); !d.Allowed {
+		switch d.Reason {
+		case ReasonSecretNotFound, ReasonSecretNotLabeled:
+			return deny(d.Reason, "Datastore %s: %s", dsRef, d.Message)
+		case ReasonInvalidPublicKey:
+			return deny(ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
+		default:
+			return deny(ReasonDatastoreNotValidated, "Datastore %s is not valid (%s): %s", dsRef, d.Reason, d.Message)
+		}
+	}
+	if claim.Spec.Signature == "" {
+		return deny(ReasonMalformedSignature, "spec.signature is empty; sign the claim with the Datastore owner's key (formspec-hooks claim sign)")
+	}
+	sig, err := ParseSignature(claim.Spec.Signature)
+	if err != nil {
+		return deny(ReasonMalformedSignature, "spec.signature: %v", err)
+	}
+	keys, err := PublicKeys(ds)
+	if err != nil {
+		// CheckDatastore has parsed the keys already; this is defence in
+		// depth, not a reachable path.
+		return deny(ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
+	}
+	msg, err := g.Message(version)
+	if err != nil {
+		if errors.Is(err, ErrUnknownVersion) {
+			return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
+		}
+		return deny(ReasonInvalidGrant, "%v", err)
+	}
+	verified := false
+	for _, k := range keys {
+		if ed25519.Verify(ed25519.PublicKey(k), msg, sig) {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		return deny(ReasonInvalidSignature,
+			"the %s signature does not verify against the %d owner key(s) of Datastore %s: the claim was changed after signing, was signed for another namespace or by another key; ask the Datastore owner to sign it again",
+			version, len(keys), dsRef)
+	}
+	if !TenantAllowed(ds.Spec.AllowedTenants, claim.Namespace, g.Workspace) {
+		return deny(ReasonTenantNotAllowed, "%s/%s is not in spec.allowedTenants of Datastore %s; its owner must add %s/%s or %s/*",
+			claim.Namespace, g.Workspace, dsRef, claim.Namespace, g.Workspace, claim.Namespace)
+	}
+	if earliest := times.GrantedAt.Add(-MaxClockSkew); now.Before(earliest) {
+		d := deny(ReasonGrantedInFuture, "spec.grantedAt is more than %s ahead of the cluster's clock; the claim becomes usable at %s",
+			MaxClockSkew, earliest.UTC().Format(time.RFC3339))
+		d.RecheckAt = earliest
+		return d
+	}
+	if !times.ExpiresAt.IsZero() && !now.Before(times.ExpiresAt) {
+		return deny(ReasonExpired, "the grant expired at %s; ask the Datastore owner for a new one", times.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	msgText := fmt.Sprintf("%s signature of %s verified; %s access to Datastore %s granted to workspace %s",
+		version, g.GrantedBy, g.Permission, dsRef, g.Workspace)
+	if !times.ExpiresAt.IsZero() {
+		msgText += " until " + times.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return Decision{Allowed: true, Reason: ReasonGranted, Message: msgText, RecheckAt: times.ExpiresAt}
+}
+
+// Decisions counts decisions, typically into a metrics counter labelled by
+// hook, decision and reason. Implementations must be safe for concurrent
+// use.
+type Decisions interface {
+	Record(hook, decision, reason string)
+}
+
+// Decision labels passed to Decisions.Record.
+const (
+	DecisionGranted   = "granted"
+	DecisionDenied    = "denied"
+	DecisionValidated = "validated"
+)
+
+// Count calls d.Record unless d is nil, so hooks can take an optional
+// counter. The server's metrics (server.Metrics) are one Decisions.
+func Count(d Decisions, hook, decision, reason string) {
+	if d != nil {
+		d.Record(hook, decision, reason)
+	}
+}

@@ -1,0 +1,205 @@
+package resourceclaim_test
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/internal/golden"
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+)
+
+const controllerFile = "../../compositecontrollers/resourceclaim.yaml"
+
+// scene is one sync request of the test world.
+type scene struct {
+	claim      *v1alpha1.ResourceClaim
+	ds         *v1alpha1.Datastore
+	secret     *corev1.Secret
+	attachment *corev1.Secret
+}
+
+func world() scene {
+	return scene{
+		claim:  claimstest.SignClaim(claimstest.Claim(), claimstest.Owner),
+		ds:     validatedDatastore(),
+		secret: claimstest.Secret(),
+	}
+}
+
+// validatedDatastore is the Datastore as Metacontroller observes it after
+// the datastore hook ran.
+func validatedDatastore() *v1alpha1.Datastore {
+	ds := claimstest.Datastore()
+	since := metav1.NewTime(claimstest.Now.Add(-72 * time.Hour))
+	ds.Status = v1alpha1.DatastoreStatus{
+		ObservedGeneration: 1,
+		Endpoint:           "orders-db.data.svc.cluster.local:5432",
+		Conditions: []metav1.Condition{
+			{Type: "Validated", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonValidated, Message: "Secret data/orders-db-endpoint holds a complete postgres endpoint"},
+			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonValidated, Message: "Secret data/orders-db-endpoint holds a complete postgres endpoint"},
+		},
+	}
+	return ds
+}
+
+// granted marks the claim as granted by an earlier sync and adds the
+// Secret that sync created, as Metacontroller observes it.
+func (s scene) granted() scene {
+	since := metav1.NewTime(claimstest.Now.Add(-50 * time.Minute))
+	yes := true
+	msg := "v2 signature of data-team@example.com verified; read access to Datastore data/orders-db granted to workspace shop"
+	data := claims.Project(s.secret.Data, s.ds.Spec.Driver, s.claim.Spec.Permission)
+	s.claim.Status = v1alpha1.ResourceClaimStatus{
+		ObservedGeneration: 1,
+		Binding:            &v1alpha1.Binding{Name: "orders-credentials"},
+		CredentialsHash:    claims.CredentialsHash(data),
+		Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonGranted, Message: msg},
+			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonGranted, Message: msg},
+		},
+	}
+	s.attachment = &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "orders-credentials", Namespace: claimstest.ClaimNamespace,
+			UID: "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918", ResourceVersion: "5230",
+			CreationTimestamp: since,
+			Labels:            map[string]string{resourceclaim.LabelManagedBy: resourceclaim.ManagedBy, resourceclaim.LabelResourceClaim: "orders"},
+			Annotations:       map[string]string{"metacontroller.k8s.io/decorator-controller": "resourceclaim"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.APIVersion, Kind: "ResourceClaim", Name: "orders", UID: s.claim.UID,
+				Controller: &yes, BlockOwnerDeletion: &yes,
+			}},
+		},
+		Type: "servicebinding.io/postgres",
+		Data: maps.Clone(data),
+	}
+	return s
+}
+
+func (s scene) request(t *testing.T) *metacontroller.DecoratorRequest {
+	var related []golden.Object
+	if s.ds != nil {
+		related = append(related, golden.Object{APIVersion: v1alpha1.APIVersion, Kind: "Datastore", Namespace: s.ds.Namespace, Name: s.ds.Name, Value: s.ds})
+	}
+	if s.secret != nil {
+		related = append(related, golden.Object{APIVersion: "v1", Kind: "Secret", Namespace: s.secret.Namespace, Name: s.secret.Name, Value: s.secret})
+	}
+	var attached []golden.Object
+	if s.attachment != nil {
+		attached = append(attached, golden.Object{APIVersion: "v1", Kind: "Secret", Namespace: s.attachment.Namespace, Name: s.attachment.Name, Value: s.attachment})
+	}
+	return &metacontroller.DecoratorRequest{
+		Controller:  golden.Controller(t, controllerFile),
+		Object:      golden.Raw(t, s.claim),
+		Attachments: golden.Objects(t, []string{"Secret.v1"}, attached...),
+		Related:     golden.Objects(t, nil, related...),
+	}
+}
+
+// resign signs the claim again after a change, as its owner would.
+func (s scene) resign(change func(c *v1alpha1.ResourceClaim)) scene {
+	change(s.claim)
+	claimstest.SignClaim(s.claim, claimstest.Owner)
+	return s
+}
+
+func customize(t *testing.T, c *v1alpha1.ResourceClaim) *metacontroller.CustomizeRequest {
+	return &metacontroller.CustomizeRequest{Controller: golden.Controller(t, controllerFile), Parent: golden.Raw(t, c)}
+}
+
+func fixtureRequests(t *testing.T) map[string]any {
+	sameNamespace := func() scene {
+		s := world()
+		s.ds.Namespace, s.secret.Namespace = claimstest.ClaimNamespace, claimstest.ClaimNamespace
+		s.claim.Spec.Datastore.Namespace = ""
+		return s
+	}
+	return map[string]any{
+		"granted-v2": world().request(t),
+		"granted-v1-same-namespace": sameNamespace().resign(func(c *v1alpha1.ResourceClaim) {
+			c.Spec.SignatureVersion = ""
+		}).request(t),
+		"granted-admin-override": world().resign(func(c *v1alpha1.ResourceClaim) {
+			c.Spec.Permission = v1alpha1.PermissionAdmin
+		}).request(t),
+		"granted-expiring": world().resign(func(c *v1alpha1.ResourceClaim) {
+			c.Spec.ExpiresAt = "2026-01-01T06:00:00Z"
+		}).request(t),
+		"granted-rotated-key": func() scene {
+			s := world()
+			claimstest.SignClaim(s.claim, claimstest.Rotated)
+			return s
+		}().request(t),
+		"granted-unchanged": world().granted().request(t),
+		"denied-tampered-permission-deletes-secret": func() scene {
+			s := world().granted()
+			s.claim.Spec.Permission = v1alpha1.PermissionAdmin
+			return s
+		}().request(t),
+		"denied-stranger-key": func() scene {
+			s := world()
+			claimstest.SignClaim(s.claim, claimstest.Stranger)
+			return s
+		}().request(t),
+		"denied-copied-to-another-namespace": func() scene {
+			s := world()
+			s.claim.Namespace = "team-b"
+			return s
+		}().request(t),
+		"denied-expired": world().resign(func(c *v1alpha1.ResourceClaim) {
+			c.Spec.ExpiresAt = "2025-12-31T23:30:00Z"
+		}).granted().request(t),
+		"denied-granted-in-future": world().resign(func(c *v1alpha1.ResourceClaim) {
+			c.Spec.GrantedAt = "2026-01-01T02:00:00Z"
+		}).request(t),
+		"denied-tenant-not-allowed": world().resign(func(c *v1alpha1.ResourceClaim) {
+			c.Spec.Workspace = "blog"
+		}).request(t),
+		"denied-malformed-signature": func() scene {
+			s := world()
+			s.claim.Spec.Signature = strings.Repeat("A", 40)
+			return s
+		}().request(t),
+		"denied-datastore-missing": func() scene {
+			s := world()
+			s.ds, s.secret = nil, nil
+			return s
+		}().request(t),
+		"denied-secret-missing": func() scene {
+			s := world()
+			s.secret = nil
+			return s
+		}().request(t),
+		"customize-cross-namespace": customize(t, claimstest.Claim()),
+		"customize-same-namespace":  customize(t, sameNamespace().claim),
+	}
+}
+
+func TestFixtures(t *testing.T) {
+	h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }})
+	golden.Run(t, "../../fixtures/resourceclaim", fixtureRequests(t), func(ctx context.Context, name string, body []byte) (any, error) {
+		if strings.HasPrefix(name, "customize-") {
+			req, err := golden.Decode[metacontroller.CustomizeRequest](body)
+			if err != nil {
+				return nil, err
+			}
+			return h.Customize(ctx, req)
+		}
+		req, err := golden.Decode[metacontroller.DecoratorRequest](body)
+		if err != nil {
+			return nil, err
+		}
+		return h.Sync(ctx, req)
+	})
+}

@@ -1,0 +1,216 @@
+// Package resourceclaim implements the hooks of the resourceclaim
+// DecoratorController: it verifies a ResourceClaim against its Datastore
+// (package claims) and, when the grant holds, projects the Datastore's
+// credentials into a Secret next to the claim, "<claim>-credentials", in
+// the Service Binding layout. When it does not hold, the hook answers with
+// no attachment, so Metacontroller deletes any Secret granted before.
+package resourceclaim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/internal/conditions"
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+)
+
+// HookName labels this hook's decisions and log lines.
+const HookName = "resourceclaim"
+
+// Condition types of a ResourceClaim. A workspace injects a claim's
+// credentials only while Ready is True.
+const (
+	ConditionReady  = "Ready"
+	ConditionDenied = "Denied"
+)
+
+// Labels of the credentials Secret.
+const (
+	LabelResourceClaim = "formspec.dev/resourceclaim"
+	LabelManagedBy     = "app.kubernetes.io/managed-by"
+	ManagedBy          = "formspec-hooks"
+)
+
+// SecretSuffix makes the credentials Secret's name from the claim's.
+const SecretSuffix = "-credentials"
+
+// MaxResync bounds resyncAfterSeconds. A grant expiring in a year still
+// gets its Secret removed on time: each resync asks again for the rest.
+const MaxResync = 24 * time.Hour
+
+// Options configures a Hook. Every field is optional.
+type Options struct {
+	// Clock is "now" for expiry, skew and condition transitions;
+	// time.Now when nil. Fixtures use a fixed clock.
+	Clock func() time.Time
+	// Logger gets one debug line per decision (never a value of the
+	// Secret); discarded when nil.
+	Logger *slog.Logger
+	// Decisions counts granted and denied claims by reason.
+	Decisions claims.Decisions
+}
+
+// Hook serves the resourceclaim DecoratorController. It is safe for
+// concurrent use and keeps no state between requests.
+type Hook struct {
+	now       func() time.Time
+	log       *slog.Logger
+	decisions claims.Decisions
+}
+
+// New returns a Hook.
+func New(o Options) *Hook {
+	h := &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return h
+}
+
+// Customize asks for the claimed Datastore and for the Secrets in its
+// namespace that carry the consent label for it. Selecting by label means
+// Metacontroller never hands this hook a Secret whose owner did not
+// consent; the namespace is always explicit because a v2 rule without one
+// matches every namespace.
+func (h *Hook) Customize(ctx context.Context, req *metacontroller.CustomizeRequest) (*metacontroller.CustomizeResponse, error) {
+	claim, err := decode(req.Parent)
+	if err != nil {
+		return nil, err
+	}
+	g := claims.GrantOf(claim)
+	resp := &metacontroller.CustomizeResponse{}
+	if g.DatastoreName == "" || g.DatastoreNamespace == "" {
+		return resp, nil
+	}
+	resp.RelatedResources = append(resp.RelatedResources, metacontroller.RelatedResourceRule{
+		APIVersion: v1alpha1.APIVersion,
+		Resource:   "datastores",
+		Namespace:  g.DatastoreNamespace,
+		Names:      []string{g.DatastoreName},
+	})
+	// A name that is no label value cannot be selected (and cannot have a
+	// labelled Secret); asking would make Metacontroller fail the sync.
+	if len(validation.IsValidLabelValue(g.DatastoreName)) == 0 {
+		resp.RelatedResources = append(resp.RelatedResources, metacontroller.RelatedResourceRule{
+			APIVersion:    "v1",
+			Resource:      "secrets",
+			Namespace:     g.DatastoreNamespace,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelDatastore: g.DatastoreName}},
+		})
+	}
+	return resp, nil
+}
+
+// Sync verifies the claim and answers with its status and, when granted,
+// the credentials Secret.
+func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+	claim, err := decode(req.Object)
+	if err != nil {
+		return nil, err
+	}
+	g := claims.GrantOf(claim)
+	var ds *v1alpha1.Datastore
+	var secret *corev1.Secret
+	if g.DatastoreName != "" {
+		ds, err = metacontroller.Get[v1alpha1.Datastore](req.Related,
+			metacontroller.Key(v1alpha1.APIVersion, "Datastore"), metacontroller.Name(g.DatastoreNamespace, g.DatastoreName))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ds != nil && ds.Spec.EndpointSecretRef.Name != "" {
+		secret, err = metacontroller.Get[corev1.Secret](req.Related,
+			metacontroller.Key("v1", "Secret"), metacontroller.Name(ds.Namespace, ds.Spec.EndpointSecretRef.Name))
+		if err != nil {
+			return nil, err
+		}
+	}
+	now := h.now()
+	d := claims.Verify(claim, ds, secret, now)
+
+	status := &v1alpha1.ResourceClaimStatus{ObservedGeneration: claim.Generation}
+	resp := &metacontroller.DecoratorResponse{Status: status, Attachments: []metacontroller.Object{}}
+	decision := claims.DecisionDenied
+	if d.Allowed {
+		decision = claims.DecisionGranted
+		data := claims.Project(secret.Data, ds.Spec.Driver, g.Permission)
+		obj, err := metacontroller.ToObject(credentials(claim, ds.Spec.Driver, data))
+		if err != nil {
+			return nil, err
+		}
+		resp.Attachments = append(resp.Attachments, obj)
+		status.Binding = &v1alpha1.Binding{Name: claim.Name + SecretSuffix}
+		status.CredentialsHash = claims.CredentialsHash(data)
+	}
+	status.Conditions = []metav1.Condition{
+		conditions.Carry(claim.Status.Conditions, metav1.Condition{
+			Type: ConditionReady, Status: conditions.Status(d.Allowed),
+			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
+		}, now),
+		conditions.Carry(claim.Status.Conditions, metav1.Condition{
+			Type: ConditionDenied, Status: conditions.Status(!d.Allowed),
+			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
+		}, now),
+	}
+	if !d.RecheckAt.IsZero() {
+		resp.ResyncAfterSeconds = resyncAfter(d.RecheckAt.Sub(now))
+	}
+	claims.Count(h.decisions, HookName, decision, d.Reason)
+	h.log.DebugContext(ctx, "claim verified", "hook", HookName,
+		"namespace", claim.Namespace, "name", claim.Name, "decision", decision, "reason", d.Reason, "message", d.Message)
+	return resp, nil
+}
+
+// credentials is the attachment Secret. Its type tells Service Binding
+// libraries which client to build; the label ties it to its claim for
+// people and selectors (Metacontroller tracks it by owner reference).
+func credentials(claim *v1alpha1.ResourceClaim, driver string, data map[string][]byte) *corev1.Secret {
+	labels := map[string]string{LabelManagedBy: ManagedBy}
+	// Object names may be longer than label values; such a claim's Secret
+	// simply goes without the label rather than failing to apply.
+	if len(validation.IsValidLabelValue(claim.Name)) == 0 {
+		labels[LabelResourceClaim] = claim.Name
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      claim.Name + SecretSuffix,
+			Namespace: claim.Namespace,
+			Labels:    labels,
+		},
+		Type: corev1.SecretType("servicebinding.io/" + driver),
+		Data: maps.Clone(data),
+	}
+}
+
+// resyncAfter turns the time until a decision changes into whole seconds,
+// rounded up so the resync never comes a moment early (an expiry checked a
+// second early is still valid, and would wait for the next periodic
+// resync), and capped by MaxResync.
+func resyncAfter(d time.Duration) float64 {
+	d = min(max(d, time.Second), MaxResync)
+	return math.Ceil(d.Seconds())
+}
+
+func decode(raw json.RawMessage) (*v1alpha1.ResourceClaim, error) {
+	c := &v1alpha1.ResourceClaim{}
+	if err := json.Unmarshal(raw, c); err != nil {
+		return nil, fmt.Errorf("cannot decode ResourceClaim: %w", err)
+	}
+	return c, nil
+}

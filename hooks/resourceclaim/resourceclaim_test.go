@@ -1,0 +1,223 @@
+package resourceclaim_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+)
+
+// counter records Decisions.Count calls.
+type counter struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *counter) Record(hook, decision, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, hook+"/"+decision+"/"+reason)
+}
+
+// TestAdversarial runs attacks through the whole hook. Each must end
+// Denied, Ready=False, with no attachment (so a Secret granted before is
+// deleted), and be counted as a denial with its reason.
+func TestAdversarial(t *testing.T) {
+	tamper := func(change func(c *v1alpha1.ResourceClaim)) func(s *scene) {
+		return func(s *scene) { change(s.claim) }
+	}
+	cases := map[string]struct {
+		reason string
+		attack func(s *scene)
+		want   string
+	}{
+		"StrangerKey": {
+			reason: "Signed by a key the Datastore does not list.",
+			attack: func(s *scene) { claimstest.SignClaim(s.claim, claimstest.Stranger) },
+			want:   claims.ReasonInvalidSignature,
+		},
+		"TamperedWorkspace":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" }), want: claims.ReasonInvalidSignature},
+		"TamperedPermission": {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.Permission = "admin" }), want: claims.ReasonInvalidSignature},
+		"TamperedGrantedBy":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedBy = "mallory" }), want: claims.ReasonInvalidSignature},
+		"TamperedGrantedAt":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2025-12-31T23:59:00Z" }), want: claims.ReasonInvalidSignature},
+		"TamperedExpiresAt":  {reason: "Signed field changed (v2 signs it).", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2099-01-01T00:00:00Z" }), want: claims.ReasonInvalidSignature},
+		"TamperedDatastore": {
+			reason: "Pointing the claim at another Datastore in the same namespace, signed by its own owner key.",
+			attack: func(s *scene) {
+				s.ds.Name = "billing-db"
+				s.secret.Labels[v1alpha1.LabelDatastore] = "billing-db"
+				s.claim.Spec.Datastore.Name = "billing-db"
+			},
+			want: claims.ReasonInvalidSignature,
+		},
+		"CopiedToAnotherNamespace": {
+			reason: "A v2 claim copied into team-b, which allowedTenants allows as team-b/*.",
+			attack: func(s *scene) { s.claim.Namespace = "team-b" },
+			want:   claims.ReasonInvalidSignature,
+		},
+		"V1PipeMoved": {
+			reason: "A v1 message shared by two grants through a moved |.",
+			attack: func(s *scene) {
+				s.claim.Spec.SignatureVersion = v1alpha1.SignatureV1
+				s.claim.Spec.GrantedBy = "admin|ops"
+				s.claim.Spec.Signature = claims.FormatSignature(signRaw(claims.MessageV1(claims.GrantOf(s.claim))))
+				s.claim.Spec.Workspace, s.claim.Spec.Permission, s.claim.Spec.GrantedBy = "shop|read", "admin", "ops"
+			},
+			want: claims.ReasonInvalidGrant,
+		},
+		"Expired": {
+			reason: "A correctly signed grant past its expiry.",
+			attack: func(s *scene) {
+				*s = s.resign(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2025-12-31T23:59:59Z" })
+			},
+			want: claims.ReasonExpired,
+		},
+		"FarFuture": {
+			reason: "A correctly signed grant dated next year.",
+			attack: func(s *scene) {
+				*s = s.resign(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2027-01-01T00:00:00Z" })
+			},
+			want: claims.ReasonGrantedInFuture,
+		},
+		"TenantNotAllowed": {
+			reason: "A correctly signed grant for a tenant the Datastore does not list.",
+			attack: func(s *scene) { s.ds.Spec.AllowedTenants = []string{"team-c/*"} },
+			want:   claims.ReasonTenantNotAllowed,
+		},
+		"KeyWrongLength":       {reason: "Malformed key.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = "abcd" }, want: claims.ReasonMalformedPublicKey},
+		"KeyNotHex":            {reason: "Malformed key.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = strings.Repeat("x", 64) }, want: claims.ReasonMalformedPublicKey},
+		"SignatureWrongLength": {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = s.claim.Spec.Signature[:60] }, want: claims.ReasonMalformedSignature},
+		"SignatureNotBase64":   {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = strings.Repeat("%", 88) }, want: claims.ReasonMalformedSignature},
+		"DatastoreMissing":     {reason: "No Datastore.", attack: func(s *scene) { s.ds, s.secret = nil, nil }, want: claims.ReasonDatastoreNotFound},
+		"SecretMissing":        {reason: "No endpoint Secret.", attack: func(s *scene) { s.secret = nil }, want: claims.ReasonSecretNotFound},
+		"SecretNotLabeled": {
+			reason: "A Secret without the consent label, even if handed over.",
+			attack: func(s *scene) { delete(s.secret.Labels, v1alpha1.LabelDatastore) },
+			want:   claims.ReasonSecretNotLabeled,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := world().granted()
+			tc.attack(&s)
+			c := &counter{}
+			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }, Decisions: c})
+			resp, err := h.Sync(t.Context(), s.request(t))
+			if err != nil {
+				t.Fatalf("Sync(): %v", err)
+			}
+			status := resp.Status.(*v1alpha1.ResourceClaimStatus)
+			type outcome struct {
+				Attachments  int
+				Ready, Deny  metav1.ConditionStatus
+				Reason       string
+				Binding      *v1alpha1.Binding
+				Hash, Counts string
+			}
+			want := outcome{Ready: metav1.ConditionFalse, Deny: metav1.ConditionTrue, Reason: tc.want, Counts: "resourceclaim/denied/" + tc.want}
+			got := outcome{
+				Attachments: len(resp.Attachments), Ready: status.Conditions[0].Status, Deny: status.Conditions[1].Status,
+				Reason: status.Conditions[1].Reason, Binding: status.Binding, Hash: status.CredentialsHash, Counts: strings.Join(c.calls, ","),
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\nSync(): -want, +got:\n%s\nmessage: %s", tc.reason, diff, status.Conditions[1].Message)
+			}
+		})
+	}
+}
+
+func signRaw(msg []byte) []byte {
+	return ed25519.Sign(claimstest.Owner, msg)
+}
+
+// TestNoLeaks runs granted and denied claims with a debug logger and
+// checks that no password, in clear or base64, and no signature appears in
+// a log line, a status or an error; only the attachment may carry them.
+func TestNoLeaks(t *testing.T) {
+	scenes := map[string]func() scene{
+		"Granted":       world,
+		"GrantedAdmin":  func() scene { return world().resign(func(c *v1alpha1.ResourceClaim) { c.Spec.Permission = "admin" }) },
+		"Denied":        func() scene { s := world(); s.claim.Spec.Workspace = "blog"; return s },
+		"MalformedSig":  func() scene { s := world(); s.claim.Spec.Signature = claimstest.Password; return s },
+		"PasswordInKey": func() scene { s := world(); s.ds.Spec.OwnerPublicKey = claimstest.Password; return s },
+		"BrokenSecret": func() scene {
+			s := world()
+			s.secret.Data["uri"] = []byte("postgres://u:" + claimstest.Password + "@%zz")
+			return s
+		},
+	}
+	for name, build := range scenes {
+		t.Run(name, func(t *testing.T) {
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }, Logger: logger})
+			s := build()
+			req := s.request(t)
+			resp, err := h.Sync(t.Context(), req)
+			if err != nil {
+				t.Fatalf("Sync(): %v", err)
+			}
+			statusJSON, _ := json.Marshal(resp.Status)
+			// A broken request: the error must not quote the Secret either.
+			req.Related[metacontroller.Key("v1", "Secret")]["data/orders-db-endpoint"] = json.RawMessage(`{"metadata":{"name":"orders-db-endpoint","namespace":"data","labels":{"formspec.dev/datastore":"orders-db"}},"data":{"password":"` + claimstest.Password + `!"}}`)
+			_, brokenErr := h.Sync(t.Context(), req)
+			if brokenErr == nil {
+				t.Fatalf("Sync() with an undecodable Secret: want an error")
+			}
+			secrets := []string{
+				claimstest.Password, claimstest.AdminPassword,
+				base64.StdEncoding.EncodeToString([]byte(claimstest.Password)),
+				base64.StdEncoding.EncodeToString([]byte(claimstest.AdminPassword)),
+			}
+			if sig := s.claim.Spec.Signature; len(sig) > 8 {
+				secrets = append(secrets, sig)
+			}
+			if logs.Len() == 0 {
+				t.Fatalf("no log lines: the test would prove nothing")
+			}
+			for _, secret := range secrets {
+				for where, text := range map[string]string{"log": logs.String(), "status": string(statusJSON), "error": brokenErr.Error()} {
+					if strings.Contains(text, secret) {
+						t.Errorf("%s contains secret material %q:\n%s", where, secret[:6]+"…", text)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestResyncCapped(t *testing.T) {
+	s := world().resign(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2030-01-01T00:00:00Z" })
+	h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }})
+	resp, err := h.Sync(t.Context(), s.request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(resourceclaim.MaxResync.Seconds(), resp.ResyncAfterSeconds); diff != "" {
+		t.Errorf("ResyncAfterSeconds: -want, +got:\n%s", diff)
+	}
+}
+
+func TestSyncBrokenObject(t *testing.T) {
+	h := resourceclaim.New(resourceclaim.Options{})
+	_, err := h.Sync(t.Context(), &metacontroller.DecoratorRequest{Object: json.RawMessage(`{"spec":"nope"}`)})
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		t.Errorf("Sync(): got err %v, want a decode error", err)
+	}
+}
