@@ -185,14 +185,41 @@ func (c *Client) Get(apiVersion, kind, namespace, name string) (Object, error) {
 // Delete deletes the named object with foreground propagation, so that
 // with a garbage collector running its dependents go first.
 func (c *Client) Delete(apiVersion, kind, namespace, name string) error {
+	return c.DeleteWithPropagation(apiVersion, kind, namespace, name, "Foreground")
+}
+
+// DeleteWithPropagation deletes the named object with the given
+// propagationPolicy (Foreground, Background or Orphan). Background is what
+// kubectl does: the object's own finalizers run before the garbage
+// collector touches its dependents, which is what a controller with a
+// finalize hook expects.
+func (c *Client) DeleteWithPropagation(apiVersion, kind, namespace, name, policy string) error {
 	path, err := c.ResourcePath(apiVersion, kind, namespace, name)
 	if err != nil {
 		return err
 	}
 	_, err = c.Do(http.MethodDelete, path, map[string]any{
-		"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground",
+		"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": policy,
 	})
 	return err
+}
+
+// MergePatch sends a JSON merge patch (RFC 7386) to the named object, or to
+// one of its subresources ("status", "scale") when subresource is set, and
+// returns the result.
+func (c *Client) MergePatch(apiVersion, kind, namespace, name, subresource string, patch any) (Object, error) {
+	path, err := c.ResourcePath(apiVersion, kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if subresource != "" {
+		path += "/" + subresource
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode patch: %w", err)
+	}
+	return c.object(http.MethodPatch, path, "application/merge-patch+json", body)
 }
 
 // Apply server-side applies obj as fieldManager, forcing conflicts (the
@@ -204,6 +231,13 @@ func (c *Client) Apply(obj Object, fieldManager string) (Object, error) {
 // DryRunApply is Apply with dryRun=All: nothing is stored.
 func (c *Client) DryRunApply(obj Object, fieldManager string) (Object, error) {
 	return c.apply(obj, fieldManager, true)
+}
+
+// ApplyStatus server-side applies obj's status to the status subresource
+// of an existing object, as a controller writing status would, and returns
+// the result.
+func (c *Client) ApplyStatus(obj Object, fieldManager string) (Object, error) {
+	return c.applyTo(obj, "/status", fieldManager, false)
 }
 
 // DryRunApplyStatus server-side applies obj's status to the status

@@ -48,6 +48,11 @@ const stopGrace = 10 * time.Second
 // garbage collection (ownerReferences, the basis of Metacontroller's child
 // cleanup), namespace deletion, and the service-account machinery that
 // makes a namespace usable by pods and by Metacontroller's RBAC.
+//
+// The deployment, replicaset and horizontal-pod-autoscaler controllers are
+// deliberately absent: there is no kubelet to run pods, so a test plays
+// those controllers itself, writing a Deployment's status and replica
+// count when it wants to, and nothing overwrites them.
 var DefaultControllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",
@@ -154,9 +159,7 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 	}
 	cp.CACert = pki.caCert
 
-	// Ports are picked by binding :0 and closing; another process could
-	// grab one in between, which would show up as a start failure.
-	ports := freePorts(t, 3)
+	ports := FreePorts(t, 3)
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 	cp.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
@@ -261,7 +264,10 @@ func randomHex(t testing.TB, n int) string {
 	return hex.EncodeToString(b)
 }
 
-func freePorts(t testing.TB, n int) []int {
+// FreePorts returns n distinct loopback ports that were free a moment ago.
+// They are found by binding 127.0.0.1:0 and closing, so another process
+// could take one before it is used; that shows up as a start failure.
+func FreePorts(t testing.TB, n int) []int {
 	var ports []int
 	var listeners []net.Listener
 	for range n {
@@ -287,8 +293,8 @@ func etcdHealthy(url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// process is a started binary whose exit is observed in the background.
-type process struct {
+// Process is a started binary whose exit is observed in the background.
+type Process struct {
 	name   string
 	log    string
 	cmd    *exec.Cmd
@@ -296,12 +302,58 @@ type process struct {
 	err    error
 }
 
+// ProcessConfig says where StartProcess runs a binary and how much of its
+// log a failed test shows.
+type ProcessConfig struct {
+	// Dir is the working directory, which also holds the log,
+	// <Dir>/<binary name>.log.
+	Dir string
+	// LogLines is how many of the log's last lines are written to the test
+	// log when the test fails (default 40).
+	LogLines int
+}
+
+// StartProcess runs bin with the same hygiene as the control plane's own
+// processes: its own process group, killed by the kernel if the test binary
+// dies, stopped (SIGTERM, then SIGKILL after a grace period) when the test
+// ends, and its log's tail shown when the test fails. Tests use it for the
+// other binaries they run beside the control plane.
+func StartProcess(t testing.TB, cfg ProcessConfig, bin string, args ...string) *Process {
+	t.Helper()
+	if cfg.LogLines <= 0 {
+		cfg.LogLines = 40
+	}
+	return startProcessLines(t, cfg.Dir, cfg.LogLines, bin, args...)
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.exited }
+
+// LogPath is the file holding the process's stdout and stderr.
+func (p *Process) LogPath() string { return p.log }
+
+// WaitReady polls ready every 100ms until it is true, and fails with the
+// log's tail when the process exits first or ctx ends.
+func (p *Process) WaitReady(ctx context.Context, ready func() bool) error {
+	return waitFor(ctx, p, ready)
+}
+
+// Stop terminates the process group and waits for the process to exit.
+// It is safe to call more than once; the cleanup StartProcess registers
+// calls it too.
+func (p *Process) Stop() { p.stop() }
+
 // startProcess runs bin in its own process group, logging to
 // <dir>/<name>.log, and registers a cleanup that terminates the group.
-func startProcess(t testing.TB, dir, bin string, args ...string) *process {
+func startProcess(t testing.TB, dir, bin string, args ...string) *Process {
+	t.Helper()
+	return startProcessLines(t, dir, 40, bin, args...)
+}
+
+func startProcessLines(t testing.TB, dir string, logLines int, bin string, args ...string) *Process {
 	t.Helper()
 	name := filepath.Base(bin)
-	p := &process{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	p := &Process{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
 	logFile, err := os.Create(p.log)
 	if err != nil {
 		t.Fatalf("cannot create %s log: %v", name, err)
@@ -323,7 +375,7 @@ func startProcess(t testing.TB, dir, bin string, args ...string) *process {
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
-			t.Logf("%s log (last lines of %s):\n%s", name, p.log, tail(p.log, 40))
+			t.Logf("%s log (last %d lines of %s):\n%s", name, logLines, p.log, tail(p.log, logLines))
 		}
 	})
 	return p
@@ -331,7 +383,7 @@ func startProcess(t testing.TB, dir, bin string, args ...string) *process {
 
 // stop sends SIGTERM to the process group, then SIGKILL after stopGrace,
 // and waits for the process to be reaped.
-func (p *process) stop() {
+func (p *Process) stop() {
 	pgid := p.cmd.Process.Pid
 	select {
 	case <-p.exited:
@@ -349,7 +401,7 @@ func (p *process) stop() {
 }
 
 // waitFor polls ready until it is true, the process exits or ctx ends.
-func waitFor(ctx context.Context, p *process, ready func() bool) error {
+func waitFor(ctx context.Context, p *Process, ready func() bool) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
