@@ -240,11 +240,26 @@ func (c *Client) ApplyStatus(obj Object, fieldManager string) (Object, error) {
 	return c.applyTo(obj, "/status", fieldManager, false)
 }
 
-// DryRunApplyStatus server-side applies obj's status to the status
-// subresource of an existing object with dryRun=All, as a controller
-// writing status would, and returns the result.
-func (c *Client) DryRunApplyStatus(obj Object, fieldManager string) (Object, error) {
-	return c.applyTo(obj, "/status", fieldManager, true)
+// DryRunUpdateStatus replaces the status of the existing object obj names
+// with obj's status through the status subresource, with dryRun=All, the way
+// Metacontroller writes a parent's status (a PUT of the whole object), and
+// returns the result.
+func (c *Client) DryRunUpdateStatus(obj Object) (Object, error) {
+	apiVersion, kind, namespace, name := identity(obj)
+	current, err := c.Get(apiVersion, kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	current["status"] = obj["status"]
+	path, err := c.ResourcePath(apiVersion, kind, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(current)
+	if err != nil {
+		return nil, err
+	}
+	return c.object(http.MethodPut, path+"/status?dryRun=All", "application/json", body)
 }
 
 func (c *Client) apply(obj Object, fieldManager string, dryRun bool) (Object, error) {

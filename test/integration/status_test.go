@@ -72,7 +72,7 @@ func testStatus(t *testing.T, c *controlplane.Client) {
 		return with(t, controlplane.Object{"apiVersion": base["apiVersion"], "kind": base["kind"], "metadata": base["metadata"]}, fields{"status": status})
 	}
 	withStatus := func(status any, changes fields) any {
-		return with(t, map[string]any{"status": status}, changes)["status"]
+		return with(t, status.(map[string]any), changes)
 	}
 	badCondition := func(changes fields) any {
 		return []any{with(t, jsonCopy(t, ready).(map[string]any), changes)}
@@ -133,16 +133,16 @@ func testStatus(t *testing.T, c *controlplane.Client) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := c.DryRunApplyStatus(tc.obj, fieldManager)
+			got, err := c.DryRunUpdateStatus(tc.obj)
 			if len(tc.wantErrs) > 0 {
 				checkRejected(t, tc.reason, err, tc.wantErrs)
 				return
 			}
 			if err != nil {
-				t.Fatalf("%s\nDryRunApplyStatus(...): want accepted, got %v", tc.reason, err)
+				t.Fatalf("%s\nDryRunUpdateStatus(...): want accepted, got %v", tc.reason, err)
 			}
 			if diff := cmp.Diff(tc.obj["status"], got["status"]); diff != "" {
-				t.Errorf("%s\nDryRunApplyStatus(...) status: -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("%s\nDryRunUpdateStatus(...) status: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
