@@ -6,12 +6,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
 // TestControllerFiles checks the controller definitions for what neither
-// the API server nor Metacontroller's CRD schema catches: that no webhook
-// carries a setting Metacontroller cannot start with.
+// the API server nor Metacontroller's CRD schema catches: that the
+// kustomization installs every definition, and that no webhook carries a
+// setting Metacontroller cannot start with.
 func TestControllerFiles(t *testing.T) {
 	root := repoRoot(t)
 	dir := filepath.Join(root, "compositecontrollers")
@@ -25,6 +28,21 @@ func TestControllerFiles(t *testing.T) {
 			defs = append(defs, filepath.Base(f))
 		}
 	}
+
+	t.Run("Kustomization", func(t *testing.T) {
+		docs, err := controlplane.ReadYAMLFile(filepath.Join(dir, "kustomization.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		for _, r := range docs[0]["resources"].([]any) {
+			listed = append(listed, r.(string))
+		}
+		slices.Sort(listed)
+		if diff := cmp.Diff(defs, listed); diff != "" {
+			t.Errorf("compositecontrollers/kustomization.yaml resources: -want, +got:\n%s", diff)
+		}
+	})
 
 	t.Run("ETagCache", func(t *testing.T) {
 		// Metacontroller 4.17 dereferences etag.cacheCleanupSeconds
