@@ -6,7 +6,9 @@
 //
 //   - a Metacontroller binary (v4.16 or newer, built from its public
 //     source), named by METACONTROLLER_BIN;
-//   - the control-plane binaries of test/controlplane (FORMSPEC_K8S_BIN);
+//   - the control-plane binaries of test/controlplane, from FORMSPEC_K8S_BIN
+//     or, when that is unset, from where test/k8s-binaries.sh puts them by
+//     default (~/.cache/formspec-hooks/k8s-v1.37.2);
 //   - Metacontroller's published CRDs in ../shared/testdata beside the
 //     repository.
 //
@@ -51,6 +53,10 @@ const metacontrollerCRDsFile = "shared/testdata/metacontroller-crds-v1.yaml"
 // listens there, and nothing in these tests calls it.
 const controlClusterURL = "http://formspec-ctl.formspec-system:7070"
 
+// k8sVersion is the version test/k8s-binaries.sh builds, which names its
+// default output directory.
+const k8sVersion = "v1.37.2"
+
 // fieldManager is the server-side apply field manager of the tests' writes.
 const fieldManager = "formspec-e2e-test"
 
@@ -80,6 +86,13 @@ func startEnv(t *testing.T) *env {
 	}
 	if _, err := os.Stat(mcBin); err != nil {
 		t.Fatalf("%s=%s: %v", EnvMetacontrollerBin, mcBin, err)
+	}
+	if os.Getenv(controlplane.EnvBinDir) == "" {
+		// Where test/k8s-binaries.sh builds by default, so that the tests
+		// run without make once the binaries exist.
+		if home, err := os.UserHomeDir(); err == nil {
+			t.Setenv(controlplane.EnvBinDir, filepath.Join(home, ".cache", "formspec-hooks", "k8s-"+k8sVersion))
+		}
 	}
 	if _, err := controlplane.BinDir(); err != nil {
 		t.Skip("skipping Metacontroller end-to-end tests: " + err.Error())
