@@ -50,7 +50,7 @@ func testCredentials(t *testing.T, e *env) {
 	e.apply(t, claimstest.SignClaim(claim, claimstest.Owner))
 
 	e.eventually(t, "Datastore "+dataNS+"/"+ds.Name+" Validated", func() error {
-		got, err := getAs[v1alpha1.Datastore](e.c, v1alpha1.APIVersion, "Datastore", dataNS, ds.Name)
+		got, err := get[v1alpha1.Datastore](e.c, v1alpha1.APIVersion, "Datastore", dataNS, ds.Name)
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func testCredentials(t *testing.T, e *env) {
 			return err
 		}
 		if creds == nil {
-			c, err := getAs[v1alpha1.ResourceClaim](e.c, v1alpha1.APIVersion, "ResourceClaim", ns, claimName)
+			c, err := get[v1alpha1.ResourceClaim](e.c, v1alpha1.APIVersion, "ResourceClaim", ns, claimName)
 			if err != nil {
 				return err
 			}
@@ -185,7 +185,7 @@ func testCredentials(t *testing.T, e *env) {
 		"spec": map[string]any{"allowedTenants": []string{"team-b/*"}},
 	})
 	e.eventually(t, "claim "+ns+"/"+claimName+" denied and its Secret deleted", func() error {
-		c, err := getAs[v1alpha1.ResourceClaim](e.c, v1alpha1.APIVersion, "ResourceClaim", ns, claimName)
+		c, err := get[v1alpha1.ResourceClaim](e.c, v1alpha1.APIVersion, "ResourceClaim", ns, claimName)
 		if err != nil {
 			return err
 		}

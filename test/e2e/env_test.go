@@ -12,9 +12,9 @@
 //   - Metacontroller's published CRDs in ../shared/testdata beside the
 //     repository.
 //
-// Without any of them the tests skip and say what is missing. Everything
-// listens on 127.0.0.1 only, and every process is stopped when the test
-// ends.
+// Without any of them TestMetacontroller skips and says what is missing.
+// Everything listens on 127.0.0.1 only, and every process is stopped when
+// the test ends.
 //
 // The control plane runs no deployment, replicaset or HPA controller and no
 // kubelet, so the tests play those parts themselves: they write a
@@ -200,27 +200,27 @@ func loopbackWebhooks(obj controlplane.Object, base string) error {
 	spec, _ := obj["spec"].(map[string]any)
 	hooks, _ := spec["hooks"].(map[string]any)
 	if len(hooks) == 0 {
-		return fmt.Errorf("%v %v has no spec.hooks", obj["kind"], name(obj))
+		return fmt.Errorf("%v %v has no spec.hooks", obj["kind"], objName(obj))
 	}
 	for _, hookName := range slices.Sorted(maps.Keys(hooks)) {
 		hook, _ := hooks[hookName].(map[string]any)
 		webhook, _ := hook["webhook"].(map[string]any)
 		if webhook == nil {
-			return fmt.Errorf("%v %v: hook %s has no webhook", obj["kind"], name(obj), hookName)
+			return fmt.Errorf("%v %v: hook %s has no webhook", obj["kind"], objName(obj), hookName)
 		}
 		var path string
 		switch {
 		case webhook["url"] != nil:
 			u, err := url.Parse(fmt.Sprint(webhook["url"]))
 			if err != nil {
-				return fmt.Errorf("%v %v: hook %s: %w", obj["kind"], name(obj), hookName, err)
+				return fmt.Errorf("%v %v: hook %s: %w", obj["kind"], objName(obj), hookName, err)
 			}
 			path = u.Path
 		case webhook["path"] != nil:
 			path = fmt.Sprint(webhook["path"])
 		}
 		if !strings.HasPrefix(path, "/") {
-			return fmt.Errorf("%v %v: hook %s names no path", obj["kind"], name(obj), hookName)
+			return fmt.Errorf("%v %v: hook %s names no path", obj["kind"], objName(obj), hookName)
 		}
 		delete(webhook, "service")
 		delete(webhook, "path")
@@ -229,7 +229,7 @@ func loopbackWebhooks(obj controlplane.Object, base string) error {
 	return nil
 }
 
-func name(obj controlplane.Object) string {
+func objName(obj controlplane.Object) string {
 	md, _ := obj["metadata"].(map[string]any)
 	s, _ := md["name"].(string)
 	return s
@@ -307,6 +307,15 @@ func getAs[T any](c *controlplane.Client, apiVersion, kind, namespace, name stri
 		return nil, err
 	}
 	return convert[T](obj)
+}
+
+// get reads an object into a typed struct; a missing object is an error.
+func get[T any](c *controlplane.Client, apiVersion, kind, namespace, name string) (*T, error) {
+	obj, err := getAs[T](c, apiVersion, kind, namespace, name)
+	if err == nil && obj == nil {
+		return nil, fmt.Errorf("%s %s/%s does not exist", kind, namespace, name)
+	}
+	return obj, err
 }
 
 // convert re-decodes a JSON object into a typed struct.

@@ -45,7 +45,7 @@ func (e *env) apply(t testing.TB, v any) {
 		delete(md, "creationTimestamp")
 	}
 	if _, err := e.c.Apply(obj, fieldManager); err != nil {
-		t.Fatalf("cannot apply %v %s: %v", obj["kind"], name(obj), err)
+		t.Fatalf("cannot apply %v %s: %v", obj["kind"], objName(obj), err)
 	}
 }
 
@@ -57,10 +57,12 @@ func (e *env) patch(t testing.TB, apiVersion, kind, namespace, objName, subresou
 	}
 }
 
+// workspace reads a Workspace; a missing one is an error.
 func (e *env) workspace(namespace, name string) (*v1alpha1.Workspace, error) {
-	return getAs[v1alpha1.Workspace](e.c, v1alpha1.APIVersion, "Workspace", namespace, name)
+	return get[v1alpha1.Workspace](e.c, v1alpha1.APIVersion, "Workspace", namespace, name)
 }
 
+// deployment reads a Deployment; a missing one is (nil, nil).
 func (e *env) deployment(namespace, name string) (*appsv1.Deployment, error) {
 	return getAs[appsv1.Deployment](e.c, "apps/v1", "Deployment", namespace, name)
 }

@@ -84,7 +84,7 @@ func testWorkspaceLifecycle(t *testing.T, e *env) {
 		return nil
 	})
 	stored, err := e.workspace(ns, name)
-	if err != nil || stored == nil {
+	if err != nil {
 		t.Fatalf("cannot read Workspace %s/%s: %v", ns, name, err)
 	}
 	// generateSelector: Metacontroller labels each child with the
@@ -255,7 +255,7 @@ func (e *env) teardown(t *testing.T, ns, name string) {
 				return fail("%s %s/%s was removed while the Deployment was still draining", child.kind, ns, child.name)
 			}
 		}
-		ws, err := e.workspace(ns, name)
+		ws, err := getAs[v1alpha1.Workspace](e.c, v1alpha1.APIVersion, "Workspace", ns, name)
 		if err != nil {
 			return err
 		}
@@ -288,7 +288,7 @@ func (e *env) teardown(t *testing.T, ns, name string) {
 				return fmt.Errorf("%s still there (%v)", child.kind, err)
 			}
 		}
-		ws, err := e.workspace(ns, name)
+		ws, err := getAs[v1alpha1.Workspace](e.c, v1alpha1.APIVersion, "Workspace", ns, name)
 		if err != nil {
 			return err
 		}
