@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/hooks/workspace"
+)
+
+// testCredentials walks a Datastore's credentials into a workspace and out
+// again: a validated Datastore and a claim signed by its owner give a
+// credentials Secret, a Workspace that lists the Datastore gets it injected,
+// and when the owner stops allowing the workspace the Secret is deleted and
+// the Deployment no longer references it.
+func testCredentials(t *testing.T, e *env) {
+	const (
+		dataNS    = claimstest.DatastoreNamespace
+		ns        = claimstest.ClaimNamespace
+		name      = claimstest.Workspace
+		className = "e2e-data"
+		claimName = claimstest.ClaimName
+		secret    = claimName + resourceclaim.SecretSuffix
+		envPrefix = "ORDERS_"
+	)
+	e.namespace(t, dataNS)
+	e.namespace(t, ns)
+
+	endpoint := claimstest.Secret()
+	endpoint.ObjectMeta = fresh(endpoint.ObjectMeta)
+	e.apply(t, endpoint)
+	ds := claimstest.Datastore()
+	ds.ObjectMeta = fresh(ds.ObjectMeta)
+	e.apply(t, ds)
+	claim := claimstest.Claim()
+	claim.ObjectMeta = fresh(claim.ObjectMeta)
+	// Granted a minute ago by the real clock, which is what the hook
+	// checks against.
+	claim.Spec.GrantedAt = time.Now().UTC().Add(-time.Minute).Truncate(time.Second).Format(time.RFC3339)
+	e.apply(t, claimstest.SignClaim(claim, claimstest.Owner))
+
+	e.eventually(t, "Datastore "+dataNS+"/"+ds.Name+" Validated", func() error {
+		got, err := get[v1alpha1.Datastore](e.c, v1alpha1.APIVersion, "Datastore", dataNS, ds.Name)
+		if err != nil {
+			return err
+		}
+		if c := condition(got.Status.Conditions, "Validated"); c.Status != "True" {
+			return fmt.Errorf("conditions %v", conds(got.Status.Conditions))
+		}
+		return nil
+	})
+
+	var creds *corev1.Secret
+	e.eventually(t, "credentials Secret "+ns+"/"+secret, func() error {
+		var err error
+		if creds, err = getAs[corev1.Secret](e.c, "v1", "Secret", ns, secret); err != nil {
+			return err
+		}
+		if creds == nil {
+			c, err := get[v1alpha1.ResourceClaim](e.c, v1alpha1.APIVersion, "ResourceClaim", ns, claimName)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("not created; claim conditions %v", conds(c.Status.Conditions))
+		}
+		return nil
+	})
+	type secretShape struct {
+		Controller string
+		Type       corev1.SecretType
+		Keys       []string
+		Password   string
+	}
+	wantSecret := secretShape{
+		Controller: "ResourceClaim/" + claimName,
+		Type:       "servicebinding.io/postgres",
+		// A read claim gets the unprefixed keys, never the admin ones, plus
+		// the Service Binding type and provider.
+		Keys:     []string{"database", "host", "password", "port", "provider", "type", "username"},
+		Password: claimstest.Password,
+	}
+	gotSecret := secretShape{Controller: controller(creds.ObjectMeta), Type: creds.Type, Password: string(creds.Data["password"])}
+	for k := range creds.Data {
+		gotSecret.Keys = append(gotSecret.Keys, k)
+	}
+	slices.Sort(gotSecret.Keys)
+	if diff := cmp.Diff(wantSecret, gotSecret); diff != "" {
+		t.Errorf("Secret %s/%s: -want, +got:\n%s", ns, secret, diff)
+	}
+
+	e.apply(t, clusterClass(className, v1alpha1.Scaling{MinReplicas: ptr.To[int32](1)}))
+	ws := newWorkspace(ns, name, className)
+	ws.Spec.Datastores = []v1alpha1.DatastoreRef{{Name: ds.Name, Namespace: dataNS, EnvPrefix: envPrefix}}
+	e.apply(t, ws)
+
+	// What the pod template says about the credentials.
+	type injection struct {
+		SecretEnvFrom []corev1.EnvFromSource
+		Volumes       []corev1.Volume
+		Mounts        []corev1.VolumeMount
+		BindingRoot   string
+		HashSet       bool
+	}
+	injectionOf := func(ns, name string) (injection, error) {
+		dep, err := e.deployment(ns, name)
+		if err != nil || dep == nil {
+			return injection{}, fmt.Errorf("Deployment: %v", err)
+		}
+		var in injection
+		pod := dep.Spec.Template.Spec
+		for _, v := range pod.Volumes {
+			if v.Secret != nil {
+				in.Volumes = append(in.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: v.Secret.SecretName}}})
+			}
+		}
+		if len(pod.Containers) != 1 {
+			return in, fail("Deployment %s/%s has %d containers, want 1", ns, name, len(pod.Containers))
+		}
+		c := pod.Containers[0]
+		for _, f := range c.EnvFrom {
+			if f.SecretRef != nil {
+				in.SecretEnvFrom = append(in.SecretEnvFrom, f)
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			if m.ReadOnly {
+				in.Mounts = append(in.Mounts, m)
+			}
+		}
+		for _, v := range c.Env {
+			if v.Name == "SERVICE_BINDING_ROOT" {
+				in.BindingRoot = v.Value
+			}
+		}
+		_, in.HashSet = dep.Spec.Template.Annotations[workspace.AnnotationCredentialsHash]
+		return in, nil
+	}
+	injected := injection{
+		SecretEnvFrom: []corev1.EnvFromSource{{Prefix: envPrefix, SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}}}},
+		Volumes:       []corev1.Volume{{Name: "binding-" + claimName, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}}},
+		Mounts:        []corev1.VolumeMount{{Name: "binding-" + claimName, MountPath: "/bindings/" + claimName, ReadOnly: true}},
+		BindingRoot:   "/bindings",
+		HashSet:       true,
+	}
+	waitForWorkspace := func(what string, wantIn injection, wantDS []v1alpha1.WorkspaceDatastoreStatus, wantDegraded cond) {
+		t.Helper()
+		e.eventually(t, what, func() error {
+			in, err := injectionOf(ns, name)
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(wantIn, in); diff != "" {
+				return fmt.Errorf("pod template: -want, +got:\n%s", diff)
+			}
+			got, err := e.workspace(ns, name)
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(wantDS, got.Status.Datastores); diff != "" {
+				return fmt.Errorf("status.datastores: -want, +got:\n%s", diff)
+			}
+			if diff := cmp.Diff(wantDegraded, condition(got.Status.Conditions, v1alpha1.ConditionDegraded)); diff != "" {
+				return fmt.Errorf("Degraded condition: -want, +got:\n%s", diff)
+			}
+			return nil
+		})
+	}
+	waitForWorkspace("credentials of claim "+ns+"/"+claimName+" injected into Workspace "+ns+"/"+name,
+		injected,
+		[]v1alpha1.WorkspaceDatastoreStatus{{Name: ds.Name, Claim: claimName, State: v1alpha1.DatastoreInjected, SecretName: secret}},
+		cond{Type: v1alpha1.ConditionDegraded, Status: "False", Reason: "AsExpected"})
+
+	// The owner stops allowing the workspace.
+	e.patch(t, v1alpha1.APIVersion, "Datastore", dataNS, ds.Name, "", map[string]any{
+		"spec": map[string]any{"allowedTenants": []string{"team-b/*"}},
+	})
+	e.eventually(t, "claim "+ns+"/"+claimName+" denied and its Secret deleted", func() error {
+		c, err := get[v1alpha1.ResourceClaim](e.c, v1alpha1.APIVersion, "ResourceClaim", ns, claimName)
+		if err != nil {
+			return err
+		}
+		if got, want := condition(c.Status.Conditions, resourceclaim.ConditionDenied), (cond{resourceclaim.ConditionDenied, "True", claims.ReasonTenantNotAllowed}); got != want {
+			return fmt.Errorf("Denied condition %+v, want %+v", got, want)
+		}
+		if ok, err := e.exists("v1", "Secret", ns, secret); err != nil || ok {
+			return fmt.Errorf("Secret still there (%v)", err)
+		}
+		return nil
+	})
+	waitForWorkspace("credentials of the denied claim removed from Workspace "+ns+"/"+name,
+		injection{},
+		[]v1alpha1.WorkspaceDatastoreStatus{{Name: ds.Name, Claim: claimName, State: v1alpha1.DatastoreDenied}},
+		cond{Type: v1alpha1.ConditionDegraded, Status: "True", Reason: "DatastoreNotInjected"})
+}
+
+// fresh keeps only what a client sets of a test object's metadata, dropping
+// what the API server assigns (uid, resourceVersion, generation, creation
+// time).
+func fresh(md metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: md.Name, Namespace: md.Namespace, Labels: md.Labels, Annotations: md.Annotations}
+}
