@@ -102,8 +102,8 @@ func WithControllers(names ...string) Option {
 	return func(c *config) { c.controllers = names }
 }
 
-// WithAPIServerFlags appends flags to kube-apiserver's command line; a later
-// flag overrides an earlier one.
+// WithAPIServerFlags appends flags to kube-apiserver's command line, after
+// Start's own: a single-valued flag given again overrides Start's value.
 func WithAPIServerFlags(flags ...string) Option {
 	return func(c *config) { c.apiServerFlags = append(c.apiServerFlags, flags...) }
 }
@@ -150,6 +150,7 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 		}
 	})
 	cp := &ControlPlane{Dir: dir, Token: randomHex(t, 16)}
+	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 
@@ -190,7 +191,6 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(ports[2]),
-		"--cert-dir=" + filepath.Join(dir, "apiserver"),
 		"--tls-cert-file=" + pki.servingCert,
 		"--tls-private-key-file=" + pki.servingKey,
 		"--token-auth-file=" + tokens,
@@ -221,6 +221,7 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 		t.Fatalf("cannot write kubeconfig: %v", err)
 	}
 	if !cfg.controllerManager {
+		t.Logf("control plane (etcd, kube-apiserver) ready at %s in %v", cp.URL, time.Since(started).Round(100*time.Millisecond))
 		return cp
 	}
 	kcm := startProcess(t, dir, filepath.Join(bin, "kube-controller-manager"),
@@ -244,6 +245,7 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 			t.Fatalf("kube-controller-manager did not start: %v", err)
 		}
 	}
+	t.Logf("control plane (etcd, kube-apiserver, kube-controller-manager) ready at %s in %v", cp.URL, time.Since(started).Round(100*time.Millisecond))
 	return cp
 }
 

@@ -78,6 +78,15 @@ func testClusterClass(t *testing.T, c *controlplane.Client) {
 			reason: "maxWorkspaces 0 means no limit.",
 			obj:    with(t, base, fields{"spec.maxWorkspaces": 0}),
 		},
+		"AutoScalingWithoutMax": {
+			reason:   "The auto-scaling feature needs maxReplicas: it is the HPA's maximum.",
+			obj:      with(t, base, fields{"spec.scaling.maxReplicas": remove{}}),
+			wantErrs: []string{"spec.scaling", "scaling.maxReplicas is required with the auto-scaling feature"},
+		},
+		"NoAutoScalingNoMax": {
+			reason: "Without auto-scaling maxReplicas is optional.",
+			obj:    with(t, base, fields{"spec.scaling.maxReplicas": remove{}, "spec.features": []any{"gpu"}}),
+		},
 		"NegativeMinReplicas": {
 			reason:   "minReplicas may not be negative.",
 			obj:      with(t, base, fields{"spec.scaling.minReplicas": -1}),

@@ -45,7 +45,7 @@ func TestCRDFiles(t *testing.T) {
 		Age        bool
 	}
 	want := map[string]crdShape{
-		"clusterclasses.formspec.dev": {Scope: "Cluster", ShortNames: []string{"cc"}, Categories: []string{"formspec"}, Status: false, Age: true},
+		"clusterclasses.formspec.dev": {Scope: "Cluster", ShortNames: []string{"cclass"}, Categories: []string{"formspec"}, Status: false, Age: true},
 		"workspaces.formspec.dev":     {Scope: "Namespaced", ShortNames: []string{"ws"}, Categories: []string{"formspec"}, Status: true, Age: true},
 		"datastores.formspec.dev":     {Scope: "Namespaced", ShortNames: []string{"dstore"}, Categories: []string{"formspec"}, Status: true, Age: true},
 		"resourceclaims.formspec.dev": {Scope: "Namespaced", ShortNames: []string{"rclaim"}, Categories: []string{"formspec"}, Status: true, Age: true},

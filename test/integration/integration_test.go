@@ -23,12 +23,17 @@ const fieldManager = "formspec-integration-test"
 
 // TestAPIServer runs every API server check against one control plane:
 // starting one takes seconds, each check milliseconds. The formspec.dev
-// CRDs are installed first, since the manifests and fixtures use them.
+// CRDs and Metacontroller's are installed first, as in a real cluster: the
+// manifests and fixtures use them, and short names must not collide.
 func TestAPIServer(t *testing.T) {
 	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
 	c := cp.Client()
 	if err := c.InstallCRDs(crdFiles(t)...); err != nil {
 		t.Fatalf("cannot install deploy/crds: %v", err)
+	}
+	mc := metacontrollerCRDs(t, repoRoot(t))
+	if err := c.InstallCRDs(mc); err != nil {
+		t.Fatalf("cannot install Metacontroller CRDs from %s: %v", mc, err)
 	}
 
 	t.Run("ShortNames", func(t *testing.T) { testShortNames(t, c) })

@@ -55,7 +55,7 @@ spec:
 // metacontrollerCRDs returns the path of Metacontroller's CRDs, looking for
 // shared/testdata in each directory above the repository root, or of the
 // minimal stand-ins written to a temporary file.
-func metacontrollerCRDs(t *testing.T, root string) string {
+func metacontrollerCRDs(t testing.TB, root string) string {
 	t.Helper()
 	for dir := filepath.Dir(root); ; dir = filepath.Dir(dir) {
 		path := filepath.Join(dir, metacontrollerCRDsFile)
@@ -75,15 +75,11 @@ func metacontrollerCRDs(t *testing.T, root string) string {
 }
 
 // testManifests server-side dry-run applies every YAML file under
-// compositecontrollers/ and deploy/, after installing Metacontroller's CRDs
-// and creating the namespaces the objects name. The directories may be
+// compositecontrollers/ and deploy/ (Metacontroller's CRDs are installed),
+// after creating the namespaces the objects name. The directories may be
 // partial: whatever is there must apply.
 func testManifests(t *testing.T, c *controlplane.Client) {
 	root := repoRoot(t)
-	crds := metacontrollerCRDs(t, root)
-	if err := c.InstallCRDs(crds); err != nil {
-		t.Fatalf("cannot install Metacontroller CRDs from %s: %v", crds, err)
-	}
 	files := manifestFiles(t, root, "compositecontrollers", "deploy")
 	if len(files) == 0 {
 		t.Log("no manifests under compositecontrollers/ or deploy/")

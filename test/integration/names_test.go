@@ -11,10 +11,11 @@ import (
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
-// testShortNames checks, against the API server's own discovery, that the
-// CRDs' short names are what the docs promise and that none of them is a
-// name or short name of another resource (as "ds" and "rc" would be), so
-// kubectl never resolves them to something else.
+// testShortNames checks, against the API server's own discovery with
+// Metacontroller's CRDs installed, that the CRDs' short names are what the
+// docs promise and that none of them is a name or short name of another
+// resource (as "ds", "rc" and Metacontroller's "cc" would be), so kubectl
+// never resolves them to something else.
 func testShortNames(t *testing.T, c *controlplane.Client) {
 	lists, err := c.Discovery()
 	if err != nil {
@@ -41,7 +42,7 @@ func testShortNames(t *testing.T, c *controlplane.Client) {
 		}
 	}
 	want := map[string][]string{
-		"ClusterClass":  {"cc"},
+		"ClusterClass":  {"cclass"},
 		"Workspace":     {"ws"},
 		"Datastore":     {"dstore"},
 		"ResourceClaim": {"rclaim"},
