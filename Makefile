@@ -15,6 +15,8 @@ RUN_FLAGS ?= --listen $(LISTEN) --metrics-listen $(METRICS) \
 	--control-cluster-url http://formspec-ctl.formspec-system:7070 \
 	--log-level debug
 
+include test/k8s.mk
+
 .PHONY: all build run test unit fmt vet fixtures clean
 
 all: build
@@ -34,8 +36,15 @@ run: build
 		--node-health-interval 5s --deploy-status-interval 5s & \
 	$(BIN)/formspec-hooks serve $(RUN_FLAGS) --reporter-url http://127.0.0.1:8181
 
-test: vet
+# test runs every layer: unit tests, the concurrent packages again under the
+# race detector, and the tests against a real kube-apiserver (k8s-binaries
+# builds it once, ~15 minutes cold). The Metacontroller end-to-end tests run
+# too when METACONTROLLER_BIN names a binary, and say that they skip when
+# it does not.
+test: vet k8s-binaries
+	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e) skip; see docs/testing.md"; fi
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./hooks/server/... ./hooks/reporter/... ./hooks/clustercontrol/... ./cmd/...
 
 # unit runs the tests that need nothing but Go.
 unit:

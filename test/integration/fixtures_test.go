@@ -15,21 +15,16 @@ import (
 // decorator responses), each in its namespace (or the parent's), so that a
 // golden file can never bless an object the API server would refuse.
 //
-// Until fixtures/ exists there is nothing to check; once it does, it must
-// hold at least one fixtures/<hook>/<case>/response.json.
+// Fixtures live at fixtures/<controller>/<hook>/<case>/; there must be some.
 func testFixtureChildren(t *testing.T, c *controlplane.Client) {
 	root := repoRoot(t)
 	dir := filepath.Join(root, "fixtures")
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
-		t.Log("no fixtures/ directory yet: nothing to check")
-		return
-	}
-	responses, err := filepath.Glob(filepath.Join(dir, "*", "*", "response.json"))
+	responses, err := filepath.Glob(filepath.Join(dir, "*", "*", "*", "response.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(responses) == 0 {
-		t.Fatal("fixtures/ exists but holds no fixtures/<hook>/<case>/response.json")
+		t.Fatal("no fixtures/<controller>/<hook>/<case>/response.json found")
 	}
 	for _, resp := range responses {
 		caseDir := filepath.Dir(resp)
