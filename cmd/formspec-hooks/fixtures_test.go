@@ -186,3 +186,41 @@ func TestBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestUndecodableObject shows that a request whose objects do not fit their
+// types (the caller's mistake) gets a one-line 400, not a 500.
+func TestUndecodableObject(t *testing.T) {
+	h := fixtureHandler(t)
+	cases := map[string]struct {
+		reason string
+		path   string
+		body   string
+	}{
+		"ParentStatus": {
+			reason: "A Workspace whose status.conditions is a string.",
+			path:   "/v1/workspace/sync",
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":{"clusterClass":"c"},"status":{"conditions":"x"}},"children":{},"related":{}}`,
+		},
+		"Child": {
+			reason: "An observed Deployment whose replicas is a string.",
+			path:   "/v1/workspace/sync",
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":{"clusterClass":"c"}},"children":{"Deployment.apps/v1":{"n/a":{"spec":{"replicas":"two"}}}},"related":{}}`,
+		},
+		"Customize": {
+			reason: "A customize request whose parent spec is a list.",
+			path:   "/v1/workspace/customize",
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":[]}}`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rec := post(h, tc.path, []byte(tc.body), nil)
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("%s\nstatus: got %d, want 400 (body %q)", tc.reason, rec.Code, rec.Body.String())
+			}
+			if got := rec.Body.String(); strings.Count(strings.TrimSuffix(got, "\n"), "\n") != 0 {
+				t.Errorf("%s\nerror body %q: want one line", tc.reason, got)
+			}
+		})
+	}
+}

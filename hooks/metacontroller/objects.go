@@ -30,10 +30,37 @@ func Get[T any](m ObjectMap, key, name string) (*T, error) {
 		return nil, nil
 	}
 	out := new(T)
-	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, fmt.Errorf("cannot decode %s %q: %w", key, name, err)
+	if err := Decode(raw, out, key+" "+name); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// InvalidObjectError reports an object in a hook request that does not
+// decode into its type. It is the caller's mistake, not a bug in the hook,
+// so the transport answers it with a 400 (see BadRequest).
+type InvalidObjectError struct {
+	// What names the object, e.g. "Deployment.apps/v1 ns/name".
+	What string
+	Err  error
+}
+
+func (e *InvalidObjectError) Error() string {
+	return fmt.Sprintf("cannot decode %s: %v", e.What, e.Err)
+}
+
+func (e *InvalidObjectError) Unwrap() error { return e.Err }
+
+// BadRequest marks the error as the request's fault.
+func (e *InvalidObjectError) BadRequest() bool { return true }
+
+// Decode unmarshals one object of a request into out, reporting failure as
+// an *InvalidObjectError naming what.
+func Decode(raw json.RawMessage, out any, what string) error {
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &InvalidObjectError{What: what, Err: err}
+	}
+	return nil
 }
 
 // All decodes every object stored under key, ordered by name.

@@ -66,6 +66,14 @@ func WithLogger(l *slog.Logger) HandlerOption {
 // cannot be served at all (no parent object) from one a hook must decide
 // about. Its error text is sent to the caller, so it must be stable and must
 // not quote the request.
+// badRequest is an error a hook returns for a request it cannot serve
+// because of what the request holds (metacontroller.InvalidObjectError is
+// one); the transport answers it with a 400 instead of a 500.
+type badRequest interface {
+	error
+	BadRequest() bool
+}
+
 type validator interface {
 	Validate() error
 }
@@ -123,6 +131,15 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 			writeError(w, http.StatusServiceUnavailable, "request canceled")
 			return
 		}
+		var bad badRequest
+		if errors.As(err, &bad) && bad.BadRequest() {
+			// An object in the request does not fit its type: the
+			// caller's mistake. The detail goes to the debug log only,
+			// since it may quote a field name from the user's object.
+			hh.cfg.logger.DebugContext(r.Context(), "hook refused the request", "hook", hh.name, "err", err)
+			writeError(w, http.StatusBadRequest, "invalid request: an object does not decode into its type")
+			return
+		}
 		hh.cfg.logger.ErrorContext(r.Context(), "hook failed", "hook", hh.name, "err", err)
 		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
 		return
@@ -174,15 +191,13 @@ func strongETag(body []byte) string {
 
 // ifNoneMatch reports whether any If-None-Match header matches etag. The
 // header is a comma-separated list, may repeat, and uses the weak comparison
-// (RFC 9110 §13.1.2), so a W/ prefix on the client's copy still matches. "*"
-// matches because a 200 always has a representation.
+// (RFC 9110 §13.1.2), so a W/ prefix on the client's copy still matches.
+// "*" is not honoured: a 304 tells the client to reuse a body it cached for
+// this exact answer, and a client that sends "*" has no such body.
 func ifNoneMatch(headers []string, etag string) bool {
 	for _, h := range headers {
 		for _, candidate := range strings.Split(h, ",") {
 			candidate = strings.TrimSpace(candidate)
-			if candidate == "*" {
-				return true
-			}
 			if strings.TrimPrefix(candidate, "W/") == etag {
 				return true
 			}

@@ -138,8 +138,8 @@ func classMissing(ws *v1alpha1.Workspace) *problem {
 
 func decodeWorkspace(raw json.RawMessage) (*v1alpha1.Workspace, error) {
 	ws := &v1alpha1.Workspace{}
-	if err := json.Unmarshal(raw, ws); err != nil {
-		return nil, fmt.Errorf("cannot decode Workspace: %w", err)
+	if err := metacontroller.Decode(raw, ws, "Workspace"); err != nil {
+		return nil, err
 	}
 	return ws, nil
 }
