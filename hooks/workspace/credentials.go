@@ -29,7 +29,20 @@ func (b binding) injected() bool { return b.status.State == v1alpha1.DatastoreIn
 // reported so the workspace can say what it is waiting for.
 func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []binding {
 	out := make([]binding, 0, len(ws.Spec.Datastores))
+	seen := map[string]bool{}
 	for _, ref := range ws.Spec.Datastores {
+		// The same datastore written twice (once with the workspace's own
+		// namespace, once without) would mount one Secret twice under one
+		// volume name, and the API server refuses such a Deployment. The
+		// first entry wins.
+		ns := ref.Namespace
+		if ns == "" {
+			ns = ws.Namespace
+		}
+		if seen[ns+"/"+ref.Name] {
+			continue
+		}
+		seen[ns+"/"+ref.Name] = true
 		b := binding{ref: ref, status: v1alpha1.WorkspaceDatastoreStatus{Name: ref.Name, State: v1alpha1.DatastoreMissing}}
 		if c := claimFor(ws, ref, claims); c != nil {
 			b.status.Claim = c.Name

@@ -66,6 +66,12 @@ func TestBindingsFor(t *testing.T) {
 			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 1, 1, false, true)},
 			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastoreDenied}},
 		},
+		"SameDatastoreTwice": {
+			reason: "An entry naming the workspace's namespace and one leaving it out are one datastore: injected once.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db", EnvPrefix: "A_"}, {Name: "db", Namespace: "team-a", EnvPrefix: "B_"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 1, 1, true, false)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastoreInjected, SecretName: "c1-credentials"}},
+		},
 		"ReadyWinsOverDenied": {
 			reason: "With several claims, a ready one is chosen whatever the names' order.",
 			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},

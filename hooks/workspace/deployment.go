@@ -23,8 +23,13 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 	if podLabels == nil {
 		podLabels = map[string]string{}
 	}
-	// Our labels win: the selector and the pod hooks depend on them.
-	maps.Copy(podLabels, labels(ws))
+	// Our labels win: the selector and the pod hooks depend on them. The
+	// class stays off the pods: a label change in the template rolls every
+	// pod, and moving a workspace to another class must not restart it
+	// unless something that reaches the pods changes.
+	ours := labels(ws)
+	delete(ours, LabelClusterClass)
+	maps.Copy(podLabels, ours)
 
 	annotations := maps.Clone(pod.Annotations)
 	if annotations == nil {

@@ -18,7 +18,8 @@ const (
 	// LabelWorkspace names the workspace on every child and pod; the
 	// workspace-pods DecoratorController selects pods by it.
 	LabelWorkspace = "formspec.dev/workspace"
-	// LabelClusterClass names the workspace's class on every child.
+	// LabelClusterClass names the workspace's class on every child (not on
+	// its pods, so that a class change alone does not roll them).
 	LabelClusterClass = "formspec.dev/cluster-class"
 	// LabelNodeType is the node label a class's nodeType selects.
 	LabelNodeType = "formspec.dev/node-type"
