@@ -23,6 +23,9 @@ apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: compositecontrollers.metacontroller.k8s.io
+  annotations:
+    # *.k8s.io groups are protected: the API server wants this annotation.
+    api-approved.kubernetes.io: "https://github.com/metacontroller/metacontroller"
 spec:
   group: metacontroller.k8s.io
   scope: Cluster
@@ -39,6 +42,9 @@ apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
   name: decoratorcontrollers.metacontroller.k8s.io
+  annotations:
+    # *.k8s.io groups are protected: the API server wants this annotation.
+    api-approved.kubernetes.io: "https://github.com/metacontroller/metacontroller"
 spec:
   group: metacontroller.k8s.io
   scope: Cluster
