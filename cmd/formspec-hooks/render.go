@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,17 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
-
-	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/hooks/render"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
@@ -67,31 +59,28 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	var docs []json.RawMessage
 	for _, name := range files {
-		d, err := readDocuments(name, stdin)
+		raw, err := readInputFile(name, stdin)
+		if err != nil {
+			return err
+		}
+		d, err := render.Documents(name, raw)
 		if err != nil {
 			return err
 		}
 		docs = append(docs, d...)
 	}
-	in, err := readInput(docs)
-	if err != nil {
+	// Render into a buffer so that a failure prints nothing half-done.
+	var out bytes.Buffer
+	cfg := workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL}
+	if err := render.Render(ctx, &out, cfg, docs); err != nil {
 		return err
 	}
-	claims, err := verifyClaims(ctx, in)
-	if err != nil {
-		return err
-	}
-	req := renderRequest(in)
-	hooks := workspace.New(workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL})
-	resp, err := hooks.Sync(ctx, req)
-	if err != nil {
-		return err
-	}
-	return writeRendered(stdout, req, resp, claims)
+	_, err = stdout.Write(out.Bytes())
+	return err
 }
 
-// readDocuments reads the YAML documents of one file ("-" is stdin) as JSON.
-func readDocuments(name string, stdin io.Reader) ([]json.RawMessage, error) {
+// readInputFile reads one -f argument; "-" is stdin.
+func readInputFile(name string, stdin io.Reader) ([]byte, error) {
 	var raw []byte
 	var err error
 	if name == "-" {
@@ -102,238 +91,5 @@ func readDocuments(name string, stdin io.Reader) ([]json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", name, err)
 	}
-	var out []json.RawMessage
-	for i, doc := range splitYAML(raw) {
-		j, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
-		}
-		if s := strings.TrimSpace(string(j)); s == "null" || s == "" {
-			continue
-		}
-		out = append(out, j)
-	}
-	return out, nil
-}
-
-// splitYAML cuts a multi-document stream at lines that are exactly "---".
-func splitYAML(raw []byte) [][]byte {
-	var docs [][]byte
-	var cur bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimRight(line, " \t") == "---" {
-			docs = append(docs, bytes.Clone(cur.Bytes()))
-			cur.Reset()
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-	}
-	return append(docs, cur.Bytes())
-}
-
-// renderInput is what render read: the Workspace and everything it may
-// relate to.
-type renderInput struct {
-	workspace json.RawMessage
-	// related holds ClusterClasses, ResourceClaims, Datastores and Secrets
-	// keyed as Metacontroller keys related objects.
-	related metacontroller.ObjectMap
-}
-
-// readInput sorts the documents by kind. Objects without a namespace go to
-// "default", as kubectl apply would put them.
-func readInput(docs []json.RawMessage) (*renderInput, error) {
-	in := &renderInput{related: metacontroller.ObjectMap{}}
-	for _, doc := range docs {
-		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(doc, &meta); err != nil {
-			return nil, fmt.Errorf("cannot read object: %w", err)
-		}
-		kind := meta.APIVersion + " " + meta.Kind
-		switch kind {
-		case v1alpha1.APIVersion + " Workspace":
-			if in.workspace != nil {
-				return nil, errors.New("more than one Workspace given; render one at a time")
-			}
-			in.workspace = withDefaultNamespace(doc)
-		case v1alpha1.APIVersion + " ClusterClass", v1alpha1.APIVersion + " ResourceClaim", v1alpha1.APIVersion + " Datastore", "v1 Secret":
-			ns := meta.Metadata.Namespace
-			if kind == "v1 Secret" {
-				var err error
-				if doc, err = foldStringData(doc); err != nil {
-					return nil, fmt.Errorf("cannot read Secret %q: %w", meta.Metadata.Name, err)
-				}
-			}
-			if meta.Kind != "ClusterClass" {
-				if ns == "" {
-					ns = "default"
-				}
-				doc = withDefaultNamespace(doc)
-			}
-			key := metacontroller.Key(meta.APIVersion, meta.Kind)
-			if in.related[key] == nil {
-				in.related[key] = map[string]json.RawMessage{}
-			}
-			in.related[key][metacontroller.Name(ns, meta.Metadata.Name)] = doc
-		default:
-			return nil, fmt.Errorf("unexpected %s %q: render reads Workspace, ClusterClass, ResourceClaim and Datastore (%s) and v1 Secret objects", kind, meta.Metadata.Name, v1alpha1.APIVersion)
-		}
-	}
-	if in.workspace == nil {
-		return nil, errors.New("no Workspace in the input")
-	}
-	return in, nil
-}
-
-// verifyClaims gives every ResourceClaim the status the resourceclaim hook
-// would give it, when the input holds Datastores to verify it against; a
-// claim is otherwise taken with the status it carries. The credentials
-// Secrets the hook would create are not printed: they hold the secrets.
-func verifyClaims(ctx context.Context, in *renderInput) ([]json.RawMessage, error) {
-	claimKey := metacontroller.Key(v1alpha1.APIVersion, "ResourceClaim")
-	if len(in.related[metacontroller.Key(v1alpha1.APIVersion, "Datastore")]) == 0 {
-		return nil, nil
-	}
-	rc := resourceclaim.New(resourceclaim.Options{})
-	var verified []json.RawMessage
-	for _, name := range slices.Sorted(maps.Keys(in.related[claimKey])) {
-		raw := in.related[claimKey][name]
-		resp, err := rc.Sync(ctx, &metacontroller.DecoratorRequest{Object: raw, Attachments: metacontroller.ObjectMap{}, Related: in.related})
-		if err != nil {
-			return nil, fmt.Errorf("cannot verify ResourceClaim %s: %w", name, err)
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return nil, err
-		}
-		status, err := json.Marshal(resp.Status)
-		if err != nil {
-			return nil, err
-		}
-		var st any
-		if err := json.Unmarshal(status, &st); err != nil {
-			return nil, err
-		}
-		obj["status"] = st
-		out, err := json.Marshal(obj)
-		if err != nil {
-			return nil, err
-		}
-		in.related[claimKey][name] = out
-		verified = append(verified, out)
-	}
-	return verified, nil
-}
-
-// renderRequest builds the sync request Metacontroller would send for a
-// first sync: the Workspace as parent, nothing observed, the class and
-// claims as related objects.
-func renderRequest(in *renderInput) *metacontroller.CompositeRequest {
-	related := metacontroller.ObjectMap{}
-	for _, kind := range []string{"ClusterClass", "ResourceClaim"} {
-		key := metacontroller.Key(v1alpha1.APIVersion, kind)
-		if in.related[key] != nil {
-			related[key] = in.related[key]
-		}
-	}
-	return &metacontroller.CompositeRequest{Parent: in.workspace, Children: metacontroller.ObjectMap{}, Related: related}
-}
-
-// foldStringData moves a Secret's stringData into data, as the API server
-// does on write: a Secret file written by hand usually has only stringData.
-func foldStringData(doc json.RawMessage) (json.RawMessage, error) {
-	var secret corev1.Secret
-	if err := json.Unmarshal(doc, &secret); err != nil {
-		return nil, err
-	}
-	if len(secret.StringData) == 0 {
-		return doc, nil
-	}
-	if secret.Data == nil {
-		secret.Data = map[string][]byte{}
-	}
-	for k, v := range secret.StringData {
-		secret.Data[k] = []byte(v)
-	}
-	secret.StringData = nil
-	return json.Marshal(&secret)
-}
-
-// withDefaultNamespace puts an object without a namespace in "default", as
-// kubectl apply would.
-func withDefaultNamespace(doc json.RawMessage) json.RawMessage {
-	var obj map[string]any
-	if json.Unmarshal(doc, &obj) != nil {
-		return doc
-	}
-	meta, _ := obj["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		obj["metadata"] = meta
-	}
-	if ns, _ := meta["namespace"].(string); ns != "" {
-		return doc
-	}
-	meta["namespace"] = "default"
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return doc
-	}
-	return out
-}
-
-// writeRendered prints the children, then the Workspace with the status
-// the hook computed, then any claims render verified.
-func writeRendered(w io.Writer, req *metacontroller.CompositeRequest, resp *metacontroller.CompositeResponse, claims []json.RawMessage) error {
-	var parent map[string]any
-	if err := json.Unmarshal(req.Parent, &parent); err != nil {
-		return err
-	}
-	status, err := json.Marshal(resp.Status)
-	if err != nil {
-		return err
-	}
-	var st any
-	if err := json.Unmarshal(status, &st); err != nil {
-		return err
-	}
-	parent["status"] = st
-	docs := make([]any, 0, len(resp.Children)+1)
-	for _, c := range resp.Children {
-		docs = append(docs, c)
-	}
-	docs = append(docs, parent)
-	for _, c := range claims {
-		var obj map[string]any
-		if err := json.Unmarshal(c, &obj); err != nil {
-			return err
-		}
-		docs = append(docs, obj)
-	}
-	for i, d := range docs {
-		out, err := yaml.Marshal(d)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
-				return err
-			}
-		}
-		if _, err := w.Write(out); err != nil {
-			return err
-		}
-	}
-	return nil
+	return raw, nil
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/formspec/formspec-hooks/hooks/render"
 )
 
 func TestRender(t *testing.T) {
@@ -34,7 +36,11 @@ func TestRender(t *testing.T) {
 		} `json:"status"`
 	}
 	var kinds []string
-	for _, part := range splitYAML(stdout.Bytes()) {
+	parts, err := render.SplitYAML(stdout.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range parts {
 		var d doc
 		if err := yaml.Unmarshal(part, &d); err != nil {
 			t.Fatalf("render printed invalid YAML: %v\n%s", err, part)

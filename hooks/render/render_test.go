@@ -1,0 +1,57 @@
+package render
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSplitYAML(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     string
+		want   []string
+	}{
+		"One":        {reason: "A single document.", in: "a: 1\n", want: []string{"a: 1\n"}},
+		"Two":        {reason: "A line of --- separates documents.", in: "a: 1\n---\nb: 2\n", want: []string{"a: 1\n", "b: 2\n"}},
+		"Trailing":   {reason: "Trailing blanks after --- still separate.", in: "a: 1\n---  \nb: 2\n", want: []string{"a: 1\n", "b: 2\n"}},
+		"InString":   {reason: "--- inside a line is content.", in: "a: \"---\"\n", want: []string{"a: \"---\"\n"}},
+		"LeadingSep": {reason: "A leading separator gives an empty first document, which Documents skips.", in: "---\na: 1\n", want: []string{"", "a: 1\n"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			parts, err := SplitYAML([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]string, len(parts))
+			for i, p := range parts {
+				got[i] = string(p)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nSplitYAML: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestSplitYAMLTooLong shows that an input line over the scanner's limit is
+// an error, not a silently cut document.
+func TestSplitYAMLTooLong(t *testing.T) {
+	huge := "a: " + strings.Repeat("x", 17*1024*1024) + "\n"
+	if _, err := SplitYAML([]byte(huge)); err == nil {
+		t.Error("SplitYAML of a 17 MiB line: want an error")
+	}
+}
+
+func TestDocumentsSkipsEmpty(t *testing.T) {
+	docs, err := Documents("in.yaml", []byte("---\napiVersion: v1\nkind: Secret\n---\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 1 || !bytes.Contains(docs[0], []byte(`"kind":"Secret"`)) {
+		t.Errorf("Documents: got %q, want the one Secret", docs)
+	}
+}
