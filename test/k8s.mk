@@ -5,7 +5,7 @@
 #   test: k8s-binaries
 #
 # k8s-binaries builds etcd, kube-apiserver and kube-controller-manager from
-# the pinned test/tools module (cold: ~10 minutes on two cores; afterwards a
+# the pinned test/tools module (cold: ~15 minutes on two cores; afterwards a
 # no-op). FORMSPEC_K8S_BIN is exported so that every recipe's go test finds
 # them; without it the API server tests skip.
 
