@@ -1,0 +1,48 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+)
+
+// FuzzSync feeds arbitrary request bodies to the Workspace hooks the way the
+// server does: whatever the bytes, a hook returns an answer or an error,
+// never panics, and an answer always encodes.
+//
+//	go test ./hooks/workspace -run '^$' -fuzz FuzzSync -fuzztime 60s
+func FuzzSync(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("..", "..", "fixtures", "workspace", "*", "*", "request.json"))
+	for _, p := range seeds {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"parent":{"metadata":{"name":"a"},"spec":{"clusterClass":"c","datastores":[{"name":"x"},{"name":"x"}]}},"related":{"ClusterClass.formspec.dev/v1alpha1":{"c":{"spec":{"scaling":{"minReplicas":-5,"maxReplicas":-1}}}}}}`))
+	h := New(Config{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req metacontroller.CompositeRequest
+		if json.Unmarshal(body, &req) != nil || req.Validate() != nil {
+			return
+		}
+		ctx := context.Background()
+		for _, hook := range []func(context.Context, *metacontroller.CompositeRequest) (*metacontroller.CompositeResponse, error){h.Sync, h.Finalize} {
+			resp, err := hook(ctx, &req)
+			if err != nil {
+				continue
+			}
+			if _, err := json.Marshal(resp); err != nil {
+				t.Fatalf("response does not encode: %v", err)
+			}
+		}
+		if resp, err := h.Customize(ctx, &metacontroller.CustomizeRequest{Parent: req.Parent}); err == nil {
+			if _, err := json.Marshal(resp); err != nil {
+				t.Fatalf("customize response does not encode: %v", err)
+			}
+		}
+	})
+}
