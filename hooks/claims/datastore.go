@@ -182,7 +182,10 @@ func TenantAllowed(allowed []string, namespace, workspace string) bool {
 // CheckDatastore validates a Datastore and its endpoint Secret (nil when
 // not found). It checks the spec first, so a Datastore that is wrong on its
 // own says so even before its Secret exists. The message never quotes a
-// Secret value.
+// Secret value, but it does name the Secret, the keys it lacks and a
+// malformed allowedTenants entry: it is written for the Datastore's own
+// status, and Verify only passes it on to a claim whose signature, tenant
+// and dates have all been accepted.
 func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 	deny := func(reason, format string, args ...any) Decision {
 		return Decision{Reason: reason, Message: fmt.Sprintf(format, args...)}
