@@ -43,6 +43,13 @@ func TestNoSecretLeaks(t *testing.T) {
 	decorator := func(obj any, rel metacontroller.ObjectMap) []byte {
 		return mustJSON(t, metacontroller.DecoratorRequest{Object: mustJSON(t, obj), Attachments: metacontroller.ObjectMap{}, Related: rel})
 	}
+	// A MongoDB URI whose password holds an unescaped '/': parsed as a URL,
+	// "orders_app:<digits>" would pass for the host and land in
+	// status.endpoint.
+	mongo := metacontroller.ObjectMap{
+		"Datastore.formspec.dev/v1alpha1": {"data/orders-db": mustJSON(t, claimstest.MongoDatastore())},
+		"Secret.v1":                       {"data/orders-db-endpoint": mustJSON(t, claimstest.MongoSecret())},
+	}
 	broken := related()
 	broken["Secret.v1"]["data/orders-db-endpoint"] = json.RawMessage(`{"metadata":{"name":"orders-db-endpoint","namespace":"data","labels":{"formspec.dev/datastore":"orders-db"}},"data":{"password":"` + claimstest.Password + `!"}}`)
 
@@ -52,6 +59,9 @@ func TestNoSecretLeaks(t *testing.T) {
 		base64.StdEncoding.EncodeToString([]byte(claimstest.Password)),
 		claim.Spec.Signature,
 		denied.Spec.Signature,
+		claimstest.SlashPassword,
+		claimstest.SlashPasswordPrefix,
+		base64.StdEncoding.EncodeToString([]byte(claimstest.SlashPassword)),
 	}
 	requests := map[string]struct {
 		path string
@@ -62,12 +72,14 @@ func TestNoSecretLeaks(t *testing.T) {
 		"BrokenSecret":    {"/v1/resourceclaim/sync", decorator(claim, broken)},
 		"Datastore":       {"/v1/datastore/sync", decorator(claimstest.Datastore(), related())},
 		"DatastoreBroken": {"/v1/datastore/sync", decorator(claimstest.Datastore(), broken)},
+		"DatastoreMongo":  {"/v1/datastore/sync", decorator(claimstest.MongoDatastore(), mongo)},
+		"GrantedMongo":    {"/v1/resourceclaim/sync", decorator(claim, mongo)},
 		"InvalidJSON":     {"/v1/resourceclaim/sync", []byte(`{"object": {"password": "` + claimstest.Password + `"`)},
 	}
 	var answers bytes.Buffer
 	for name, r := range requests {
 		rec := post(h, r.path, r.body, nil)
-		if name == "Granted" && rec.Code != http.StatusOK {
+		if (name == "Granted" || name == "GrantedMongo" || name == "DatastoreMongo") && rec.Code != http.StatusOK {
 			t.Fatalf("%s: status %d, body %q", name, rec.Code, rec.Body.String())
 		}
 		if rec.Code == http.StatusOK {

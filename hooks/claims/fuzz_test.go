@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
@@ -105,6 +107,27 @@ func FuzzVerify(f *testing.F) {
 		}
 		if _, err := time.Parse(time.RFC3339, grantedAt); err != nil {
 			t.Fatalf("Verify() granted a claim with an unparsable grantedAt")
+		}
+	})
+}
+
+// FuzzEndpoint: whatever a Secret's uri holds, the endpoint taken from it
+// is empty or lies wholly after the URI's last '@', so no part of a
+// userinfo (a password with '/', '?', '#' or '@' in it included) reaches
+// a Datastore's status.
+func FuzzEndpoint(f *testing.F) {
+	f.Add("mongodb://u:pw@m1:27017,m2:27017/db")
+	f.Add("mongodb://app:1234/5678@db:27017")
+	f.Add("mongodb://app:/s3cret@db")
+	f.Add("mongodb://app:p@ss@[fd00::1]:27017/x?y=z#w")
+	f.Fuzz(func(t *testing.T, uri string) {
+		got := claims.Endpoint(&corev1.Secret{Data: map[string][]byte{"uri": []byte(uri)}})
+		if got == "" {
+			return
+		}
+		i := strings.LastIndex(uri, got)
+		if i < 0 || strings.Contains(uri[i:], "@") || strings.ContainsAny(got, "@/?#%") {
+			t.Fatalf("Endpoint(%q) = %q, which is not a host list after the last '@'", uri, got)
 		}
 	})
 }

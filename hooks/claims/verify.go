@@ -53,10 +53,27 @@ type Decision struct {
 
 // Verify decides whether a claim may receive its Datastore's credentials.
 // ds and secret are nil when they were not found; secret is the Datastore's
-// endpoint Secret. The checks run in a fixed order: the grant's own form,
-// then the Datastore, then authenticity (the signature), and only then
-// authorization (tenants) and time, so that someone without a valid
-// signature learns nothing about the Datastore's tenants.
+// endpoint Secret. The checks run in a fixed order and stop at the first
+// failure:
+//
+//  1. the grant's own form (signatureVersion, fields, timestamps);
+//  2. the Datastore exists;
+//  3. authenticity: the signature parses and verifies against one of the
+//     Datastore's well-formed owner keys, and then every owner key parses;
+//  4. authorization: namespace/workspace is in allowedTenants;
+//  5. time: grantedAt within the clock skew, expiresAt in the future;
+//  6. the Datastore validates now, endpoint Secret included (CheckDatastore).
+//
+// Anyone can write a claim in their own namespace naming any Datastore, so
+// until step 3 passes a denial says no more than "the Datastore exists and
+// the signature does not verify": nothing about its Secret (name, presence,
+// label, keys), its tenants or its keys, not even that one of them is
+// malformed. Tenants come before the Secret because a well-signed grant for
+// another tenant has no business learning about the Secret either, and time
+// comes before it for the same reason: an expired grant or one not yet
+// valid authorizes nothing. So the Secret's state is told only to claims
+// that would be granted but for it, which is the Datastore owner's own
+// grant.
 //
 // The Datastore is validated here again rather than trusted from its
 // status: the status may be older than the Secret or the Datastore in this
@@ -77,33 +94,6 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	if err != nil {
 		return deny(ReasonInvalidGrant, "%v", err)
 	}
-	dsRef := g.DatastoreNamespace + "/" + g.DatastoreName
-	if ds == nil || ds.Namespace != g.DatastoreNamespace || ds.Name != g.DatastoreName {
-		return deny(ReasonDatastoreNotFound, "Datastore %s was not found", dsRef)
-	}
-	if d := CheckDatastore(ds, secret); !d.Allowed {
-		switch d.Reason {
-		case ReasonSecretNotFound, ReasonSecretNotLabeled:
-			return deny(d.Reason, "Datastore %s: %s", dsRef, d.Message)
-		case ReasonInvalidPublicKey:
-			return deny(ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
-		default:
-			return deny(ReasonDatastoreNotValidated, "Datastore %s is not valid (%s): %s", dsRef, d.Reason, d.Message)
-		}
-	}
-	if claim.Spec.Signature == "" {
-		return deny(ReasonMalformedSignature, "spec.signature is empty; sign the claim with the Datastore owner's key (formspec-hooks claim sign)")
-	}
-	sig, err := ParseSignature(claim.Spec.Signature)
-	if err != nil {
-		return deny(ReasonMalformedSignature, "spec.signature: %v", err)
-	}
-	keys, err := PublicKeys(ds)
-	if err != nil {
-		// CheckDatastore has parsed the keys already; this is defence in
-		// depth, not a reachable path.
-		return deny(ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
-	}
 	msg, err := g.Message(version)
 	if err != nil {
 		if errors.Is(err, ErrUnknownVersion) {
@@ -111,18 +101,35 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 		}
 		return deny(ReasonInvalidGrant, "%v", err)
 	}
-	verified := false
-	for _, k := range keys {
-		if ed25519.Verify(ed25519.PublicKey(k), msg, sig) {
-			verified = true
-			break
-		}
+	dsRef := g.DatastoreNamespace + "/" + g.DatastoreName
+	if ds == nil || ds.Namespace != g.DatastoreNamespace || ds.Name != g.DatastoreName {
+		return deny(ReasonDatastoreNotFound, "Datastore %s was not found", dsRef)
 	}
-	if !verified {
+
+	// Authenticity. Until the signature verifies, every message depends
+	// only on the claim and on the Datastore's existence.
+	if claim.Spec.Signature == "" {
+		return deny(ReasonMalformedSignature, "spec.signature is empty; sign the claim with the Datastore owner's key (formspec-hooks claim sign)")
+	}
+	sig, err := ParseSignature(claim.Spec.Signature)
+	if err != nil {
+		return deny(ReasonMalformedSignature, "spec.signature: %v", err)
+	}
+	if !verifies(ds, msg, sig) {
+		// No key count and no word about malformed keys: both are the
+		// Datastore's business until the claim proves it comes from its
+		// owner.
 		return deny(ReasonInvalidSignature,
-			"the %s signature does not verify against the %d owner key(s) of Datastore %s: the claim was changed after signing, was signed for another namespace or by another key; ask the Datastore owner to sign it again",
-			version, len(keys), dsRef)
+			"the %s signature does not verify against the owner keys of Datastore %s: the claim was changed after signing, was signed for another namespace or by another key; ask the Datastore owner to sign it again",
+			version, dsRef)
 	}
+	if _, err := PublicKeys(ds); err != nil {
+		// Signed by the owner, yet another of the listed keys is broken:
+		// the Datastore does not validate, and its owner is the reader.
+		return deny(ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
+	}
+
+	// Authorization.
 	if !TenantAllowed(ds.Spec.AllowedTenants, claim.Namespace, g.Workspace) {
 		return deny(ReasonTenantNotAllowed, "%s/%s is not in spec.allowedTenants of Datastore %s; its owner must add %s/%s or %s/*",
 			claim.Namespace, g.Workspace, dsRef, claim.Namespace, g.Workspace, claim.Namespace)
@@ -136,12 +143,39 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	if !times.ExpiresAt.IsZero() && !now.Before(times.ExpiresAt) {
 		return deny(ReasonExpired, "the grant expired at %s; ask the Datastore owner for a new one", times.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+
+	// Only now, for a grant that holds in every other respect, is the
+	// Datastore's endpoint Secret looked at and described.
+	if d := CheckDatastore(ds, secret); !d.Allowed {
+		switch d.Reason {
+		case ReasonSecretNotFound, ReasonSecretNotLabeled:
+			return deny(d.Reason, "Datastore %s: %s", dsRef, d.Message)
+		case ReasonInvalidPublicKey:
+			return deny(ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
+		default:
+			return deny(ReasonDatastoreNotValidated, "Datastore %s is not valid (%s): %s", dsRef, d.Reason, d.Message)
+		}
+	}
 	msgText := fmt.Sprintf("%s signature of %s verified; %s access to Datastore %s granted to workspace %s",
 		version, g.GrantedBy, g.Permission, dsRef, g.Workspace)
 	if !times.ExpiresAt.IsZero() {
 		msgText += " until " + times.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	return Decision{Allowed: true, Reason: ReasonGranted, Message: msgText, RecheckAt: times.ExpiresAt}
+}
+
+// verifies reports whether sig is a signature of msg by one of the
+// Datastore's owner keys. Keys that do not parse are skipped rather than
+// reported, so that a claim without a valid signature cannot tell a
+// Datastore with a broken key from one without.
+func verifies(ds *v1alpha1.Datastore, msg, sig []byte) bool {
+	for _, s := range append([]string{ds.Spec.OwnerPublicKey}, ds.Spec.OwnerPublicKeys...) {
+		k, err := ParsePublicKey(s)
+		if err == nil && ed25519.Verify(k, msg, sig) {
+			return true
+		}
+	}
+	return false
 }
 
 // Decisions counts decisions, typically into a metrics counter labelled by

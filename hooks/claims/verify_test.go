@@ -207,19 +207,56 @@ func TestVerify(t *testing.T) {
 			want:   outcome{reason: claims.ReasonDatastoreNotValidated},
 		},
 		"PublicKeyTooShort": {
-			reason: "A key of the wrong length is a denial, not a panic.",
-			change: func(w *world) { w.ds.Spec.OwnerPublicKey = w.ds.Spec.OwnerPublicKey[:62] },
-			want:   outcome{reason: claims.ReasonMalformedPublicKey},
+			reason: "A claim signed by a good key, on a Datastore with another key of the wrong length, is a MalformedPublicKey denial, not a panic.",
+			change: func(w *world) {
+				w.ds.Spec.OwnerPublicKey = w.ds.Spec.OwnerPublicKey[:62]
+				w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Rotated)
+			},
+			want: outcome{reason: claims.ReasonMalformedPublicKey},
 		},
 		"PublicKeyNotHex": {
 			reason: "A key that is not hex is a denial, not a panic.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKeys = []string{strings.Repeat("zz", 32)} },
 			want:   outcome{reason: claims.ReasonMalformedPublicKey},
 		},
+		"SigningKeyMalformed": {
+			reason: "When the key that signed is the broken one nothing verifies, and the claim is told no more than that.",
+			change: func(w *world) { w.ds.Spec.OwnerPublicKey = w.ds.Spec.OwnerPublicKey[:62] },
+			want:   outcome{reason: claims.ReasonInvalidSignature},
+		},
 		"NoPublicKey": {
 			reason: "A Datastore without keys verifies nothing.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = "", nil },
-			want:   outcome{reason: claims.ReasonMalformedPublicKey},
+			want:   outcome{reason: claims.ReasonInvalidSignature},
+		},
+		"TenantBeforeSecret": {
+			reason: "A well-signed grant for another tenant learns nothing about the Secret.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" })(w)
+				w.secret = nil
+			},
+			want: outcome{reason: claims.ReasonTenantNotAllowed},
+		},
+		"ExpiryBeforeSecret": {
+			reason: "An expired grant authorizes nothing, so it learns nothing about the Secret.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2025-12-31T23:59:59Z" })(w)
+				delete(w.secret.Labels, v1alpha1.LabelDatastore)
+			},
+			want: outcome{reason: claims.ReasonExpired},
+		},
+		"FutureBeforeSecret": {
+			reason: "A grant not yet usable learns nothing about the Secret; the Secret is checked at the recheck.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2026-01-01T01:00:00Z" })(w)
+				delete(w.secret.Data, "host")
+			},
+			want: outcome{reason: claims.ReasonGrantedInFuture, recheckAt: time.Date(2026, 1, 1, 0, 55, 0, 0, time.UTC)},
+		},
+		"InvalidTenantEntry": {
+			reason: "A malformed allowedTenants entry makes the Datastore invalid, told to a claim that passed everything else.",
+			change: func(w *world) { w.ds.Spec.AllowedTenants = append(w.ds.Spec.AllowedTenants, "team-c") },
+			want:   outcome{reason: claims.ReasonDatastoreNotValidated},
 		},
 		"SignatureEmpty": {
 			reason: "An unsigned claim is denied.",
@@ -317,5 +354,135 @@ func TestVerify(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVerifyUnauthenticated pins what a claim without a valid signature
+// learns: that the Datastore exists and the signature does not verify,
+// nothing else. Anyone can write such a claim in their own namespace,
+// naming any Datastore, and read its status; so however the Datastore or
+// its Secret is broken, the decision must be the very one the intact
+// Datastore gives, and must name none of the Secret, its keys, its label
+// or the tenants.
+func TestVerifyUnauthenticated(t *testing.T) {
+	signatures := map[string]struct {
+		reason string
+		change func(w *world)
+		want   string
+	}{
+		"Unsigned": {
+			reason: "No signature at all.",
+			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = "" }),
+			want:   claims.ReasonMalformedSignature,
+		},
+		"Garbage": {
+			reason: "A signature that is not base64.",
+			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = strings.Repeat("!", 88) }),
+			want:   claims.ReasonMalformedSignature,
+		},
+		"Flipped": {
+			reason: "A well-formed signature that verifies against nothing.",
+			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = "AAAA" + c.Spec.Signature[4:] }),
+			want:   claims.ReasonInvalidSignature,
+		},
+		"Stranger": {
+			reason: "A real signature by a key the Datastore does not list.",
+			change: func(w *world) { w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Stranger) },
+			want:   claims.ReasonInvalidSignature,
+		},
+		"CopiedToAnotherNamespace": {
+			reason: "The owner's v2 signature, replayed from another namespace.",
+			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Namespace = "team-b" }),
+			want:   claims.ReasonInvalidSignature,
+		},
+	}
+	breakages := map[string]struct {
+		reason string
+		change func(w *world)
+	}{
+		"Intact": {
+			reason: "The baseline itself.",
+			change: func(*world) {},
+		},
+		"SecretMissing": {
+			reason: "Whether the Secret exists.",
+			change: func(w *world) { w.secret = nil },
+		},
+		"SecretNotLabeled": {
+			reason: "Whether its owner consented.",
+			change: func(w *world) { delete(w.secret.Labels, v1alpha1.LabelDatastore) },
+		},
+		"SecretLabeledForAnother": {
+			reason: "Which Datastore it is labelled for.",
+			change: func(w *world) { w.secret.Labels[v1alpha1.LabelDatastore] = "other-db" },
+		},
+		"SecretMissingKeys": {
+			reason: "Which keys it holds.",
+			change: func(w *world) { delete(w.secret.Data, "host"); delete(w.secret.Data, "password") },
+		},
+		"NoSecretRef": {
+			reason: "Whether the Datastore names a Secret.",
+			change: func(w *world) { w.ds.Spec.EndpointSecretRef.Name = "" },
+		},
+		"MalformedTenant": {
+			reason: "Its tenant entries.",
+			change: func(w *world) { w.ds.Spec.AllowedTenants = append(w.ds.Spec.AllowedTenants, "not a tenant entry") },
+		},
+		"NoTenants": {
+			reason: "Whether anyone is allowed.",
+			change: func(w *world) { w.ds.Spec.AllowedTenants = nil },
+		},
+		"MalformedKey": {
+			reason: "Whether its keys are well formed.",
+			change: func(w *world) { w.ds.Spec.OwnerPublicKeys = append(w.ds.Spec.OwnerPublicKeys, "abc") },
+		},
+		"NoKeys": {
+			reason: "Whether it has keys at all.",
+			change: func(w *world) { w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = "", nil },
+		},
+		"UnsupportedDriver": {
+			reason: "Its driver.",
+			change: func(w *world) { w.ds.Spec.Driver = "oracle" },
+		},
+		"Everything": {
+			reason: "All of it at once.",
+			change: func(w *world) {
+				w.secret = nil
+				w.ds.Spec.AllowedTenants = []string{"not a tenant entry"}
+				w.ds.Spec.OwnerPublicKeys = []string{"abc"}
+				w.ds.Spec.Driver = "oracle"
+			},
+		},
+	}
+	secretWords := []string{
+		claimstest.SecretName, "Secret", "secret", "label", v1alpha1.LabelDatastore,
+		"host", "port", "username", "password", "database", "missing",
+		"allowedTenants", "tenant", "team-a/", "team-b/", "not a tenant entry",
+		"ownerPublicKey", "public key", "driver", "oracle", "postgres",
+	}
+	for sigName, sc := range signatures {
+		for dsName, bc := range breakages {
+			t.Run(sigName+"/"+dsName, func(t *testing.T) {
+				base := valid()
+				sc.change(&base)
+				want := claims.Verify(base.claim, base.ds, base.secret, base.now)
+				if diff := cmp.Diff(sc.want, want.Reason); diff != "" {
+					t.Fatalf("%s\nVerify() on the intact Datastore: -want, +got:\n%s\nmessage: %s", sc.reason, diff, want.Message)
+				}
+
+				w := valid()
+				sc.change(&w)
+				bc.change(&w)
+				got := claims.Verify(w.claim, w.ds, w.secret, w.now)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%s %s\nVerify() tells a broken Datastore from an intact one: -want, +got:\n%s", sc.reason, bc.reason, diff)
+				}
+				for _, word := range secretWords {
+					if strings.Contains(got.Message, word) {
+						t.Errorf("%s %s\nVerify(): message names %q: %s", sc.reason, bc.reason, word, got.Message)
+					}
+				}
+			})
+		}
 	}
 }

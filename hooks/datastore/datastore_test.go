@@ -36,8 +36,12 @@ func TestNoLeaks(t *testing.T) {
 		"Validated":   {reason: "A valid Datastore.", want: "datastore/validated/Validated"},
 		"MissingKeys": {reason: "Names missing keys, quotes no value.", want: "datastore/denied/MissingKeys"},
 		"BrokenURI":   {reason: "A URI that does not parse is not quoted.", want: "datastore/denied/MissingKeys"},
+		"SlashInPassword": {
+			reason: "A MongoDB password with an unescaped '/' puts no part of itself into status.endpoint.",
+			want:   "datastore/validated/Validated",
+		},
 	}
-	secrets := map[string]*corev1.Secret{"Validated": claimstest.Secret(), "MissingKeys": missing, "BrokenURI": uriOnly}
+	secrets := map[string]*corev1.Secret{"Validated": claimstest.Secret(), "MissingKeys": missing, "BrokenURI": uriOnly, "SlashInPassword": claimstest.MongoSecret()}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
@@ -48,8 +52,11 @@ func TestNoLeaks(t *testing.T) {
 				Decisions: c,
 			})
 			ds := claimstest.Datastore()
-			if name == "BrokenURI" {
+			switch name {
+			case "BrokenURI":
 				ds.Spec.Driver = "redis"
+			case "SlashInPassword":
+				ds = claimstest.MongoDatastore()
 			}
 			resp, err := h.Sync(t.Context(), request(t, ds, secrets[name]))
 			if err != nil {
@@ -62,7 +69,7 @@ func TestNoLeaks(t *testing.T) {
 			if logs.Len() == 0 {
 				t.Fatal("no log lines: the test would prove nothing")
 			}
-			for _, secret := range []string{claimstest.Password, claimstest.AdminPassword, base64.StdEncoding.EncodeToString([]byte(claimstest.Password))} {
+			for _, secret := range []string{claimstest.Password, claimstest.AdminPassword, base64.StdEncoding.EncodeToString([]byte(claimstest.Password)), claimstest.SlashPasswordPrefix} {
 				if strings.Contains(logs.String(), secret) || strings.Contains(string(status), secret) {
 					t.Errorf("%s\nsecret material in log or status:\nlog: %s\nstatus: %s", tc.reason, logs.String(), status)
 				}

@@ -99,8 +99,31 @@ func TestAdversarial(t *testing.T) {
 			attack: func(s *scene) { s.ds.Spec.AllowedTenants = []string{"team-c/*"} },
 			want:   claims.ReasonTenantNotAllowed,
 		},
-		"KeyWrongLength":       {reason: "Malformed key.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = "abcd" }, want: claims.ReasonMalformedPublicKey},
-		"KeyNotHex":            {reason: "Malformed key.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = strings.Repeat("x", 64) }, want: claims.ReasonMalformedPublicKey},
+		"KeyWrongLength":      {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{"abcd"} }, want: claims.ReasonMalformedPublicKey},
+		"KeyNotHex":           {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{strings.Repeat("x", 64)} }, want: claims.ReasonMalformedPublicKey},
+		"SigningKeyMalformed": {reason: "The signing key is the malformed one: nothing verifies, and nothing more is said.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = "abcd" }, want: claims.ReasonInvalidSignature},
+		"UnsignedSecretMissing": {
+			reason: "An unsigned claim does not learn that the Secret is missing.",
+			attack: func(s *scene) { s.claim.Spec.Signature, s.secret = "", nil },
+			want:   claims.ReasonMalformedSignature,
+		},
+		"StrangerSecretNotLabeled": {
+			reason: "A claim signed by another key does not learn that the Secret is unlabelled.",
+			attack: func(s *scene) {
+				claimstest.SignClaim(s.claim, claimstest.Stranger)
+				delete(s.secret.Labels, v1alpha1.LabelDatastore)
+			},
+			want: claims.ReasonInvalidSignature,
+		},
+		"StrangerMissingKeys": {
+			reason: "A claim signed by another key does not learn which keys the Secret lacks, nor the tenants.",
+			attack: func(s *scene) {
+				claimstest.SignClaim(s.claim, claimstest.Stranger)
+				delete(s.secret.Data, "host")
+				s.ds.Spec.AllowedTenants = append(s.ds.Spec.AllowedTenants, "not a tenant")
+			},
+			want: claims.ReasonInvalidSignature,
+		},
 		"SignatureWrongLength": {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = s.claim.Spec.Signature[:60] }, want: claims.ReasonMalformedSignature},
 		"SignatureNotBase64":   {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = strings.Repeat("%", 88) }, want: claims.ReasonMalformedSignature},
 		"DatastoreMissing":     {reason: "No Datastore.", attack: func(s *scene) { s.ds, s.secret = nil, nil }, want: claims.ReasonDatastoreNotFound},
@@ -136,6 +159,15 @@ func TestAdversarial(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s\nSync(): -want, +got:\n%s\nmessage: %s", tc.reason, diff, status.Conditions[1].Message)
+			}
+			if tc.want == claims.ReasonMalformedSignature || tc.want == claims.ReasonInvalidSignature {
+				// Before the signature verifies, nothing about the
+				// Datastore's Secret or tenants may be told.
+				for _, word := range []string{claimstest.SecretName, "Secret", "host", "tenant", "team-a/", "team-b/"} {
+					if msg := status.Conditions[1].Message; strings.Contains(msg, word) {
+						t.Errorf("%s\nSync(): an unauthenticated claim is told %q: %s", tc.reason, word, msg)
+					}
+				}
 			}
 		})
 	}

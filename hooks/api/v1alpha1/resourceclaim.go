@@ -51,8 +51,11 @@ type ResourceClaimStatus struct {
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 	// Binding is the Service Binding "provisioned service" reference to the
 	// credentials Secret.
-	Binding         *Binding `json:"binding,omitempty"`
-	CredentialsHash string   `json:"credentialsHash,omitempty"`
+	Binding *Binding `json:"binding,omitempty"`
+	// CredentialsHash is the unkeyed SHA-256 of the projected credentials
+	// (claims.CredentialsHash): it changes when they rotate, and whoever
+	// can read the claim can test a guessed password against it offline.
+	CredentialsHash string `json:"credentialsHash,omitempty"`
 }
 
 // Binding names the Secret holding projected credentials.

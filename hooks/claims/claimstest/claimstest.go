@@ -57,6 +57,14 @@ const (
 	Password = "s3cr3t-PASSWORD-must-never-leak"
 	// AdminPassword is the admin-only password.
 	AdminPassword = "adm1n-PASSWORD-must-never-leak"
+	// SlashPasswordPrefix starts SlashPassword. A URI parser that ends the
+	// authority at the password's unescaped '/' reads
+	// "user:<SlashPasswordPrefix>" as host:port, so this is the part that
+	// would reach a status; it is long enough not to turn up by chance.
+	SlashPasswordPrefix = "2718281828459045"
+	// SlashPassword is the password of MongoSecret's URI, written with an
+	// unescaped '/' as people paste them.
+	SlashPassword = SlashPasswordPrefix + "/" + Password
 )
 
 // Datastore returns a valid postgres Datastore owned by Owner (and
@@ -102,6 +110,25 @@ func Secret() *corev1.Secret {
 			"admin.password": []byte(AdminPassword),
 		},
 	}
+}
+
+// MongoDatastore returns Datastore() with the mongodb driver, the Datastore
+// of MongoSecret.
+func MongoDatastore() *v1alpha1.Datastore {
+	ds := Datastore()
+	ds.Spec.Driver = v1alpha1.DriverMongoDB
+	return ds
+}
+
+// MongoSecret returns the labelled endpoint Secret of MongoDatastore: a
+// connection string alone, whose password (SlashPassword) holds an
+// unescaped '/'.
+func MongoSecret() *corev1.Secret {
+	s := Secret()
+	s.Data = map[string][]byte{
+		"uri": []byte("mongodb://orders_app:" + SlashPassword + "@orders-db-0.data.svc:27017,orders-db-1.data.svc:27017/orders"),
+	}
+	return s
 }
 
 // Claim returns an unsigned v2 read claim of ClaimNamespace/Workspace on
