@@ -8,7 +8,6 @@ package datastore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -125,8 +124,8 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 
 func decode(raw json.RawMessage) (*v1alpha1.Datastore, error) {
 	ds := &v1alpha1.Datastore{}
-	if err := json.Unmarshal(raw, ds); err != nil {
-		return nil, fmt.Errorf("cannot decode Datastore: %w", err)
+	if err := metacontroller.Decode(raw, ds, "Datastore"); err != nil {
+		return nil, err
 	}
 	return ds, nil
 }

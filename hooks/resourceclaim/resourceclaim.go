@@ -9,7 +9,6 @@ package resourceclaim
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -209,8 +208,8 @@ func resyncAfter(d time.Duration) float64 {
 
 func decode(raw json.RawMessage) (*v1alpha1.ResourceClaim, error) {
 	c := &v1alpha1.ResourceClaim{}
-	if err := json.Unmarshal(raw, c); err != nil {
-		return nil, fmt.Errorf("cannot decode ResourceClaim: %w", err)
+	if err := metacontroller.Decode(raw, c, "ResourceClaim"); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
