@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -176,7 +176,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 }
 
 // Observe applies one observation from the hook server.
-func (r *Reporter) Observe(obs handoff.Observation) error {
+func (r *Reporter) Observe(obs observation.Observation) error {
 	if err := obs.Validate(); err != nil {
 		r.m.dropped.WithLabelValues(dropInvalid).Inc()
 		return err
@@ -364,8 +364,8 @@ const observationsLimit = 8 << 20
 // has no authentication: it listens on the pod's loopback interface only.
 func (r *Reporter) LocalHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+handoff.PathObservations, r.serveObservations)
-	mux.HandleFunc("GET "+handoff.PathRestartDirectives+"{namespace}/{name}", r.serveDirective)
+	mux.HandleFunc("POST "+observation.PathObservations, r.serveObservations)
+	mux.HandleFunc("GET "+observation.PathRestartDirectives+"{namespace}/{name}", r.serveDirective)
 	return mux
 }
 
@@ -374,7 +374,7 @@ func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
 		return
 	}
-	var b handoff.Batch
+	var b observation.Batch
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, observationsLimit))
 	if err := dec.Decode(&b); err != nil {
 		var tooBig *http.MaxBytesError
@@ -400,7 +400,7 @@ func (r *Reporter) serveDirective(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(handoff.Directive{ArtifactHash: h})
+	_ = json.NewEncoder(w).Encode(observation.Directive{ArtifactHash: h})
 }
 
 // OpsHandler serves /metrics, /healthz and /readyz, for the metrics
