@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://cluster-control.formspec-system:8443")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
-	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes; while it is missing or empty, calls carry no token")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
 	fs.StringVar(&cfg.ClientCertFile, "client-cert-file", "", "PEM client certificate for mTLS; reloaded when it changes")
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")

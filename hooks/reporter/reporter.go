@@ -35,7 +35,9 @@ type Config struct {
 	// Reporter identifies this reporter in node-health reports, usually the
 	// pod name.
 	Reporter string
-	// TokenFile holds the bearer token; empty sends no Authorization.
+	// TokenFile holds the bearer token; empty sends no Authorization. The
+	// file may be missing or empty at start: calls then go out without
+	// Authorization, with a rate-limited warning, until it appears.
 	TokenFile string
 	// CAFile, ClientCertFile and ClientKeyFile configure TLS and mTLS
 	// towards Cluster Control.
@@ -138,6 +140,7 @@ func New(cfg Config) (*Reporter, error) {
 		limiter: newLogLimiter(cfg.LogInterval),
 		wake:    make(chan struct{}, 1),
 	}
+	r.cc.noToken = r.warnNoToken
 	r.st = newState(limits{
 		workspaces: cfg.MaxWorkspaces,
 		nodes:      cfg.MaxNodes,
@@ -233,6 +236,19 @@ func (r *Reporter) record(endpoint string, res result) {
 	}
 	r.log.Warn("cluster control call failed", "endpoint", endpoint, "status", res.status,
 		"action", action, "retryAfter", res.retryAfter, "suppressed", held, "err", res.err)
+}
+
+// warnNoToken logs that calls go out without a bearer token, at most once
+// per LogInterval: it is expected on an install without the optional
+// Secret, but Cluster Control may refuse such calls, and the operator
+// should know why.
+func (r *Reporter) warnNoToken(err error) {
+	ok, held := r.limiter.allow(logKeyNoToken, r.cfg.now())
+	if !ok {
+		return
+	}
+	r.log.Warn("calling cluster control without a bearer token until the token file appears",
+		"suppressed", held, "err", err)
 }
 
 // runWorkspaceSender sends pending workspace reports one at a time, oldest
