@@ -49,7 +49,28 @@ func TestRun(t *testing.T) {
 		reason string
 		args   []string
 		want   error
+		// wantUsageOn is where the usage must appear: "stdout", "stderr"
+		// or "" for neither.
+		wantUsageOn string
 	}{
+		"Help": {
+			reason:      "--help prints usage to stdout and reports flag.ErrHelp, which main turns into exit 0.",
+			args:        []string{"--help"},
+			want:        flag.ErrHelp,
+			wantUsageOn: "stdout",
+		},
+		"UnknownFlag": {
+			reason:      "A mistake is an error, with the usage on stderr so it does not mix with output.",
+			args:        []string{"--nope"},
+			want:        cmpopts.AnyError,
+			wantUsageOn: "stderr",
+		},
+		"BadFlagValue": {
+			reason:      "A flag value that does not parse is a mistake like an unknown flag.",
+			args:        []string{"--max-nodes", "many"},
+			want:        cmpopts.AnyError,
+			wantUsageOn: "stderr",
+		},
 		"MissingTokenFile": {
 			reason: "The token's Secret is optional: a missing token file must not stop the sidecar, or the hook pod never becomes Ready.",
 			args:   append(slices.Clone(local), "--token-file", filepath.Join(dir, "nope")),
@@ -68,6 +89,12 @@ func TestRun(t *testing.T) {
 			err := run(ctx, tc.args, &stdout, &stderr)
 			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
+			}
+			const usage = "Usage of formspec-reporter:"
+			got := map[string]bool{"stdout": strings.Contains(stdout.String(), usage), "stderr": strings.Contains(stderr.String(), usage)}
+			want := map[string]bool{"stdout": tc.wantUsageOn == "stdout", "stderr": tc.wantUsageOn == "stderr"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\nusage printed on: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
