@@ -35,11 +35,19 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("formspec-clustercontrol", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	// Parse errors come back as the returned error; usage is printed here
+	// so that --help goes to stdout and mistakes to stderr.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API")
 	adminListen := fs.String("admin-listen", "127.0.0.1:8481", "address of the admin API (faults, directives, state); keep it on localhost")
 	tokenFile := fs.String("token-file", "", "file with accepted bearer tokens, one per line; empty accepts any request")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout, fs)
+			return err
+		}
+		printUsage(stderr, fs)
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
@@ -82,4 +90,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cancel()
 	}
 	return first
+}
+
+// printUsage prints what --help prints, in the flag package's own layout,
+// which docs/reporter.md quotes word for word.
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestHelpIsDocumented keeps docs/reporter.md's demo section identical to
@@ -23,5 +27,55 @@ func TestHelpIsDocumented(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), "$ formspec-clustercontrol --help\n"+out.String()+"```") {
 		t.Errorf("docs/reporter.md does not carry the current --help output; paste this:\n%s", out.String())
+	}
+}
+
+func TestRun(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		args   []string
+		want   error
+		// wantUsageOn is where the usage must appear: "stdout", "stderr"
+		// or "" for neither.
+		wantUsageOn string
+	}{
+		"Help": {
+			reason:      "--help prints usage to stdout and reports flag.ErrHelp, which main turns into exit 0.",
+			args:        []string{"--help"},
+			want:        flag.ErrHelp,
+			wantUsageOn: "stdout",
+		},
+		"UnknownFlag": {
+			reason:      "A mistake is an error, with the usage on stderr so it does not mix with output.",
+			args:        []string{"--nope"},
+			want:        cmpopts.AnyError,
+			wantUsageOn: "stderr",
+		},
+		"MissingTokenFile": {
+			reason: "The reference server's token file is not optional: without it, it would accept anyone.",
+			args:   []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--token-file", filepath.Join(t.TempDir(), "nope")},
+			want:   cmpopts.AnyError,
+		},
+		"ServesAndStops": {
+			reason: "Valid flags serve until the context ends, then stop cleanly.",
+			args:   []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr bytes.Buffer
+			err := run(ctx, tc.args, &stdout, &stderr)
+			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
+			}
+			const usage = "Usage of formspec-clustercontrol:"
+			got := map[string]bool{"stdout": strings.Contains(stdout.String(), usage), "stderr": strings.Contains(stderr.String(), usage)}
+			want := map[string]bool{"stdout": tc.wantUsageOn == "stdout", "stderr": tc.wantUsageOn == "stderr"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\nusage printed on: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/datastore"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/observe"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/hooks/server"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
@@ -46,7 +46,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 // discard is the observation sink when no reporter is configured.
 type discard struct{}
 
-func (discard) Send(handoff.Observation) {}
+func (discard) Send(observation.Observation) {}
 
 func route(path, name string, h http.Handler) server.Route {
 	return server.Route{Method: http.MethodPost, Path: path, Name: name, Handler: h}

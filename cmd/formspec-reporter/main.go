@@ -34,7 +34,10 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("formspec-reporter", flag.ContinueOnError)
-	fs.SetOutput(stdout)
+	// Parse errors come back as the returned error; usage is printed here
+	// so that --help goes to stdout and mistakes to stderr.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	var (
 		cfg          reporter.Config
 		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to")
@@ -44,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	)
 	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://cluster-control.formspec-system:8443")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
-	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes; while it is missing or empty, calls carry no token")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
 	fs.StringVar(&cfg.ClientCertFile, "client-cert-file", "", "PEM client certificate for mTLS; reloaded when it changes")
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
@@ -60,6 +63,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxPods, "max-pods", 200000, "most workspace pods tracked; observations beyond are dropped and counted")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout, fs)
+			return err
+		}
+		printUsage(stderr, fs)
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -110,4 +118,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("reporter stopped")
 	return first
+}
+
+// printUsage prints what --help prints, in the flag package's own layout,
+// which docs/reporter.md quotes word for word.
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }

@@ -6,8 +6,13 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestHelpIsDocumented keeps the flag list in docs/reporter.md identical to
@@ -32,5 +37,65 @@ func TestRequiresClusterControlURL(t *testing.T) {
 	err := run(context.Background(), []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "cluster control URL") {
 		t.Errorf("without --cluster-control-url: got %v, want an error naming it", err)
+	}
+}
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	// Loopback port 0, so the cases that get as far as serving stop at
+	// once: the context is already cancelled.
+	local := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--cluster-control-url", "http://127.0.0.1:1"}
+	cases := map[string]struct {
+		reason string
+		args   []string
+		want   error
+		// wantUsageOn is where the usage must appear: "stdout", "stderr"
+		// or "" for neither.
+		wantUsageOn string
+	}{
+		"Help": {
+			reason:      "--help prints usage to stdout and reports flag.ErrHelp, which main turns into exit 0.",
+			args:        []string{"--help"},
+			want:        flag.ErrHelp,
+			wantUsageOn: "stdout",
+		},
+		"UnknownFlag": {
+			reason:      "A mistake is an error, with the usage on stderr so it does not mix with output.",
+			args:        []string{"--nope"},
+			want:        cmpopts.AnyError,
+			wantUsageOn: "stderr",
+		},
+		"BadFlagValue": {
+			reason:      "A flag value that does not parse is a mistake like an unknown flag.",
+			args:        []string{"--max-nodes", "many"},
+			want:        cmpopts.AnyError,
+			wantUsageOn: "stderr",
+		},
+		"MissingTokenFile": {
+			reason: "The token's Secret is optional: a missing token file must not stop the sidecar, or the hook pod never becomes Ready.",
+			args:   append(slices.Clone(local), "--token-file", filepath.Join(dir, "nope")),
+		},
+		"UnreadableTokenFile": {
+			reason: "A token path that exists but is not a readable file is a broken pod spec, reported at start.",
+			args:   append(slices.Clone(local), "--token-file", dir),
+			want:   cmpopts.AnyError,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr bytes.Buffer
+			err := run(ctx, tc.args, &stdout, &stderr)
+			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
+			}
+			const usage = "Usage of formspec-reporter:"
+			got := map[string]bool{"stdout": strings.Contains(stdout.String(), usage), "stderr": strings.Contains(stderr.String(), usage)}
+			want := map[string]bool{"stdout": tc.wantUsageOn == "stdout", "stderr": tc.wantUsageOn == "stderr"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s\nusage printed on: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -19,7 +19,9 @@ type Fault struct {
 	// RetryAfter is sent as the Retry-After header with Status.
 	RetryAfter string
 	// Delay stalls each request this long before the Status (or the normal
-	// answer), or until the client gives up or the faults change.
+	// answer), or until the client gives up or the faults change. It may
+	// exceed the server's read and write timeouts: the stalled request's
+	// deadlines are extended by Delay.
 	Delay time.Duration
 	// Times limits the fault to the next n requests; 0 means until cleared.
 	Times int
@@ -78,6 +80,15 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request) bool {
 	}
 	s.mu.Unlock()
 	if cur.Delay > 0 {
+		// The stall is the point of the fault, not a slow client: push the
+		// server's read and write deadlines past it, so the body can still
+		// be read and the answer still written afterwards. Errors mean a
+		// writer without a connection (httptest.ResponseRecorder), which
+		// has no deadlines to extend.
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		_ = rc.SetReadDeadline(now.Add(cur.Delay + s.opts.Timeouts.Read))
+		_ = rc.SetWriteDeadline(now.Add(cur.Delay + s.opts.Timeouts.Write))
 		t := time.NewTimer(cur.Delay)
 		defer t.Stop()
 		var again bool
@@ -166,7 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 				return fmt.Errorf("cannot listen again on %s: %w", addr, err)
 			}
 		}
-		hs := httpserve.NewServer(h)
+		hs := httpserve.NewServer(h, s.opts.Timeouts)
 		errc := make(chan error, 1)
 		go func(l net.Listener) { errc <- hs.Serve(l) }(ln)
 		select {

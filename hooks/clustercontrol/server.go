@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
 // Body limits. A workspace report is a few KiB; a node report is ~1 KiB per
@@ -43,6 +44,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now replaces the clock (tests).
 	Now func() time.Time
+	// Timeouts bound each API request (default: httpserve's). A Delay
+	// fault extends the deadlines of the requests it holds, so a stall
+	// longer than these still ends in the fault's answer.
+	Timeouts httpserve.Timeouts
 }
 
 // Request is the record of one API request.
@@ -96,6 +101,7 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	opts.Timeouts = opts.Timeouts.WithDefaults()
 	return &Server{
 		opts:       opts,
 		faults:     map[string]*Fault{},
@@ -132,6 +138,10 @@ type statusRecorder struct {
 	status   int
 	replayed bool
 }
+
+// Unwrap lets http.ResponseController reach the connection, for the
+// deadlines a Delay fault extends.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.status == 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 )
@@ -255,5 +256,46 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestDelayOutlastsTimeouts holds a workspace-status request longer than
+// the server's read and write timeouts: the fault must still end in an
+// answer, with the body read after the stall, not in a cut connection.
+func TestDelayOutlastsTimeouts(t *testing.T) {
+	s := New(Options{Timeouts: httpserve.Timeouts{Read: 50 * time.Millisecond, Write: 50 * time.Millisecond}})
+	s.SetFault(ccapi.PathWorkspaceStatus, Fault{Delay: 300 * time.Millisecond, Times: 1})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	body := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:05Z","status":{"phase":"Ready","replicas":1,"readyReplicas":1,"updatedReplicas":1}}`
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://%s%s", ln.Addr(), ccapi.PathWorkspaceStatus), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(ccapi.HeaderIdempotencyKey, "k1")
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("stalled request got no answer: %v", err)
+	}
+	resp.Body.Close()
+	if diff := cmp.Diff(http.StatusOK, resp.StatusCode); diff != "" {
+		t.Errorf("status after the stall: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(1, len(s.WorkspaceReports())); diff != "" {
+		t.Errorf("reports accepted after the stall: -want, +got:\n%s", diff)
 	}
 }

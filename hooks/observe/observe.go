@@ -10,13 +10,13 @@ import (
 	"fmt"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // Sink takes observations without blocking; *handoff.Client is one.
 type Sink interface {
-	Send(obs handoff.Observation)
+	Send(obs observation.Observation)
 }
 
 // Hook is the shape of a DecoratorController sync hook.
@@ -56,7 +56,7 @@ func NodeHealth(sink Sink) Hook {
 		// A node on its way out is left to age out in the reporter rather
 		// than reported once more in a last, stale state.
 		if !req.Finalizing && node.DeletionTimestamp == nil {
-			sink.Send(handoff.Observation{Node: &node})
+			sink.Send(observation.Observation{Node: &node})
 		}
 		return empty(req.Finalizing), nil
 	}
@@ -73,13 +73,13 @@ func WorkspacePods(sink Sink) Hook {
 		if err := json.Unmarshal(req.Object, &pod); err != nil {
 			return nil, fmt.Errorf("cannot decode Pod: %w", err)
 		}
-		ws := pod.Labels[handoff.WorkspaceLabel]
+		ws := pod.Labels[observation.WorkspaceLabel]
 		if pod.Namespace == "" || pod.Name == "" || ws == "" {
 			// The controller's selector should make this impossible; a pod
 			// without the label is simply not ours to report.
 			return empty(req.Finalizing), nil
 		}
-		sink.Send(handoff.Observation{Pod: &handoff.PodPlacement{
+		sink.Send(observation.Observation{Pod: &observation.PodPlacement{
 			Namespace:   pod.Namespace,
 			Name:        pod.Name,
 			Workspace:   ws,

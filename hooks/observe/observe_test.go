@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-type sink struct{ got []handoff.Observation }
+type sink struct{ got []observation.Observation }
 
-func (s *sink) Send(o handoff.Observation) { s.got = append(s.got, o) }
+func (s *sink) Send(o observation.Observation) { s.got = append(s.got, o) }
 
 func TestHooks(t *testing.T) {
 	node := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"pool-a-1","labels":{"formspec.dev/node-type":"standard"},"annotations":{"a":"b"},"managedFields":[{"manager":"kubelet"}]},
@@ -26,7 +26,7 @@ func TestHooks(t *testing.T) {
 		hook     func(Sink) Hook
 		req      metacontroller.DecoratorRequest
 		wantBody string
-		wantObs  []handoff.Observation
+		wantObs  []observation.Observation
 		wantErr  bool
 	}{
 		"Node": {
@@ -34,7 +34,7 @@ func TestHooks(t *testing.T) {
 			hook:     NodeHealth,
 			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(node)},
 			wantBody: `{"attachments":[]}`,
-			wantObs: []handoff.Observation{{Node: &corev1.Node{
+			wantObs: []observation.Observation{{Node: &corev1.Node{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 				ObjectMeta: metav1.ObjectMeta{Name: "pool-a-1", Labels: map[string]string{"formspec.dev/node-type": "standard"}},
 				Spec:       corev1.NodeSpec{Unschedulable: true},
@@ -52,7 +52,7 @@ func TestHooks(t *testing.T) {
 			hook:     WorkspacePods,
 			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(pod)},
 			wantBody: `{"attachments":[]}`,
-			wantObs: []handoff.Observation{{Pod: &handoff.PodPlacement{
+			wantObs: []observation.Observation{{Pod: &observation.PodPlacement{
 				Namespace: "team-a", Name: "shop-abc", Workspace: "shop", NodeName: "pool-a-1", Phase: corev1.PodRunning,
 			}}},
 		},

@@ -11,6 +11,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -156,7 +157,7 @@ func TestSlowWorkspaceStatusDoesNotStallNodeHealth(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 
-	if err := r.Observe(handoff.Observation{Node: readyNode("node-a")}); err != nil {
+	if err := r.Observe(observation.Observation{Node: readyNode("node-a")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Observe(wsObs("team-a", "shop", "Ready", 2, "")); err != nil {

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // waitFor polls cond until it holds. The deadline is a liveness bound that
@@ -84,10 +85,13 @@ func runLoops(t *testing.T, loops ...func(context.Context)) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
-func wsObs(ns, name, phase string, ready int32, hash string) handoff.Observation {
-	return handoff.Observation{Workspace: &handoff.WorkspaceStatus{
-		Namespace: ns, Name: name, ClusterClass: "standard", Phase: phase,
-		Replicas: 2, ReadyReplicas: ready, UpdatedReplicas: ready, ArtifactHash: hash,
+func wsObs(ns, name, phase string, ready int32, hash string) observation.Observation {
+	return observation.Observation{Workspace: &observation.WorkspaceStatus{
+		Namespace: ns, Name: name,
+		WorkspaceStatus: ccapi.WorkspaceStatus{
+			ClusterClass: "standard", Phase: phase,
+			Replicas: 2, ReadyReplicas: ready, UpdatedReplicas: ready, ArtifactHash: hash,
+		},
 	}}
 }
 

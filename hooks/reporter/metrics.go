@@ -12,6 +12,10 @@ const (
 	endpointDeployStatus    = "deploy-status"
 )
 
+// logKeyNoToken rate-limits the missing-token warning apart from the
+// endpoints' failure logs.
+const logKeyNoToken = "token-file"
+
 // metrics are the reporter's Prometheus metrics, on a registry of its own so
 // the sidecar's /metrics shows only what it owns.
 type metrics struct {

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -35,7 +35,9 @@ type Config struct {
 	// Reporter identifies this reporter in node-health reports, usually the
 	// pod name.
 	Reporter string
-	// TokenFile holds the bearer token; empty sends no Authorization.
+	// TokenFile holds the bearer token; empty sends no Authorization. The
+	// file may be missing or empty at start: calls then go out without
+	// Authorization, with a rate-limited warning, until it appears.
 	TokenFile string
 	// CAFile, ClientCertFile and ClientKeyFile configure TLS and mTLS
 	// towards Cluster Control.
@@ -138,6 +140,7 @@ func New(cfg Config) (*Reporter, error) {
 		limiter: newLogLimiter(cfg.LogInterval),
 		wake:    make(chan struct{}, 1),
 	}
+	r.cc.noToken = r.warnNoToken
 	r.st = newState(limits{
 		workspaces: cfg.MaxWorkspaces,
 		nodes:      cfg.MaxNodes,
@@ -176,7 +179,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 }
 
 // Observe applies one observation from the hook server.
-func (r *Reporter) Observe(obs handoff.Observation) error {
+func (r *Reporter) Observe(obs observation.Observation) error {
 	if err := obs.Validate(); err != nil {
 		r.m.dropped.WithLabelValues(dropInvalid).Inc()
 		return err
@@ -233,6 +236,19 @@ func (r *Reporter) record(endpoint string, res result) {
 	}
 	r.log.Warn("cluster control call failed", "endpoint", endpoint, "status", res.status,
 		"action", action, "retryAfter", res.retryAfter, "suppressed", held, "err", res.err)
+}
+
+// warnNoToken logs that calls go out without a bearer token, at most once
+// per LogInterval: it is expected on an install without the optional
+// Secret, but Cluster Control may refuse such calls, and the operator
+// should know why.
+func (r *Reporter) warnNoToken(err error) {
+	ok, held := r.limiter.allow(logKeyNoToken, r.cfg.now())
+	if !ok {
+		return
+	}
+	r.log.Warn("calling cluster control without a bearer token until the token file appears",
+		"suppressed", held, "err", err)
 }
 
 // runWorkspaceSender sends pending workspace reports one at a time, oldest
@@ -364,8 +380,8 @@ const observationsLimit = 8 << 20
 // has no authentication: it listens on the pod's loopback interface only.
 func (r *Reporter) LocalHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+handoff.PathObservations, r.serveObservations)
-	mux.HandleFunc("GET "+handoff.PathRestartDirectives+"{namespace}/{name}", r.serveDirective)
+	mux.HandleFunc("POST "+observation.PathObservations, r.serveObservations)
+	mux.HandleFunc("GET "+observation.PathRestartDirectives+"{namespace}/{name}", r.serveDirective)
 	return mux
 }
 
@@ -374,7 +390,7 @@ func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
 		return
 	}
-	var b handoff.Batch
+	var b observation.Batch
 	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, observationsLimit))
 	if err := dec.Decode(&b); err != nil {
 		var tooBig *http.MaxBytesError
@@ -400,7 +416,7 @@ func (r *Reporter) serveDirective(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(handoff.Directive{ArtifactHash: h})
+	_ = json.NewEncoder(w).Encode(observation.Directive{ArtifactHash: h})
 }
 
 // OpsHandler serves /metrics, /healthz and /readyz, for the metrics

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -98,18 +98,10 @@ func wsKey(ns, name string) string { return ns + "/" + name }
 
 // observeWorkspace records a workspace's status. It reports whether a new
 // report is now pending.
-func (s *state) observeWorkspace(o *handoff.WorkspaceStatus, now time.Time) bool {
-	st := &ccapi.WorkspaceStatus{
-		ClusterClass:       o.ClusterClass,
-		ObservedGeneration: o.ObservedGeneration,
-		Phase:              o.Phase,
-		Conditions:         o.Conditions,
-		Replicas:           o.Replicas,
-		ReadyReplicas:      o.ReadyReplicas,
-		UpdatedReplicas:    o.UpdatedReplicas,
-		ArtifactHash:       o.ArtifactHash,
-		Datastores:         o.Datastores,
-	}
+func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) bool {
+	// A copy, so the entry does not alias the observation's struct; the
+	// slices inside are shared, as nothing mutates them after decoding.
+	st := new(o.WorkspaceStatus)
 	js, err := json.Marshal(st)
 	if err != nil {
 		s.drop(dropInvalid)
@@ -336,7 +328,7 @@ func (s *state) observeNode(n *corev1.Node, now time.Time) {
 }
 
 // observePod records where a workspace pod runs.
-func (s *state) observePod(p *handoff.PodPlacement, now time.Time) {
+func (s *state) observePod(p *observation.PodPlacement, now time.Time) {
 	k := wsKey(p.Namespace, p.Name)
 	live := !p.Terminating && p.NodeName != "" && (p.Phase == corev1.PodPending || p.Phase == corev1.PodRunning || p.Phase == "")
 	s.mu.Lock()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,7 +36,7 @@ func TestNodeReport(t *testing.T) {
 	type step struct {
 		at   time.Duration
 		node *corev1.Node
-		pod  *handoff.PodPlacement
+		pod  *observation.PodPlacement
 	}
 	cases := map[string]struct {
 		reason string
@@ -74,13 +74,13 @@ func TestNodeReport(t *testing.T) {
 			reason: "distinct workspaces with a live pod count; terminated, terminating and moved pods do not",
 			steps: []step{
 				{node: node("a", nil, cond(corev1.NodeReady, corev1.ConditionTrue))},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "shop-1", Workspace: "shop", NodeName: "a", Phase: corev1.PodRunning}},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "shop-2", Workspace: "shop", NodeName: "a", Phase: corev1.PodPending}},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "blog-1", Workspace: "blog", NodeName: "a", Phase: corev1.PodRunning}},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "blog-1", Workspace: "blog", NodeName: "a", Phase: corev1.PodRunning, Terminating: true}},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "wiki-1", Workspace: "wiki", NodeName: "a", Phase: corev1.PodSucceeded}},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "cms-1", Workspace: "cms", NodeName: "a", Phase: corev1.PodRunning}},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "cms-1", Workspace: "cms", NodeName: "b", Phase: corev1.PodRunning}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "shop-1", Workspace: "shop", NodeName: "a", Phase: corev1.PodRunning}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "shop-2", Workspace: "shop", NodeName: "a", Phase: corev1.PodPending}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "blog-1", Workspace: "blog", NodeName: "a", Phase: corev1.PodRunning}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "blog-1", Workspace: "blog", NodeName: "a", Phase: corev1.PodRunning, Terminating: true}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "wiki-1", Workspace: "wiki", NodeName: "a", Phase: corev1.PodSucceeded}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "cms-1", Workspace: "cms", NodeName: "a", Phase: corev1.PodRunning}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "cms-1", Workspace: "cms", NodeName: "b", Phase: corev1.PodRunning}},
 			},
 			want: []ccapi.NodeHealth{{Name: "a", Health: "healthy", Conditions: []ccapi.NodeCondition{{Type: "Ready", Status: "True"}},
 				Capacity: ccapi.Resources{CPU: "8", Memory: "32Gi"}, Allocatable: ccapi.Resources{CPU: "7910m", Memory: "30Gi"},
@@ -90,7 +90,7 @@ func TestNodeReport(t *testing.T) {
 			reason: "a node or pod not observed within its window is forgotten",
 			steps: []step{
 				{node: node("old", nil, cond(corev1.NodeReady, corev1.ConditionTrue))},
-				{pod: &handoff.PodPlacement{Namespace: "ns", Name: "shop-1", Workspace: "shop", NodeName: "new", Phase: corev1.PodRunning}},
+				{pod: &observation.PodPlacement{Namespace: "ns", Name: "shop-1", Workspace: "shop", NodeName: "new", Phase: corev1.PodRunning}},
 				{at: 90 * time.Second, node: node("new", nil, cond(corev1.NodeReady, corev1.ConditionTrue))},
 			},
 			at: 90 * time.Second,
@@ -123,9 +123,9 @@ func TestLimits(t *testing.T) {
 	dropped := map[string]int{}
 	st := newState(limits{workspaces: 2, nodes: 1, pods: 1, nodeStale: time.Hour, podStale: time.Hour}, func(r string) { dropped[r]++ })
 	for _, n := range []string{"a", "b", "c"} {
-		st.observeWorkspace(&handoff.WorkspaceStatus{Namespace: "ns", Name: n, Phase: "Ready"}, t0)
+		st.observeWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: n, WorkspaceStatus: ccapi.WorkspaceStatus{Phase: "Ready"}}, t0)
 		st.observeNode(node(n, nil), t0)
-		st.observePod(&handoff.PodPlacement{Namespace: "ns", Name: n, Workspace: "w", NodeName: "a", Phase: corev1.PodRunning}, t0)
+		st.observePod(&observation.PodPlacement{Namespace: "ns", Name: n, Workspace: "w", NodeName: "a", Phase: corev1.PodRunning}, t0)
 	}
 	st.setDirectives([]ccapi.Directive{
 		{Namespace: "x", Name: "1", Action: ccapi.ActionRestartRequired, ArtifactHash: "h"},
@@ -145,7 +145,7 @@ func TestLimits(t *testing.T) {
 // send acknowledges.
 func TestWorkspaceCoalescing(t *testing.T) {
 	st := newState(limits{workspaces: 10}, func(string) {})
-	ready := &handoff.WorkspaceStatus{Namespace: "ns", Name: "shop", Phase: "Ready", Replicas: 1, ReadyReplicas: 1}
+	ready := &observation.WorkspaceStatus{Namespace: "ns", Name: "shop", WorkspaceStatus: ccapi.WorkspaceStatus{Phase: "Ready", Replicas: 1, ReadyReplicas: 1}}
 	if !st.observeWorkspace(ready, t0) {
 		t.Fatal("first observation did not queue a report")
 	}
@@ -154,7 +154,7 @@ func TestWorkspaceCoalescing(t *testing.T) {
 	}
 	p, _ := st.next()
 	// A change while the first report is in flight must survive its ack.
-	st.observeWorkspace(&handoff.WorkspaceStatus{Namespace: "ns", Name: "shop", Phase: "Degraded"}, t0.Add(2*time.Second))
+	st.observeWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: "shop", WorkspaceStatus: ccapi.WorkspaceStatus{Phase: "Degraded"}}, t0.Add(2*time.Second))
 	st.finish(p, sent)
 	if got := st.counts().Pending; got != 1 {
 		t.Fatalf("pending after acking an outdated report: got %d, want 1", got)
@@ -176,7 +176,7 @@ func TestWorkspaceCoalescing(t *testing.T) {
 // finds a directive the workspace already runs and reports it consumed.
 func TestDirectiveAlreadySatisfied(t *testing.T) {
 	st := newState(limits{workspaces: 10}, func(string) {})
-	st.observeWorkspace(&handoff.WorkspaceStatus{Namespace: "ns", Name: "shop", Phase: "Ready", ArtifactHash: "h2"}, t0)
+	st.observeWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: "shop", WorkspaceStatus: ccapi.WorkspaceStatus{Phase: "Ready", ArtifactHash: "h2"}}, t0)
 	p, _ := st.next()
 	st.finish(p, sent)
 	if !st.setDirectives([]ccapi.Directive{{Namespace: "ns", Name: "shop", Action: ccapi.ActionRestartRequired, ArtifactHash: "h2"}}, t0) {

@@ -1,9 +1,23 @@
 package reporter
 
 import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -55,3 +69,139 @@ func TestTokenFileIsReRead(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestTokenFileAtStart covers the token file as the reporter finds it at
+// start. The Secret behind it is optional, so missing and empty are normal.
+func TestTokenFileAtStart(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]struct {
+		reason    string
+		path      string
+		wantNew   error
+		wantGet   error
+		wantToken string
+	}{
+		"Present": {
+			reason:    "A token file is read at start.",
+			path:      writeFile(t, "token", "s3cret\n"),
+			wantToken: "s3cret",
+		},
+		"Missing": {
+			reason:  "A missing file (optional Secret not created) is not fatal; calls carry no token.",
+			path:    filepath.Join(dir, "nope"),
+			wantGet: errNoToken,
+		},
+		"Empty": {
+			reason:  "An empty file is treated like a missing one.",
+			path:    writeFile(t, "token", " \n"),
+			wantGet: errNoToken,
+		},
+		"Unreadable": {
+			reason:  "A path that exists but cannot be read as a file is a broken pod spec and stops the reporter at start.",
+			path:    dir,
+			wantNew: cmpopts.AnyError,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tok, err := newFileToken(tc.path)
+			if diff := cmp.Diff(tc.wantNew, err, cmpopts.EquateErrors()); diff != "" {
+				t.Fatalf("%s\nnewFileToken: -want, +got:\n%s", tc.reason, diff)
+			}
+			if err != nil {
+				return
+			}
+			got, err := tok.get()
+			if diff := cmp.Diff(tc.wantGet, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nget error: -want, +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantToken, got); diff != "" {
+				t.Errorf("%s\nget token: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// syncBuffer is a log sink safe for the reporter's concurrent loops.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestTokenFileAppearsLater starts the reporter before the optional Secret
+// exists: calls go out without Authorization, the workspace report refused
+// for it is kept rather than dropped, and once the file appears the calls
+// carry the token and the report lands.
+func TestTokenFileAppearsLater(t *testing.T) {
+	cc := clustercontrol.New(clustercontrol.Options{Tokens: []string{"s3cret"}})
+	var mu sync.Mutex
+	var auth []string // Authorization of each workspace-status call, in order
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == ccapi.PathWorkspaceStatus {
+			mu.Lock()
+			auth = append(auth, r.Header.Get("Authorization"))
+			mu.Unlock()
+		}
+		cc.Handler().ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	calls := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(auth)
+	}
+
+	logs := &syncBuffer{}
+	cfg := fastConfig(hs.URL)
+	cfg.TokenFile = filepath.Join(t.TempDir(), "token")
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	// A clock that never moves lets exactly one warning through the
+	// rate limiter, however many calls go out without a token.
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cfg.now = func() time.Time { return now }
+	r := newReporter(t, cfg)
+	runLoops(t, r.runWorkspaceSender)
+	if err := r.Observe(wsObs("team-a", "shop", "Ready", 2, "")); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, "two calls without a token", func() bool { return len(calls()) >= 2 })
+	for i, a := range calls() {
+		if diff := cmp.Diff("", a); diff != "" {
+			t.Errorf("Authorization of call %d before the token file exists: -want, +got:\n%s", i, diff)
+		}
+	}
+	if diff := cmp.Diff(1, r.st.counts().Pending); diff != "" {
+		t.Errorf("pending reports while refused for want of a token: -want, +got:\n%s", diff)
+	}
+
+	// Rename, as the kubelet swaps a Secret in atomically: a reader must not
+	// catch the file half-written.
+	tmp := writeFile(t, "token.new", "s3cret\n")
+	if err := os.Rename(tmp, cfg.TokenFile); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the report to land once the token exists", func() bool { return len(cc.WorkspaceReports()) == 1 })
+	got := calls()
+	if diff := cmp.Diff("Bearer s3cret", got[len(got)-1]); diff != "" {
+		t.Errorf("Authorization once the token file exists: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(0.0, testutil.ToFloat64(r.m.dropped.WithLabelValues(dropRejected))); diff != "" {
+		t.Errorf("dropped{reason=rejected}: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(1, strings.Count(logs.String(), "without a bearer token")); diff != "" {
+		t.Errorf("missing-token warnings (rate-limited): -want, +got:\n%s\nlogs:\n%s", diff, logs.String())
+	}
+}

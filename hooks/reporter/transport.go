@@ -6,8 +6,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -24,8 +26,9 @@ type outcome int
 const (
 	// sent: 2xx, the report is done.
 	sent outcome = iota
-	// retry: network error, timeout, 408, 409, 425, 429 or 5xx; the report
-	// is kept and retried after a backoff.
+	// retry: network error, timeout, 408, 409, 425, 429 or 5xx, or 401/403
+	// to a call sent without a token because the token file has not
+	// appeared yet; the report is kept and retried after a backoff.
 	retry
 	// rejected: any other 4xx; retrying the same bytes cannot succeed, so
 	// the report is dropped and counted.
@@ -51,6 +54,10 @@ func (r result) label() string {
 		return "throttled"
 	case r.status >= 500:
 		return "server_error"
+	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
+		// Refused credentials, even when the report is kept because the
+		// token file has not appeared yet.
+		return "rejected"
 	case r.outcome == retry:
 		return "conflict"
 	default:
@@ -65,6 +72,9 @@ type ccClient struct {
 	token   *fileToken
 	timeout time.Duration
 	now     func() time.Time
+	// noToken is told each time a call goes out without a token because
+	// the token file is missing or empty.
+	noToken func(error)
 }
 
 // errorBodyLimit bounds how much of an error answer is read for the log:
@@ -95,14 +105,24 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 	if idemKey != "" {
 		req.Header.Set(ccapi.HeaderIdempotencyKey, idemKey)
 	}
+	anonymous := false
 	if c.token != nil {
 		tok, err := c.token.get()
-		if err != nil {
+		switch {
+		case err == nil:
+			req.Header.Set("Authorization", "Bearer "+tok)
+		case errors.Is(err, errNoToken):
+			// The Secret behind the file is optional: call without a token
+			// until it appears, and say so.
+			anonymous = true
+			if c.noToken != nil {
+				c.noToken(err)
+			}
+		default:
 			// A token file that cannot be read now may be mid-rotation;
 			// treat it like a network hiccup rather than lose the report.
 			return result{outcome: retry, err: err}
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -128,6 +148,14 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 		// 409 is "a request with this Idempotency-Key is still in flight":
 		// the earlier attempt may yet fail, so try again later.
 		res.outcome = retry
+	case http.StatusUnauthorized, http.StatusForbidden:
+		// Refused because the token has not been mounted yet: the same
+		// report will be accepted once it is, so keep it rather than drop
+		// a state that may not change again for a long time.
+		res.outcome = rejected
+		if anonymous {
+			res.outcome = retry
+		}
 	default:
 		if resp.StatusCode >= 500 {
 			res.outcome = retry
@@ -140,12 +168,23 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 
 // fileToken is a bearer token read from a file and re-read whenever the
 // file changes, so a rotated Secret takes effect without a restart.
+//
+// The file may be missing or empty: the Secret behind it is optional, so a
+// default install runs without one, and the kubelet fills the mount in when
+// the Secret is created later. Until then get reports errNoToken and calls
+// go out without Authorization. A file that exists but cannot be read
+// (permissions, a directory) is a mistake in the pod spec that will not fix
+// itself, and stops the reporter at start.
 type fileToken struct {
 	path string
 	mu   sync.Mutex
 	tok  string
 	seen fileStamp
 }
+
+// errNoToken is get's answer while the token file is missing or empty and
+// no token was ever read from it.
+var errNoToken = errors.New("no bearer token yet")
 
 type fileStamp struct {
 	mod  time.Time
@@ -162,7 +201,7 @@ func stamp(path string) (fileStamp, error) {
 
 func newFileToken(path string) (*fileToken, error) {
 	t := &fileToken{path: path}
-	if _, err := t.get(); err != nil {
+	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
 		return nil, err
 	}
 	return t, nil
@@ -170,6 +209,8 @@ func newFileToken(path string) (*fileToken, error) {
 
 // get returns the current token. A stat per request is cheap next to the
 // request itself and catches Kubernetes' symlink swap of a mounted Secret.
+// Once a token has been read, a file that goes missing, empty or unreadable
+// keeps it: that is a rotation in progress, not a revocation.
 func (t *fileToken) get() (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -177,6 +218,9 @@ func (t *fileToken) get() (string, error) {
 	if err != nil {
 		if t.tok != "" {
 			return t.tok, nil
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%w: token file %s does not exist", errNoToken, t.path)
 		}
 		return "", fmt.Errorf("cannot read token file: %w", err)
 	}
@@ -188,6 +232,9 @@ func (t *fileToken) get() (string, error) {
 		if t.tok != "" {
 			return t.tok, nil
 		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%w: token file %s does not exist", errNoToken, t.path)
+		}
 		return "", fmt.Errorf("cannot read token file: %w", err)
 	}
 	tok := strings.TrimSpace(string(raw))
@@ -195,7 +242,7 @@ func (t *fileToken) get() (string, error) {
 		if t.tok != "" {
 			return t.tok, nil
 		}
-		return "", fmt.Errorf("token file %s is empty", t.path)
+		return "", fmt.Errorf("%w: token file %s is empty", errNoToken, t.path)
 	}
 	t.tok, t.seen = tok, st
 	return tok, nil

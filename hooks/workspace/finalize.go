@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // lastAppliedAnnotation is where Metacontroller keeps, on every child, the
@@ -32,10 +32,10 @@ func (h *Hooks) Finalize(_ context.Context, req *metacontroller.CompositeRequest
 	resp := &metacontroller.CompositeResponse{Status: status, Children: []metacontroller.Object{}}
 	if req.Children.Count() == 0 {
 		resp.Finalized = true
-		h.report(handoff.Observation{WorkspaceDeleted: &handoff.WorkspaceRef{Namespace: o.ws.Namespace, Name: o.ws.Name}})
+		h.report(observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: o.ws.Namespace, Name: o.ws.Name}})
 		return resp, nil
 	}
-	h.report(handoff.WorkspaceObservation(o.ws, status))
+	h.report(observation.WorkspaceObservation(o.ws, status))
 	resp.ResyncAfterSeconds = finalizeResync
 
 	draining := o.hpa != nil || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 || o.deployment.Status.Replicas != 0))

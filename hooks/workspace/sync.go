@@ -9,7 +9,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // Customize asks Metacontroller to show sync the workspace's ClusterClass
@@ -57,7 +57,7 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 			return nil, err
 		}
 		status := h.status(o, bindings, classMissing(o.ws))
-		h.report(handoff.WorkspaceObservation(o.ws, status))
+		h.report(observation.WorkspaceObservation(o.ws, status))
 		return &metacontroller.CompositeResponse{Status: status, Children: children}, nil
 	}
 
@@ -89,7 +89,7 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 		children = append(children, wire)
 	}
 	status := h.status(o, bindings, nil)
-	h.report(handoff.WorkspaceObservation(o.ws, status))
+	h.report(observation.WorkspaceObservation(o.ws, status))
 	return &metacontroller.CompositeResponse{Status: status, Children: children}, nil
 }
 
@@ -98,7 +98,7 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 // puts the observation on a bounded queue (dropping the oldest when full),
 // and Cluster Control is told about what was observed, never about what a
 // sync merely asked for.
-func (h *Hooks) report(obs handoff.Observation) {
+func (h *Hooks) report(obs observation.Observation) {
 	if h.cfg.Reports != nil {
 		h.cfg.Reports.Send(obs)
 	}

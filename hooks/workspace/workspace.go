@@ -10,7 +10,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // Object names and well-known keys.
@@ -53,7 +53,7 @@ type DirectiveSource interface {
 // Sink takes observations for the reporter sidecar without blocking;
 // *handoff.Client is one.
 type Sink interface {
-	Send(obs handoff.Observation)
+	Send(obs observation.Observation)
 }
 
 // Config is what the Workspace hooks need from the server's flags.

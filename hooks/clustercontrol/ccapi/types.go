@@ -106,6 +106,9 @@ type WorkspaceStatusReport struct {
 }
 
 // WorkspaceStatus is the part of a Workspace's status Cluster Control uses.
+// The hook server hands it to the reporter embedded in
+// observation.WorkspaceStatus, so what the hook computed is what Cluster
+// Control receives, field for field.
 type WorkspaceStatus struct {
 	ClusterClass       string                              `json:"clusterClass,omitempty"`
 	ObservedGeneration int64                               `json:"observedGeneration,omitempty"`

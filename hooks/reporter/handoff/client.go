@@ -1,3 +1,8 @@
+// Package handoff is the client the hook server uses to hand observations to
+// the reporter sidecar on localhost, without ever blocking a hook, and to ask
+// it for restart directives. The wire types are in
+// hooks/reporter/observation, so that the hooks can build observations
+// without importing this HTTP client.
 package handoff
 
 import (
@@ -13,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -44,7 +50,7 @@ type Options struct {
 type Client struct {
 	base  *url.URL
 	opts  Options
-	queue chan Observation
+	queue chan observation.Observation
 
 	// dropMu serialises the drop-oldest dance in Send so two senders cannot
 	// both evict and then both fail to enqueue.
@@ -91,7 +97,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	return &Client{
 		base:  u,
 		opts:  opts,
-		queue: make(chan Observation, opts.QueueSize),
+		queue: make(chan observation.Observation, opts.QueueSize),
 		posted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_hooks_reporter_handoff_batches_total",
 			Help: "Observation batches posted to the reporter sidecar, by result.",
@@ -114,7 +120,7 @@ func (c *Client) Collectors() []prometheus.Collector {
 
 // Send queues obs for the sidecar and returns at once. When the queue is
 // full it drops the oldest queued observation and counts it.
-func (c *Client) Send(obs Observation) {
+func (c *Client) Send(obs observation.Observation) {
 	select {
 	case c.queue <- obs:
 		return
@@ -151,7 +157,7 @@ func (c *Client) Pending() int {
 // A failed batch is not retried: by the time the sidecar is back, newer
 // observations of the same objects have superseded it.
 func (c *Client) Run(ctx context.Context) error {
-	batch := make([]Observation, 0, c.opts.BatchSize)
+	batch := make([]observation.Observation, 0, c.opts.BatchSize)
 	var lastLog time.Time
 	for {
 		select {
@@ -191,14 +197,14 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 }
 
-func (c *Client) post(ctx context.Context, batch []Observation) error {
-	body, err := json.Marshal(Batch{Observations: batch})
+func (c *Client) post(ctx context.Context, batch []observation.Observation) error {
+	body, err := json.Marshal(observation.Batch{Observations: batch})
 	if err != nil {
 		return fmt.Errorf("cannot encode observations: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.PostTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(PathObservations).String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(observation.PathObservations).String(), bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("cannot build request: %w", err)
 	}
@@ -222,7 +228,7 @@ func (c *Client) post(ctx context.Context, batch []Observation) error {
 func (c *Client) RestartDirective(ctx context.Context, namespace, name string) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DirectiveTimeout)
 	defer cancel()
-	u := c.base.JoinPath(PathRestartDirectives, namespace, name)
+	u := c.base.JoinPath(observation.PathRestartDirectives, namespace, name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return "", false
@@ -236,7 +242,7 @@ func (c *Client) RestartDirective(ctx context.Context, namespace, name string) (
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return "", false
 	}
-	var d Directive
+	var d observation.Directive
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&d); err != nil || d.ArtifactHash == "" {
 		return "", false
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -25,8 +26,8 @@ func closedURL(t *testing.T) string {
 	return "http://" + addr
 }
 
-func obs(i int) Observation {
-	return Observation{WorkspaceDeleted: &WorkspaceRef{Namespace: "ns", Name: fmt.Sprintf("ws-%d", i)}}
+func obs(i int) observation.Observation {
+	return observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: "ns", Name: fmt.Sprintf("ws-%d", i)}}
 }
 
 // TestSendNeverBlocks sends far more than the queue holds while the sidecar
@@ -98,8 +99,8 @@ func TestDropOldestKeepsNewest(t *testing.T) {
 func TestRunPostsBatches(t *testing.T) {
 	got := make(chan string, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var b Batch
-		if r.URL.Path != PathObservations || r.Method != http.MethodPost {
+		var b observation.Batch
+		if r.URL.Path != observation.PathObservations || r.Method != http.MethodPost {
 			t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
 		}
 		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
@@ -142,7 +143,7 @@ func TestRestartDirective(t *testing.T) {
 		"Found": {
 			reason: "a directive is returned",
 			handler: func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path != PathRestartDirectives+"team-a/shop" {
+				if r.URL.Path != observation.PathRestartDirectives+"team-a/shop" {
 					http.NotFound(w, r)
 					return
 				}

@@ -1,14 +1,22 @@
-// Package handoff is the localhost protocol between the hook server and the
-// reporter sidecar: the observation types, and the Client the hook server
-// uses to hand them over without ever blocking a hook.
-package handoff
+// Package observation holds the wire types of the localhost protocol
+// between the hook server and the reporter sidecar: what the hooks observed,
+// and the restart directive the sidecar answers with.
+//
+// It is types only. The hooks (hooks/workspace, hooks/observe) build
+// observations and hand them to a Sink, and must stay pure functions with no
+// HTTP client behind them, so this package imports neither net/http nor any
+// package of this module that does; the transport is hooks/reporter/handoff
+// (client) and hooks/reporter (server). k8s.io/apimachinery still links
+// net/http in transitively, which is why the check is on this module's
+// imports, not on `go list -deps`.
+package observation
 
 import (
 	"fmt"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Paths of the reporter's localhost API.
@@ -43,19 +51,15 @@ type WorkspaceRef struct {
 	Name      string `json:"name"`
 }
 
-// WorkspaceStatus is a workspace's status as the workspace hook computed it.
+// WorkspaceStatus is a workspace's status as the workspace hook computed it:
+// which workspace, and the part of its status Cluster Control uses. The
+// status is ccapi.WorkspaceStatus itself, embedded so its fields sit flat
+// beside namespace and name on the wire, so the reporter forwards exactly
+// what the hook computed and the two contracts cannot drift apart.
 type WorkspaceStatus struct {
-	Namespace          string                              `json:"namespace"`
-	Name               string                              `json:"name"`
-	ClusterClass       string                              `json:"clusterClass,omitempty"`
-	ObservedGeneration int64                               `json:"observedGeneration,omitempty"`
-	Phase              string                              `json:"phase"`
-	Conditions         []metav1.Condition                  `json:"conditions,omitempty"`
-	Replicas           int32                               `json:"replicas"`
-	ReadyReplicas      int32                               `json:"readyReplicas"`
-	UpdatedReplicas    int32                               `json:"updatedReplicas"`
-	ArtifactHash       string                              `json:"artifactHash,omitempty"`
-	Datastores         []v1alpha1.WorkspaceDatastoreStatus `json:"datastores,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	ccapi.WorkspaceStatus
 }
 
 // PodPlacement is where one workspace pod runs.
@@ -80,17 +84,19 @@ type Directive struct {
 // after computing status for ws.
 func WorkspaceObservation(ws *v1alpha1.Workspace, status *v1alpha1.WorkspaceStatus) Observation {
 	return Observation{Workspace: &WorkspaceStatus{
-		Namespace:          ws.Namespace,
-		Name:               ws.Name,
-		ClusterClass:       ws.Spec.ClusterClass,
-		ObservedGeneration: status.ObservedGeneration,
-		Phase:              status.Phase,
-		Conditions:         status.Conditions,
-		Replicas:           status.Replicas,
-		ReadyReplicas:      status.ReadyReplicas,
-		UpdatedReplicas:    status.UpdatedReplicas,
-		ArtifactHash:       status.ArtifactHash,
-		Datastores:         status.Datastores,
+		Namespace: ws.Namespace,
+		Name:      ws.Name,
+		WorkspaceStatus: ccapi.WorkspaceStatus{
+			ClusterClass:       ws.Spec.ClusterClass,
+			ObservedGeneration: status.ObservedGeneration,
+			Phase:              status.Phase,
+			Conditions:         status.Conditions,
+			Replicas:           status.Replicas,
+			ReadyReplicas:      status.ReadyReplicas,
+			UpdatedReplicas:    status.UpdatedReplicas,
+			ArtifactHash:       status.ArtifactHash,
+			Datastores:         status.Datastores,
+		},
 	}}
 }
 
