@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/formspec/formspec-hooks/hooks/datastore"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
@@ -30,16 +31,17 @@ func hookRoutes(cfg hookConfig) []server.Route {
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	opts := cfg.handlerOptions
+	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	return []server.Route{
-		route("/v1/workspace/sync", "workspace-sync", server.Handler("workspace-sync", ws.Sync, opts...)),
-		route("/v1/workspace/finalize", "workspace-finalize", server.Handler("workspace-finalize", ws.Finalize, opts...)),
-		route("/v1/workspace/customize", "workspace-customize", server.Handler("workspace-customize", ws.Customize, opts...)),
-		route("/v1/datastore/sync", "datastore-sync", server.Handler("datastore-sync", ds.Sync, opts...)),
-		route("/v1/datastore/customize", "datastore-customize", server.Handler("datastore-customize", ds.Customize, opts...)),
-		route("/v1/resourceclaim/sync", "resourceclaim-sync", server.Handler("resourceclaim-sync", rc.Sync, opts...)),
-		route("/v1/resourceclaim/customize", "resourceclaim-customize", server.Handler("resourceclaim-customize", rc.Customize, opts...)),
-		route("/v1/nodes/sync", "nodes-sync", server.Handler("nodes-sync", server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse](observe.NodeHealth(sink)), opts...)),
-		route("/v1/pods/sync", "pods-sync", server.Handler("pods-sync", server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse](observe.WorkspacePods(sink)), opts...)),
+		hookRoute("/v1/workspace/sync", ws.Sync, opts),
+		hookRoute("/v1/workspace/finalize", ws.Finalize, opts),
+		hookRoute("/v1/workspace/customize", ws.Customize, opts),
+		hookRoute("/v1/datastore/sync", ds.Sync, opts),
+		hookRoute("/v1/datastore/customize", ds.Customize, opts),
+		hookRoute("/v1/resourceclaim/sync", rc.Sync, opts),
+		hookRoute("/v1/resourceclaim/customize", rc.Customize, opts),
+		hookRoute("/v1/nodes/sync", decorator(observe.NodeHealth(sink)), opts),
+		hookRoute("/v1/pods/sync", decorator(observe.WorkspacePods(sink)), opts),
 	}
 }
 
@@ -48,6 +50,9 @@ type discard struct{}
 
 func (discard) Send(observation.Observation) {}
 
-func route(path, name string, h http.Handler) server.Route {
-	return server.Route{Method: http.MethodPost, Path: path, Name: name, Handler: h}
+// hookRoute routes POST path to hook h. The hook's name, which labels its
+// metrics and log lines, is the path without /v1/: "workspace-sync".
+func hookRoute[Req, Resp any](path string, h server.Hook[Req, Resp], opts []server.HandlerOption) server.Route {
+	name := strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-")
+	return server.Route{Method: http.MethodPost, Path: path, Name: name, Handler: server.Handler(name, h, opts...)}
 }

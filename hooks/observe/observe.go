@@ -6,7 +6,6 @@ package observe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
@@ -42,8 +41,8 @@ func NodeHealth(sink Sink) Hook {
 			return nil, err
 		}
 		var node corev1.Node
-		if err := json.Unmarshal(req.Object, &node); err != nil {
-			return nil, fmt.Errorf("cannot decode Node: %w", err)
+		if err := metacontroller.Decode(req.Object, &node, "Node"); err != nil {
+			return nil, err
 		}
 		if node.Name == "" {
 			return nil, fmt.Errorf("node has no name")
@@ -70,8 +69,8 @@ func WorkspacePods(sink Sink) Hook {
 			return nil, err
 		}
 		var pod corev1.Pod
-		if err := json.Unmarshal(req.Object, &pod); err != nil {
-			return nil, fmt.Errorf("cannot decode Pod: %w", err)
+		if err := metacontroller.Decode(req.Object, &pod, "Pod"); err != nil {
+			return nil, err
 		}
 		ws := pod.Labels[observation.WorkspaceLabel]
 		if pod.Namespace == "" || pod.Name == "" || ws == "" {
