@@ -36,11 +36,13 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return errors.New("missing subcommand")
-		}
+		return errors.New("missing subcommand")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		// Asked for: usage is the answer, on stdout.
+		fmt.Fprint(stdout, usage)
 		return flag.ErrHelp
 	}
 	switch args[0] {
@@ -66,16 +68,36 @@ Subcommands:
                                          decide the claim as the hook would; exit 1 when denied
 `
 
-func flags(name string, stderr io.Writer) *flag.FlagSet {
+func flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("claim "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	return fs
 }
 
+// parse parses args; usage goes to stdout when asked for with --help and
+// to stderr, after the error, when the flags are wrong.
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	err := fs.Parse(args)
+	if err == nil {
+		return nil
+	}
+	out := stderr
+	if errors.Is(err, flag.ErrHelp) {
+		out = stdout
+	} else {
+		fmt.Fprintln(stderr, err)
+	}
+	fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	return err
+}
+
 func keygen(args []string, stdout, stderr io.Writer) error {
-	fs := flags("keygen", stderr)
+	fs := flags("keygen")
 	out := fs.String("out", "", "file to write the private key to (hex seed, mode 0600); must not exist")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *out == "" || fs.NArg() > 0 {
@@ -103,10 +125,10 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 }
 
 func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
-	fs := flags("sign", stderr)
+	fs := flags("sign")
 	keyFile := fs.String("key", "", "private key file written by keygen")
 	format := fs.String("format", v1alpha1.SignatureV2, "signature version: v2 (binds namespaces and expiry) or v1 (the original operator's)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *keyFile == "" || fs.NArg() > 1 {
@@ -167,12 +189,12 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 }
 
 func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
-	fs := flags("verify", stderr)
+	fs := flags("verify")
 	claimFile := fs.String("claim", "", "ResourceClaim YAML file (- for stdin)")
 	dsFile := fs.String("datastore", "", "Datastore YAML file")
 	secretFile := fs.String("secret", "", "the Datastore's endpoint Secret YAML file")
 	at := fs.String("now", "", "judge expiry and skew at this RFC 3339 time instead of the clock")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *claimFile == "" || *dsFile == "" || *secretFile == "" || fs.NArg() > 0 {

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +180,41 @@ func TestVerifyWrongKind(t *testing.T) {
 	_, _, err := runCLI(t, "", "verify", "--claim", filepath.Join(dir, "secret.yaml"), "--datastore", filepath.Join(dir, "datastore.yaml"), "--secret", filepath.Join(dir, "secret.yaml"))
 	if err == nil || !strings.Contains(err.Error(), "want a ResourceClaim") {
 		t.Errorf("verify with files swapped: got %v", err)
+	}
+}
+
+// TestHelpStreams shows that usage asked for goes to stdout with no error
+// beyond flag.ErrHelp, and usage after a mistake goes to stderr.
+func TestHelpStreams(t *testing.T) {
+	cases := map[string]struct {
+		reason     string
+		args       []string
+		wantStdout bool
+		wantErr    error
+	}{
+		"Top":       {reason: "claim --help prints the subcommands.", args: []string{"--help"}, wantStdout: true, wantErr: flag.ErrHelp},
+		"Keygen":    {reason: "claim keygen --help prints its flags.", args: []string{"keygen", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
+		"Sign":      {reason: "claim sign --help prints its flags.", args: []string{"sign", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
+		"Verify":    {reason: "claim verify --help prints its flags.", args: []string{"verify", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
+		"WrongFlag": {reason: "A mistake prints usage on stderr.", args: []string{"sign", "--bogus"}},
+		"NoCommand": {reason: "No subcommand prints usage on stderr.", args: nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := Run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Errorf("%s\nerror: got %v, want %v", tc.reason, err, tc.wantErr)
+			}
+			if tc.wantErr == nil && err == nil {
+				t.Errorf("%s\nerror: got nil, want one", tc.reason)
+			}
+			if got := stdout.Len() > 0; got != tc.wantStdout {
+				t.Errorf("%s\nusage on stdout: got %v, want %v (stdout %q, stderr %q)", tc.reason, got, tc.wantStdout, stdout.String(), stderr.String())
+			}
+			if !tc.wantStdout && !strings.Contains(stderr.String(), "Usage") {
+				t.Errorf("%s\nstderr %q: want the usage", tc.reason, stderr.String())
+			}
+		})
 	}
 }
