@@ -69,7 +69,7 @@ type Config struct {
 	// Reports, when set, receives every computed status and every finished
 	// teardown, for Cluster Control.
 	Reports Sink
-	// DirectiveTimeout bounds each directive lookup (default 250ms).
+	// DirectiveTimeout bounds each directive lookup (default 200ms, as the hand-off client's).
 	DirectiveTimeout time.Duration
 	// Now is the clock for condition transitions (default time.Now).
 	Now func() time.Time
@@ -89,7 +89,7 @@ func New(cfg Config) *Hooks {
 		cfg.DefaultVersion = "latest"
 	}
 	if cfg.DirectiveTimeout <= 0 {
-		cfg.DirectiveTimeout = 250 * time.Millisecond
+		cfg.DirectiveTimeout = 200 * time.Millisecond
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
