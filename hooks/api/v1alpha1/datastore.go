@@ -30,13 +30,19 @@ type Datastore struct {
 
 // DatastoreSpec is the desired state of a Datastore.
 type DatastoreSpec struct {
-	Driver            string          `json:"driver"`
-	EndpointSecretRef SecretRef       `json:"endpointSecretRef"`
-	AllowedTenants    []string        `json:"allowedTenants,omitempty"`
-	Owner             string          `json:"owner,omitempty"`
-	Capacity          json.RawMessage `json:"capacity,omitempty"`
-	OwnerPublicKey    string          `json:"ownerPublicKey,omitempty"`
-	OwnerPublicKeys   []string        `json:"ownerPublicKeys,omitempty"`
+	// Driver is postgres, mysql, redis or mongodb; it decides the required keys.
+	Driver string `json:"driver"`
+	// EndpointSecretRef names the Secret holding the connection details.
+	EndpointSecretRef SecretRef `json:"endpointSecretRef"`
+	// AllowedTenants are "namespace/workspace" or "namespace/*" entries.
+	AllowedTenants []string `json:"allowedTenants,omitempty"`
+	Owner          string   `json:"owner,omitempty"`
+	// Capacity is free-form and only carried.
+	Capacity json.RawMessage `json:"capacity,omitempty"`
+	// OwnerPublicKey is the owner's ed25519 public key, 64 hex characters.
+	OwnerPublicKey string `json:"ownerPublicKey,omitempty"`
+	// OwnerPublicKeys are more accepted keys, for rotation.
+	OwnerPublicKeys []string `json:"ownerPublicKeys,omitempty"`
 }
 
 // SecretRef names a Secret in the referring object's namespace.
@@ -48,5 +54,6 @@ type SecretRef struct {
 type DatastoreStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
 	Conditions         []metav1.Condition `json:"conditions,omitempty"`
-	Endpoint           string             `json:"endpoint,omitempty"`
+	// Endpoint is host:port, never credentials.
+	Endpoint string `json:"endpoint,omitempty"`
 }

@@ -28,14 +28,22 @@ type ResourceClaim struct {
 
 // ResourceClaimSpec is the grant as the datastore owner signed it.
 type ResourceClaimSpec struct {
-	Datastore        DatastoreClaimRef `json:"datastore"`
-	Workspace        string            `json:"workspace"`
-	Permission       string            `json:"permission"`
-	GrantedBy        string            `json:"grantedBy"`
-	GrantedAt        string            `json:"grantedAt"`
-	ExpiresAt        string            `json:"expiresAt,omitempty"`
-	Signature        string            `json:"signature,omitempty"`
-	SignatureVersion string            `json:"signatureVersion,omitempty"`
+	// Datastore names the claimed Datastore.
+	Datastore DatastoreClaimRef `json:"datastore"`
+	// Workspace is the workspace, in the claim's namespace, granted access.
+	Workspace string `json:"workspace"`
+	// Permission is read, readwrite or admin.
+	Permission string `json:"permission"`
+	// GrantedBy names who signed the grant.
+	GrantedBy string `json:"grantedBy"`
+	// GrantedAt is when the grant was signed (RFC 3339, as written).
+	GrantedAt string `json:"grantedAt"`
+	// ExpiresAt, when set, ends the grant (RFC 3339, as written).
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Signature is the base64 ed25519 signature over the grant's message.
+	Signature string `json:"signature,omitempty"`
+	// SignatureVersion is v1 or v2 (default v1); it picks the signed message.
+	SignatureVersion string `json:"signatureVersion,omitempty"`
 }
 
 // DatastoreClaimRef names the claimed Datastore; Namespace defaults to the

@@ -26,17 +26,28 @@ type Workspace struct {
 
 // WorkspaceSpec is the desired state of a Workspace.
 type WorkspaceSpec struct {
-	Owner            string                      `json:"owner,omitempty"`
-	Region           string                      `json:"region,omitempty"`
-	ClusterClass     string                      `json:"clusterClass"`
-	Environment      string                      `json:"environment,omitempty"`
-	Version          string                      `json:"version,omitempty"`
-	Resources        corev1.ResourceRequirements `json:"resources,omitempty"`
-	Cache            map[string]any              `json:"cache,omitempty"`
-	Config           map[string]string           `json:"config,omitempty"`
-	Datastores       []DatastoreRef              `json:"datastores,omitempty"`
-	Pod              PodOverrides                `json:"pod,omitempty"`
-	DisruptionBudget *DisruptionBudget           `json:"disruptionBudget,omitempty"`
+	// Owner is the customer the workspace belongs to; carried.
+	Owner string `json:"owner,omitempty"`
+	// Region is handed to the pods as WORKSPACE_REGION.
+	Region string `json:"region,omitempty"`
+	// ClusterClass names the class whose policy applies.
+	ClusterClass string `json:"clusterClass"`
+	// Environment is development, staging or production; handed to the pods.
+	Environment string `json:"environment,omitempty"`
+	// Version is the resource image tag; the server's default when empty.
+	Version string `json:"version,omitempty"`
+	// Resources are the resource container's requests and limits.
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Cache is rendered into the ConfigMap as JSON under FORMSPEC_CACHE.
+	Cache map[string]any `json:"cache,omitempty"`
+	// Config entries become ConfigMap keys, and so environment variables.
+	Config map[string]string `json:"config,omitempty"`
+	// Datastores lists the datastores the workspace expects credentials for.
+	Datastores []DatastoreRef `json:"datastores,omitempty"`
+	// Pod passes plain core fields through to the pod template.
+	Pod PodOverrides `json:"pod,omitempty"`
+	// DisruptionBudget, when set, shapes the workspace's PodDisruptionBudget.
+	DisruptionBudget *DisruptionBudget `json:"disruptionBudget,omitempty"`
 }
 
 // DatastoreRef names a datastore the workspace expects credentials for.
@@ -69,7 +80,9 @@ type PodOverrides struct {
 
 // DisruptionBudget sets exactly one of MinAvailable or MaxUnavailable.
 type DisruptionBudget struct {
-	MinAvailable   *intstr.IntOrString `json:"minAvailable,omitempty"`
+	// MinAvailable pods during a voluntary disruption.
+	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
+	// MaxUnavailable pods during a voluntary disruption.
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
@@ -100,21 +113,31 @@ const (
 
 // WorkspaceStatus is computed by the sync hook from observed objects only.
 type WorkspaceStatus struct {
-	ObservedGeneration int64                      `json:"observedGeneration,omitempty"`
-	Phase              string                     `json:"phase,omitempty"`
-	Conditions         []metav1.Condition         `json:"conditions,omitempty"`
-	Replicas           int32                      `json:"replicas"`
-	ReadyReplicas      int32                      `json:"readyReplicas"`
-	UpdatedReplicas    int32                      `json:"updatedReplicas"`
-	ServiceName        string                     `json:"serviceName,omitempty"`
-	ArtifactHash       string                     `json:"artifactHash,omitempty"`
-	Datastores         []WorkspaceDatastoreStatus `json:"datastores,omitempty"`
+	// ObservedGeneration is the generation this status describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarises the conditions: Pending, Progressing, Ready, Idle, Degraded or Terminating.
+	Phase string `json:"phase,omitempty"`
+	// Conditions are Ready, Progressing and Degraded.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Replicas, ReadyReplicas and UpdatedReplicas are the Deployment's, as observed.
+	Replicas        int32 `json:"replicas"`
+	ReadyReplicas   int32 `json:"readyReplicas"`
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+	// ServiceName is the workspace's Service, once observed.
+	ServiceName string `json:"serviceName,omitempty"`
+	// ArtifactHash is the artifact binary hash the running pod template carries.
+	ArtifactHash string `json:"artifactHash,omitempty"`
+	// Datastores lists the datastores the workspace expects credentials for.
+	Datastores []WorkspaceDatastoreStatus `json:"datastores,omitempty"`
 }
 
 // WorkspaceDatastoreStatus reports one spec.datastores entry.
 type WorkspaceDatastoreStatus struct {
-	Name       string `json:"name"`
-	Claim      string `json:"claim,omitempty"`
-	State      string `json:"state"`
+	Name string `json:"name"`
+	// Claim is the ResourceClaim serving the entry, when there is one.
+	Claim string `json:"claim,omitempty"`
+	// State is Injected, Pending, Denied or Missing.
+	State string `json:"state"`
+	// SecretName is the injected credentials Secret.
 	SecretName string `json:"secretName,omitempty"`
 }
