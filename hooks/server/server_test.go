@@ -293,6 +293,42 @@ func TestMutualTLS(t *testing.T) {
 	}
 }
 
+// TestMutualTLSReloadsClientCA rotates the client CA: a client whose
+// certificate comes from a new CA is refused until the CA file holds the new
+// CA, then accepted without a restart.
+func TestMutualTLSReloadsClientCA(t *testing.T) {
+	pki := newTestPKI(t)
+	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	caFile := filepath.Join(pki.dir, "client-ca.crt")
+	writePEM(t, caFile, "CERTIFICATE", pki.ca.Raw, time.Unix(1000, 0))
+	tlsCfg, err := TLSConfig(certFile, keyFile, caFile)
+	if err != nil {
+		t.Fatalf("TLSConfig: %v", err)
+	}
+	hookURL, _, _ := startServer(t, Config{TLS: tlsCfg})
+
+	next := newTestPKI(t)
+	_, _, clientCert := next.issue(t, "metacontroller", 300, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
+	try := func() error {
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12},
+			DisableKeepAlives: true,
+		}}
+		resp, err := client.Get(hookURL + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := try(); err == nil {
+		t.Fatal("a client certificate from a CA not yet in the file was accepted")
+	}
+	writePEM(t, caFile, "CERTIFICATE", next.ca.Raw, time.Unix(2000, 0))
+	if err := try(); err != nil {
+		t.Errorf("after the CA file was rotated: %v, want the new client accepted", err)
+	}
+}
+
 func TestTLSConfigErrors(t *testing.T) {
 	pki := newTestPKI(t)
 	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))

@@ -79,9 +79,64 @@ func (c *CertReloader) reload() error {
 	return nil
 }
 
+// caReloader serves a client CA bundle from a file and picks up a new one
+// without a restart, so that the CA that signs Metacontroller's client
+// certificate can be rotated like the serving certificate.
+type caReloader struct {
+	file string
+
+	mu   sync.Mutex
+	pool *x509.CertPool
+	mod  time.Time
+}
+
+func newCAReloader(file string) (*caReloader, error) {
+	r := &caReloader{file: file}
+	if err := r.reload(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// current returns the bundle, reloading it when the file changed. A file
+// that does not load (being rewritten) keeps the last good bundle.
+func (r *caReloader) current() *x509.CertPool {
+	if fi, err := os.Stat(r.file); err == nil {
+		r.mu.Lock()
+		changed := !fi.ModTime().Equal(r.mod)
+		r.mu.Unlock()
+		if changed {
+			_ = r.reload()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pool
+}
+
+func (r *caReloader) reload() error {
+	fi, err := os.Stat(r.file)
+	if err != nil {
+		return fmt.Errorf("cannot read client CA file: %w", err)
+	}
+	pem, err := os.ReadFile(r.file)
+	if err != nil {
+		return fmt.Errorf("cannot read client CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("client CA file %q holds no PEM certificates", r.file)
+	}
+	r.mu.Lock()
+	r.pool, r.mod = pool, fi.ModTime()
+	r.mu.Unlock()
+	return nil
+}
+
 // TLSConfig builds the hook listener's TLS configuration: the certificate
 // from CertReloader, TLS 1.2 at least, and, when clientCAFile is set, client
-// certificates required and verified against that bundle (mTLS).
+// certificates required and verified against that bundle (mTLS). Both the
+// pair and the bundle are re-read when their files change.
 func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("TLS needs both a certificate file and a key file")
@@ -95,16 +150,19 @@ func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 		GetCertificate: certs.GetCertificate,
 	}
 	if clientCAFile != "" {
-		pem, err := os.ReadFile(clientCAFile)
+		cas, err := newCAReloader(clientCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("cannot read client CA file: %w", err)
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA file %q holds no PEM certificates", clientCAFile)
-		}
-		cfg.ClientCAs = pool
+		cfg.ClientCAs = cas.current()
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+		// Each handshake gets the bundle as it is now.
+		base := cfg.Clone()
+		cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c := base.Clone()
+			c.ClientCAs = cas.current()
+			return c, nil
+		}
 	}
 	return cfg, nil
 }
