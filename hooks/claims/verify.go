@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -198,4 +199,29 @@ func Count(d Decisions, hook, decision, reason string) {
 	if d != nil {
 		d.Record(hook, decision, reason)
 	}
+}
+
+// HookOptions configures the datastore and resourceclaim hooks. Every field
+// is optional.
+type HookOptions struct {
+	// Clock is "now" for expiry, skew, resyncAfterSeconds and the condition
+	// transitions a request cannot date (see conditions.Stamp); time.Now
+	// when nil.
+	Clock func() time.Time
+	// Logger gets one debug line per decision (never a value of a Secret);
+	// discarded when nil.
+	Logger *slog.Logger
+	// Decisions counts decisions by reason.
+	Decisions Decisions
+}
+
+// WithDefaults fills in the clock and a discarding logger.
+func (o HookOptions) WithDefaults() HookOptions {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
 }

@@ -8,7 +8,6 @@ package datastore
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"time"
 
@@ -30,16 +29,8 @@ const (
 	ConditionDenied    = "Denied"
 )
 
-// Options configures a Hook. Every field is optional.
-type Options struct {
-	// Clock gives the time of a condition transition that the request
-	// cannot date (see conditions.Stamp); time.Now when nil.
-	Clock func() time.Time
-	// Logger gets one debug line per decision; discarded when nil.
-	Logger *slog.Logger
-	// Decisions counts validated and denied Datastores by reason.
-	Decisions claims.Decisions
-}
+// Options configures a Hook; see claims.HookOptions.
+type Options = claims.HookOptions
 
 // Hook serves the datastore DecoratorController. It is safe for concurrent
 // use and keeps no state between requests.
@@ -51,14 +42,8 @@ type Hook struct {
 
 // New returns a Hook.
 func New(o Options) *Hook {
-	h := &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	return h
+	o = o.WithDefaults()
+	return &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions}
 }
 
 // Customize asks for the Datastore's endpoint Secret, by name, in the

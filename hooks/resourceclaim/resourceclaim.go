@@ -9,7 +9,6 @@ package resourceclaim
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -49,21 +48,11 @@ const SecretSuffix = "-credentials"
 // gets its Secret removed on time: each resync asks again for the rest.
 const MaxResync = 24 * time.Hour
 
-// Options configures a Hook. Every field is optional.
-type Options struct {
-	// Clock is "now" for expiry, skew, resyncAfterSeconds and the
-	// condition transitions the request cannot date (see
-	// conditions.Stamp); time.Now when nil.
-	Clock func() time.Time
-	// Logger gets one debug line per decision (never a value of the
-	// Secret); discarded when nil.
-	Logger *slog.Logger
-	// Decisions counts granted and denied claims by reason.
-	Decisions claims.Decisions
-}
+// Options configures a Hook; see claims.HookOptions.
+type Options = claims.HookOptions
 
-// Hook serves the resourceclaim DecoratorController. It is safe for
-// concurrent use and keeps no state between requests.
+// Hook serves the resourceclaim DecoratorController. It is safe for concurrent
+// use and keeps no state between requests.
 type Hook struct {
 	now       func() time.Time
 	log       *slog.Logger
@@ -72,14 +61,8 @@ type Hook struct {
 
 // New returns a Hook.
 func New(o Options) *Hook {
-	h := &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	return h
+	o = o.WithDefaults()
+	return &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions}
 }
 
 // Customize asks for the claimed Datastore and for the Secrets in its
