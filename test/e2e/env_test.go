@@ -244,25 +244,8 @@ func httpOK(u string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// repoRoot is the directory of the main module's go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module github.com/formspec/formspec-hooks\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod of github.com/formspec/formspec-hooks)")
-		}
-		dir = parent
-	}
-}
+// repoRoot is the repository's root directory.
+func repoRoot(t testing.TB) string { return controlplane.RepoRoot(t) }
 
 // findAbove looks for rel in each directory above root.
 func findAbove(root, rel string) (string, error) {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,25 +45,8 @@ func TestAPIServer(t *testing.T) {
 	t.Run("FixtureChildren", func(t *testing.T) { testFixtureChildren(t, c) })
 }
 
-// repoRoot is the directory of the main module's go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module github.com/formspec/formspec-hooks\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod of github.com/formspec/formspec-hooks)")
-		}
-		dir = parent
-	}
-}
+// repoRoot is the repository's root directory.
+func repoRoot(t testing.TB) string { return controlplane.RepoRoot(t) }
 
 // crdFiles lists deploy/crds/*.yaml except the kustomization.
 func crdFiles(t testing.TB) []string {
