@@ -2,6 +2,7 @@
 #   make run    run the hook server on localhost, with its reporter sidecar and
 #               a reference Cluster Control, for a local demo
 #   make test   run every test layer (builds the Kubernetes test binaries once)
+#               and the Helm chart's tests
 
 GO      ?= go
 BIN     ?= bin
@@ -17,7 +18,7 @@ RUN_FLAGS ?= --listen $(LISTEN) --metrics-listen $(METRICS) \
 
 include test/k8s.mk
 
-.PHONY: all build run test unit fmt vet fixtures clean
+.PHONY: all build run test test-helm helm-crds unit fmt vet fixtures clean
 
 all: build
 
@@ -37,14 +38,28 @@ run: build
 	$(BIN)/formspec-hooks serve $(RUN_FLAGS) --reporter-url http://127.0.0.1:8181
 
 # test runs every layer: unit tests, the concurrent packages again under the
-# race detector, and the tests against a real kube-apiserver (k8s-binaries
-# builds it once, ~15 minutes cold). The Metacontroller end-to-end tests run
-# too when METACONTROLLER_BIN names a binary, and say that they skip when
-# it does not.
+# race detector, the tests against a real kube-apiserver (k8s-binaries
+# builds it once, ~15 minutes cold), and the Helm chart's tests. The
+# Metacontroller end-to-end tests run too when METACONTROLLER_BIN names a
+# binary, and say that they skip when it does not.
 test: vet k8s-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e) skip; see docs/testing.md"; fi
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./hooks/server/... ./hooks/reporter/... ./hooks/clustercontrol/... ./cmd/...
+	cd test/helm && $(GO) test -count=1 ./...
+
+# test-helm runs only the chart's tests: render, helm lint, sameness with
+# deploy/, and a dry run of every rendered object against the API server.
+# test/helm is a module of its own so that Helm's dependencies stay out of
+# go.mod; its first build takes a minute or two.
+test-helm: k8s-binaries
+	cd test/helm && $(GO) test -count=1 ./...
+
+# helm-crds copies deploy/crds into the chart, which Helm wants in its own
+# crds/ directory; test/helm fails while the two differ.
+helm-crds:
+	rm -f deploy/helm/formspec-hooks/crds/*.yaml
+	cp deploy/crds/formspec.dev_*.yaml deploy/helm/formspec-hooks/crds/
 
 # unit runs the tests that need nothing but Go.
 unit:
@@ -56,6 +71,7 @@ fmt:
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd test/helm && $(GO) vet ./...
 
 # fixtures regenerates the fixture requests (workspace ones from
 # test/fixturegen, the signed datastore and resourceclaim ones from their

@@ -114,7 +114,8 @@ func testManifests(t *testing.T, c *controlplane.Client) {
 
 // manifestFiles lists the Kubernetes object files under dirs: *.yaml and
 // *.yml, except kustomization files, the patches they reference (partial
-// objects), and Helm charts (templates are not YAML until rendered).
+// objects), and Helm charts (templates are not YAML until rendered;
+// test/helm renders deploy/helm/formspec-hooks and applies the result).
 func manifestFiles(t *testing.T, root string, dirs ...string) []string {
 	t.Helper()
 	var files []string

@@ -1,0 +1,82 @@
+{{/*
+The name of the namespaced objects: the release name when it already says
+formspec-hooks, so that `helm install formspec-hooks` gives the names the
+docs use.
+*/}}
+{{- define "formspec-hooks.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains "formspec-hooks" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-formspec-hooks" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Helm's labels, on every object. */}}
+{{- define "formspec-hooks.helmLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The labels of the objects that belong to the hook server. */}}
+{{- define "formspec-hooks.labels" -}}
+app.kubernetes.io/name: formspec-hooks
+app.kubernetes.io/part-of: formspec
+{{ include "formspec-hooks.helmLabels" . }}
+{{- end -}}
+
+{{/* The hook server's pods, as the Deployment, Service, PDB and NetworkPolicy select them. */}}
+{{- define "formspec-hooks.selectorLabels" -}}
+app.kubernetes.io/name: formspec-hooks
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The Service port the controllers call: 443 with TLS, else 80. */}}
+{{- define "formspec-hooks.servicePort" -}}
+{{- if .Values.tls.secretName }}443{{ else }}80{{ end -}}
+{{- end -}}
+
+{{/*
+One hook's webhook, pointing at this release's Service. Call it with
+(dict "root" $ "path" "/v1/...").
+*/}}
+{{- define "formspec-hooks.webhook" -}}
+webhook:
+  service:
+    name: {{ include "formspec-hooks.fullname" .root }}
+    namespace: {{ .root.Release.Namespace }}
+    port: {{ include "formspec-hooks.servicePort" .root }}
+    {{- if .root.Values.tls.secretName }}
+    protocol: https
+    {{- end }}
+  path: {{ .path }}
+  timeout: 10s
+{{- end -}}
+
+{{/*
+The endpointConfigs of every controller when TLS or a token is on: which CA
+Metacontroller trusts for the hook Service and which token it sends
+(Metacontroller v4.16+). Empty otherwise.
+*/}}
+{{- define "formspec-hooks.endpointConfigs" -}}
+{{- if or .Values.tls.secretName .Values.authToken.secretName -}}
+endpointConfigs:
+  - host: {{ include "formspec-hooks.fullname" . }}.{{ .Release.Namespace }}:{{ include "formspec-hooks.servicePort" . }}
+    {{- with .Values.tls.secretName }}
+    caBundle:
+      secretRef:
+        name: {{ . }}
+        namespace: {{ $.Release.Namespace }}
+        key: {{ $.Values.tls.caKey }}
+    {{- end }}
+    {{- with .Values.authToken.secretName }}
+    authorization:
+      secretRef:
+        name: {{ . }}
+        namespace: {{ $.Release.Namespace }}
+        key: {{ $.Values.authToken.key }}
+    {{- end }}
+{{- end -}}
+{{- end -}}
