@@ -45,10 +45,6 @@ import (
 // the Metacontroller binary.
 const EnvMetacontrollerBin = "METACONTROLLER_BIN"
 
-// metacontrollerCRDsFile is Metacontroller's published CRDs, kept beside
-// the repository (not in it) in ../shared/testdata.
-const metacontrollerCRDsFile = "shared/testdata/metacontroller-crds-v1.yaml"
-
 // controlClusterURL is what the hook server hands workspaces; nothing
 // listens there, and nothing in these tests calls it.
 const controlClusterURL = "http://formspec-ctl.formspec-system:7070"
@@ -98,10 +94,9 @@ func startEnv(t *testing.T) *env {
 		t.Skip("skipping Metacontroller end-to-end tests: " + err.Error())
 	}
 	root := repoRoot(t)
-	mcCRDs, err := findAbove(root, metacontrollerCRDsFile)
-	if err != nil {
-		t.Skip("skipping Metacontroller end-to-end tests: " + err.Error())
-	}
+	// Metacontroller reads its own objects loosely, so the minimal
+	// stand-ins serve when the published CRDs are not beside the repo.
+	mcCRDs := controlplane.MetacontrollerCRDs(t)
 
 	cp := controlplane.Start(t)
 	e := &env{c: cp.Client()}
@@ -246,19 +241,6 @@ func httpOK(u string) bool {
 
 // repoRoot is the repository's root directory.
 func repoRoot(t testing.TB) string { return controlplane.RepoRoot(t) }
-
-// findAbove looks for rel in each directory above root.
-func findAbove(root, rel string) (string, error) {
-	for dir := filepath.Dir(root); ; dir = filepath.Dir(dir) {
-		path := filepath.Join(dir, rel)
-		if _, err := os.Stat(path); err == nil {
-			return path, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", fmt.Errorf("%s not found in any directory above %s: put Metacontroller's published CRDs there", rel, root)
-		}
-	}
-}
 
 // globYAML lists dir/*.yaml except the kustomization.
 func globYAML(t testing.TB, dir string) []string {

@@ -30,7 +30,7 @@ func TestAPIServer(t *testing.T) {
 	if err := c.InstallCRDs(crdFiles(t)...); err != nil {
 		t.Fatalf("cannot install deploy/crds: %v", err)
 	}
-	mc := metacontrollerCRDs(t, repoRoot(t))
+	mc := controlplane.MetacontrollerCRDs(t)
 	if err := c.InstallCRDs(mc); err != nil {
 		t.Fatalf("cannot install Metacontroller CRDs from %s: %v", mc, err)
 	}
