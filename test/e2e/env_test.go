@@ -9,10 +9,10 @@
 //   - the control-plane binaries of test/controlplane, from FORMSPEC_K8S_BIN
 //     or, when that is unset, from where test/k8s-binaries.sh puts them by
 //     default (~/.cache/formspec-hooks/k8s-v1.37.2);
-//   - Metacontroller's published CRDs in ../shared/testdata beside the
-//     repository.
+//   - Metacontroller's CRDs: the published copy in ../shared/testdata beside
+//     the repository, or minimal stand-ins when it is absent.
 //
-// Without any of them TestMetacontroller skips and says what is missing.
+// Without the binaries TestMetacontroller skips and says what is missing.
 // Everything listens on 127.0.0.1 only, and every process is stopped when
 // the test ends.
 //
