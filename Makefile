@@ -82,5 +82,10 @@ fixtures:
 	$(GO) test ./hooks/datastore ./hooks/resourceclaim -run 'TestFixtures$$' -update
 	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$' -update
 
+# load posts the Workspace sync fixtures to a running server (make run) and
+# prints throughput and latency percentiles.
+load:
+	$(GO) run ./test/load -duration 20s -workers 4
+
 clean:
 	rm -rf $(BIN)
