@@ -18,7 +18,7 @@ RUN_FLAGS ?= --listen $(LISTEN) --metrics-listen $(METRICS) \
 
 include test/k8s.mk
 
-.PHONY: all build run test test-helm helm-crds unit fmt vet fixtures clean
+.PHONY: all build run test test-helm helm-crds unit fmt vet fixtures load clean
 
 all: build
 
