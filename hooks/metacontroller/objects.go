@@ -3,7 +3,6 @@ package metacontroller
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -61,26 +60,6 @@ func Decode(raw json.RawMessage, out any, what string) error {
 		return &InvalidObjectError{What: what, Err: err}
 	}
 	return nil
-}
-
-// All decodes every object stored under key, ordered by name.
-func All[T any](m ObjectMap, key string) ([]*T, error) {
-	names := make([]string, 0, len(m[key]))
-	for name := range m[key] {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	out := make([]*T, 0, len(names))
-	for _, name := range names {
-		obj, err := Get[T](m, key, name)
-		if err != nil {
-			return nil, err
-		}
-		if obj != nil {
-			out = append(out, obj)
-		}
-	}
-	return out, nil
 }
 
 // Count returns how many objects the map holds across all groups.

@@ -24,9 +24,9 @@ func (b binding) injected() bool { return b.status.State == v1alpha1.DatastoreIn
 
 // bindingsFor matches each spec.datastores entry with a ResourceClaim in the
 // workspace's namespace that names this workspace and that datastore. Only
-// a claim whose verification is current (observedGeneration) and Ready, and
-// that names its credentials Secret, is injected; everything else is
-// reported so the workspace can say what it is waiting for.
+// a claim verified Ready that names its credentials Secret is injected;
+// everything else is reported so the workspace can say what it is waiting
+// for.
 func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []binding {
 	out := make([]binding, 0, len(ws.Spec.Datastores))
 	seen := map[string]bool{}
@@ -97,12 +97,14 @@ func claimFor(ws *v1alpha1.Workspace, ref v1alpha1.DatastoreRef, claims []*v1alp
 	return matches[0]
 }
 
-// claimReady is true when the claim's status answers its current spec, says
-// Ready, and names the Secret to inject.
+// claimReady is true when the claim's last verdict was Ready and names
+// the Secret to inject, and the claim is not going away. A verdict older
+// than the claim's spec still counts: when a claim is edited, Metacontroller
+// resyncs the workspace while the resourceclaim hook re-verifies, and
+// dropping the credentials for that moment would roll every pod twice. A
+// grant the re-verification denies loses its Secret (and this status) a
+// moment later.
 func claimReady(c *v1alpha1.ResourceClaim) bool {
-	if c.Status.ObservedGeneration != c.Generation {
-		return false
-	}
 	if c.DeletionTimestamp != nil {
 		return false
 	}

@@ -1,12 +1,14 @@
 package workspace
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 
 func claimObj(name, ws, store, storeNS string, gen, observedGen int64, ready, denied bool) *v1alpha1.ResourceClaim {
@@ -54,11 +56,27 @@ func TestBindingsFor(t *testing.T) {
 			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 1, 1, true, false)},
 			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", State: v1alpha1.DatastoreMissing}},
 		},
-		"StaleVerification": {
-			reason: "A ready status from before the claim's last edit is not trusted: the edit may have revoked it.",
+		"BeingReverified": {
+			reason: "A claim edited since its last Ready verdict stays injected while it is re-verified, so the pods do not roll twice.",
 			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
 			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 2, 1, true, false)},
+			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastoreInjected, SecretName: "c1-credentials"}},
+		},
+		"NotYetVerified": {
+			reason: "A claim the resourceclaim hook has not judged yet is pending.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
+			claims: []*v1alpha1.ResourceClaim{claimObj("c1", "acme", "db", "", 1, 0, false, false)},
 			want:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastorePending}},
+		},
+		"Deleting": {
+			reason: "A claim being deleted is not injected.",
+			refs:   []v1alpha1.DatastoreRef{{Name: "db"}},
+			claims: []*v1alpha1.ResourceClaim{func() *v1alpha1.ResourceClaim {
+				c := claimObj("c1", "acme", "db", "", 1, 1, true, false)
+				c.DeletionTimestamp = &metav1.Time{}
+				return c
+			}()},
+			want: []v1alpha1.WorkspaceDatastoreStatus{{Name: "db", Claim: "c1", State: v1alpha1.DatastorePending}},
 		},
 		"Denied": {
 			reason: "A denied claim is reported as denied and not injected.",
@@ -108,5 +126,18 @@ func TestCredentialsHash(t *testing.T) {
 	}
 	if again := credentialsHash([]binding{injected("c1", "sha256:aa")}); again != a {
 		t.Errorf("the hash must be stable: %q vs %q", a, again)
+	}
+}
+
+// TestClaimsInSkipsBroken shows that one claim that does not decode does not
+// hide the others (nor fail the request).
+func TestClaimsInSkipsBroken(t *testing.T) {
+	related := metacontroller.ObjectMap{keyResourceClaim: {
+		"team-a/broken": json.RawMessage(`{"metadata":{"name":"broken","namespace":"team-a"},"spec":{"workspace":7}}`),
+		"team-a/good":   json.RawMessage(`{"metadata":{"name":"good","namespace":"team-a"},"spec":{"workspace":"acme"}}`),
+	}}
+	got := claimsIn(related)
+	if len(got) != 1 || got[0].Name != "good" {
+		t.Errorf("claimsIn: got %d claims (%v), want only the good one", len(got), got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"maps"
+	"slices"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
@@ -53,9 +55,7 @@ func decode(req *metacontroller.CompositeRequest) (*observed, error) {
 			return nil, err
 		}
 	}
-	if o.claims, err = metacontroller.All[v1alpha1.ResourceClaim](req.Related, keyResourceClaim); err != nil {
-		return nil, err
-	}
+	o.claims = claimsIn(req.Related)
 	if o.deployment, err = metacontroller.Get[appsv1.Deployment](req.Children, keyDeployment, metacontroller.Name(ns, name)); err != nil {
 		return nil, err
 	}
@@ -76,3 +76,18 @@ func decode(req *metacontroller.CompositeRequest) (*observed, error) {
 
 // configMapName is the name of a workspace's ConfigMap.
 func configMapName(ws string) string { return ws + "-config" }
+
+// claimsIn decodes the related ResourceClaims, ordered by name. A claim
+// that does not decode is left out rather than failing the request: the
+// workspace asks for every claim in its namespace, and one broken claim
+// must not stop every workspace there (the one that needed it reports its
+// datastore Missing).
+func claimsIn(related metacontroller.ObjectMap) []*v1alpha1.ResourceClaim {
+	var out []*v1alpha1.ResourceClaim
+	for _, name := range slices.Sorted(maps.Keys(related[keyResourceClaim])) {
+		if c, err := metacontroller.Get[v1alpha1.ResourceClaim](related, keyResourceClaim, name); err == nil && c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}

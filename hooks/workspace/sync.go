@@ -52,7 +52,18 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 		// children would take a running workspace down because of a
 		// configuration slip elsewhere, so they are kept exactly as last
 		// applied until the class is back.
-		children, err := frozen(req.Children, nil)
+		children, err := frozen(req.Children, func(key string, obj metacontroller.Object) (metacontroller.Object, bool) {
+			// Frozen means as it is now. An HPA may have moved the
+			// replica count since the last apply, and sending the old
+			// count would make Metacontroller fight it for as long as the
+			// class is missing.
+			if key == keyDeployment && o.deployment != nil && o.deployment.Spec.Replicas != nil {
+				if spec, ok := obj["spec"].(map[string]any); ok {
+					spec["replicas"] = *o.deployment.Spec.Replicas
+				}
+			}
+			return obj, true
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -167,6 +167,20 @@ func cases() []fixture {
 			cond("Degraded", "True", "ClusterClassNotFound", "missing")))
 		add("sync", "cluster-class-missing", request(p, children(running(p, premium, 2)...), related(), false))
 	}
+	// The class of an auto-scaling workspace was deleted after the HPA
+	// scaled it to five: the children stay, at the replica count running.
+	{
+		p := parent("elastic", 1, nil, nil, wsStatus(1, "Degraded", 5, 5, 5,
+			cond("Ready", "True", "ReplicasAvailable", "ready"),
+			cond("Progressing", "False", "RolloutComplete", "done"),
+			cond("Degraded", "True", "ClusterClassNotFound", "missing")))
+		kids := running(p, autoCls, 5)
+		dep := find(kids, "Deployment")
+		dep["spec"].(obj)["replicas"] = 5
+		dep["metadata"].(obj)["generation"] = 2
+		dep["status"] = deploymentStatus(2, 5, 5, 5, 5, nil)
+		add("sync", "cluster-class-missing-under-hpa", request(p, children(kids...), related(), false))
+	}
 	// A new artifact binary: the annotation changes on the workspace.
 	{
 		old := map[string]string{"formspec.dev/artifact-binary-hash": "sha256:1f0c9a"}
