@@ -14,7 +14,7 @@ METRICS ?= 127.0.0.1:9090
 RUN_FLAGS ?= --listen $(LISTEN) --metrics-listen $(METRICS) \
 	--resource-image formahub/formspec-resource --default-version latest \
 	--control-cluster-url http://formspec-ctl.formspec-system:7070 \
-	--log-level debug
+	--log-level debug --shutdown-delay 0s
 
 include test/k8s.mk
 
@@ -30,7 +30,7 @@ build:
 # 127.0.0.1:8481), the reporter sidecar (127.0.0.1:8181, metrics
 # 127.0.0.1:9091) and the hook server.
 run: build
-	@trap 'kill 0' EXIT INT TERM; \
+	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:8480 --admin-listen 127.0.0.1:8481 & \
 	$(BIN)/formspec-reporter --cluster-control-url http://127.0.0.1:8480 \
 		--listen 127.0.0.1:8181 --metrics-listen 127.0.0.1:9091 \

@@ -150,12 +150,20 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := cfg.Metrics.Register(reports.Collectors()...); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The hand-off outlives the server's shutdown: hooks keep answering
+	// through the drain delay and the in-flight drain, and what they observe
+	// then should still reach the sidecar. It stops once Run has returned.
+	handoffCtx, stopHandoff := context.WithCancel(context.WithoutCancel(ctx))
+	handoffDone := make(chan struct{})
 	go func() {
-		if err := reports.Run(ctx); err != nil && ctx.Err() == nil {
+		defer close(handoffDone)
+		if err := reports.Run(handoffCtx); err != nil && handoffCtx.Err() == nil {
 			logger.Error("reporter hand-off stopped", "err", err)
 		}
+	}()
+	defer func() {
+		stopHandoff()
+		<-handoffDone
 	}()
 
 	cfg.Routes = hookRoutes(hookConfig{

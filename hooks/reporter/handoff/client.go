@@ -153,15 +153,22 @@ func (c *Client) Pending() int {
 	return len(c.queue)
 }
 
-// Run posts queued observations to the sidecar in batches until ctx ends.
-// A failed batch is not retried: by the time the sidecar is back, newer
-// observations of the same objects have superseded it.
+// Run posts queued observations to the sidecar in batches until ctx ends,
+// then makes one last attempt, bounded by PostTimeout, to post what is
+// still queued, so that what the hooks observed while the server drained
+// is not lost. A failed batch is not retried: by the time the sidecar is
+// back, newer observations of the same objects have superseded it.
 func (c *Client) Run(ctx context.Context) error {
 	batch := make([]observation.Observation, 0, c.opts.BatchSize)
 	var lastLog time.Time
 	for {
+		if ctx.Err() != nil {
+			c.flush()
+			return nil
+		}
 		select {
 		case <-ctx.Done():
+			c.flush()
 			return nil
 		case obs := <-c.queue:
 			batch = append(batch[:0], obs)
@@ -192,6 +199,30 @@ func (c *Client) Run(ctx context.Context) error {
 			case <-t.C:
 			}
 			continue
+		}
+		c.posted.WithLabelValues("ok").Inc()
+	}
+}
+
+// flush posts whatever is queued, in batches, within one PostTimeout, and
+// gives up at the first failure.
+func (c *Client) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.PostTimeout)
+	defer cancel()
+	for len(c.queue) > 0 {
+		batch := make([]observation.Observation, 0, c.opts.BatchSize)
+	fill:
+		for len(batch) < c.opts.BatchSize {
+			select {
+			case obs := <-c.queue:
+				batch = append(batch, obs)
+			default:
+				break fill
+			}
+		}
+		if err := c.post(ctx, batch); err != nil {
+			c.posted.WithLabelValues("error").Inc()
+			return
 		}
 		c.posted.WithLabelValues("ok").Inc()
 	}

@@ -195,3 +195,44 @@ func TestRestartDirective(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFlushesOnStop shows that observations still queued when the
+// server stops are posted once before Run returns: they were taken while
+// the hooks drained.
+func TestRunFlushesOnStop(t *testing.T) {
+	got := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b observation.Batch
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			t.Errorf("cannot decode batch: %v", err)
+		}
+		for _, o := range b.Observations {
+			got <- o.WorkspaceDeleted.Name
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, Options{BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		c.Send(obs(i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // stopped before it ever ran
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(got)
+	var names []string
+	for n := range got {
+		names = append(names, n)
+	}
+	if diff := cmp.Diff([]string{"ws-0", "ws-1", "ws-2"}, names); diff != "" {
+		t.Errorf("observations posted on stop (-want, +got):\n%s", diff)
+	}
+	if c.Pending() != 0 {
+		t.Errorf("Pending() = %d after the flush, want 0", c.Pending())
+	}
+}
