@@ -54,7 +54,7 @@ authToken:
 var releases = map[string]release{
 	"Defaults":    {name: "formspec-hooks", namespace: "formspec-system"},
 	"TLSAndToken": {name: "fs", namespace: "platform", values: tlsAndToken},
-	"TokenOnly":   {name: "formspec-hooks", namespace: "formspec-system", values: "authToken: {secretName: hook-token, key: tokens}"},
+	"TokenOnly":   {name: "formspec-hooks", namespace: "formspec-system", values: "authToken: {secretName: hook-token, serverKey: all-tokens, clientKey: current}"},
 	"Minimal":     {name: "formspec-hooks", namespace: "hooks", values: "networkPolicy: {enabled: false}\npodDisruptionBudget: {enabled: false}\nreplicas: 1"},
 }
 
@@ -354,7 +354,7 @@ func TestRender(t *testing.T) {
 				HookArgs: append(baseArgs(":8443"),
 					"--tls-cert-file=/var/run/formspec/tls/tls.crt",
 					"--tls-key-file=/var/run/formspec/tls/tls.key",
-					"--auth-token-file=/var/run/formspec/token/token"),
+					"--auth-token-file=/var/run/formspec/token/tokens"),
 				HookMounts: []any{
 					map[string]any{"name": "tls", "mountPath": "/var/run/formspec/tls", "readOnly": true},
 					map[string]any{"name": "token", "mountPath": "/var/run/formspec/token", "readOnly": true},
@@ -377,9 +377,9 @@ func TestRender(t *testing.T) {
 				EndpointConfigs: everyController([]any{map[string]any{
 					"host": "formspec-hooks.formspec-system:80",
 					"authorization": map[string]any{"secretRef": map[string]any{
-						"name": "hook-token", "namespace": "formspec-system", "key": "tokens"}},
+						"name": "hook-token", "namespace": "formspec-system", "key": "current"}},
 				}}),
-				HookArgs:   append(baseArgs(":8080"), "--auth-token-file=/var/run/formspec/token/tokens"),
+				HookArgs:   append(baseArgs(":8080"), "--auth-token-file=/var/run/formspec/token/all-tokens"),
 				HookMounts: []any{map[string]any{"name": "token", "mountPath": "/var/run/formspec/token", "readOnly": true}},
 				Volumes: []any{
 					"cluster-control-token=formspec-cluster-control-token",

@@ -76,7 +76,7 @@ endpointConfigs:
       secretRef:
         name: {{ . }}
         namespace: {{ $.Release.Namespace }}
-        key: {{ $.Values.authToken.key }}
+        key: {{ $.Values.authToken.clientKey }}
     {{- end }}
 {{- end -}}
 {{- end -}}
