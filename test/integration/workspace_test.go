@@ -189,6 +189,31 @@ func testWorkspace(t *testing.T, c *controlplane.Client) {
 			obj:      with(t, base, fields{"spec.pod": map[string]any{"extraEnv": []any{map[string]any{"value": "x"}}}}),
 			wantErrs: []string{"spec.pod.extraEnv[0].name: Required value"},
 		},
+		"VolumeNamedTmp": {
+			reason:   "tmp is the operator's writable /tmp; a second volume of that name would make the Deployment invalid.",
+			obj:      with(t, base, fields{"spec.pod": map[string]any{"extraVolumes": []any{map[string]any{"name": "tmp", "emptyDir": map[string]any{}}}}}),
+			wantErrs: []string{"spec.pod.extraVolumes[0].name", "operator's volumes"},
+		},
+		"VolumeNamedLikeABinding": {
+			reason:   "binding-* names belong to injected credentials.",
+			obj:      with(t, base, fields{"spec.pod": map[string]any{"extraVolumes": []any{map[string]any{"name": "binding-orders", "emptyDir": map[string]any{}}}}}),
+			wantErrs: []string{"spec.pod.extraVolumes[0].name", "operator's volumes"},
+		},
+		"MountOverBindings": {
+			reason:   "/bindings is where credentials are mounted.",
+			obj:      with(t, base, fields{"spec.pod": map[string]any{"extraVolumeMounts": []any{map[string]any{"name": "scratch", "mountPath": "/bindings/orders"}}}}),
+			wantErrs: []string{"spec.pod.extraVolumeMounts[0].mountPath", "operator's mounts"},
+		},
+		"MountOverTmp": {
+			reason:   "/tmp is the operator's mount.",
+			obj:      with(t, base, fields{"spec.pod": map[string]any{"extraVolumeMounts": []any{map[string]any{"name": "scratch", "mountPath": "/tmp"}}}}),
+			wantErrs: []string{"spec.pod.extraVolumeMounts[0].mountPath", "operator's mounts"},
+		},
+		"EnvOverridesOperator": {
+			reason:   "The operator's environment cannot be overridden.",
+			obj:      with(t, base, fields{"spec.pod": map[string]any{"extraEnv": []any{map[string]any{"name": "WORKSPACE_ID", "value": "other"}}}}),
+			wantErrs: []string{"spec.pod.extraEnv[0].name", "set by the operator"},
+		},
 		"AffinityNotAnObject": {
 			reason:   "Passthrough fields keep their core type's JSON kind.",
 			obj:      with(t, base, fields{"spec.pod": map[string]any{"affinity": []any{}}}),
