@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// runFlags reads RUN_FLAGS from the Makefile, so that this test starts the
+// server exactly as `make run` does, on ports of its own.
+func runFlags(t *testing.T, listen, metrics string) []string {
+	t.Helper()
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^RUN_FLAGS \?= ((?:.*\\\n)*.*)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("no RUN_FLAGS in the Makefile")
+	}
+	flags := strings.Fields(strings.ReplaceAll(string(m[1]), "\\\n", " "))
+	for i, f := range flags {
+		flags[i] = strings.NewReplacer("$(LISTEN)", listen, "$(METRICS)", metrics).Replace(f)
+	}
+	return flags
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeBinaryAnswersFixtures builds formspec-hooks, starts `serve` with
+// the Makefile's RUN_FLAGS (what `make run` uses) and posts every fixture
+// to it over TCP, as test/curl-fixtures.sh does with curl: each answer must
+// be its golden response.
+func TestServeBinaryAnswersFixtures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: not building and starting the server binary")
+	}
+	bin := filepath.Join(t.TempDir(), "formspec-hooks")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	listen, metrics := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	client := &http.Client{Timeout: 10 * time.Second}
+	waitUntil(t, "the server to be ready", func() bool {
+		resp, err := client.Get("http://" + metrics + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	for _, fc := range fixtureCases(t) {
+		body, err := os.ReadFile(filepath.Join(fc.dir, "request.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Post(fmt.Sprintf("http://%s%s", listen, fc.path), "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want, err := os.ReadFile(filepath.Join(fc.dir, "response.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: status %d, body %q", fc.dir, resp.StatusCode, got)
+			continue
+		}
+		if diff := cmp.Diff(string(normalize(t, want)), string(normalize(t, got))); diff != "" {
+			t.Errorf("POST %s (%s): -want, +got:\n%s", fc.path, fc.dir, diff)
+		}
+	}
+}
