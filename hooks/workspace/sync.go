@@ -50,8 +50,8 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 	if o.class == nil {
 		// Without its class the workspace's shape is unknown. Deleting the
 		// children would take a running workspace down because of a
-		// configuration slip elsewhere, so they are kept exactly as last
-		// applied until the class is back.
+		// configuration slip elsewhere, so they are kept as last applied
+		// until the class is back.
 		children, err := frozen(req.Children, func(key string, obj metacontroller.Object) (metacontroller.Object, bool) {
 			// Frozen means as it is now. An HPA may have moved the
 			// replica count since the last apply, and sending the old
