@@ -257,9 +257,12 @@ func (s *Server) applyWorkspace(rep ccapi.WorkspaceStatusReport) {
 	if cur, ok := s.workspaces[k]; !ok || !rep.ObservedAt.Before(cur.ObservedAt) {
 		s.workspaces[k] = rep
 	}
+	// A directive is consumed once. The reporter may say so twice (it
+	// repeats the report while the directive is still listed, in case the
+	// first was lost), and a repeat finds nothing left to consume.
 	if c := rep.RestartConsumed; c != nil {
-		s.consumed = appendBounded(s.consumed, Consumption{Namespace: rep.Namespace, Name: rep.Name, ArtifactHash: c.ArtifactHash})
 		if d, ok := s.directives[k]; ok && d.ArtifactHash == c.ArtifactHash {
+			s.consumed = appendBounded(s.consumed, Consumption{Namespace: rep.Namespace, Name: rep.Name, ArtifactHash: c.ArtifactHash})
 			delete(s.directives, k)
 		}
 	}
