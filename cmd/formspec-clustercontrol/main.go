@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
@@ -34,20 +35,11 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("formspec-clustercontrol", flag.ContinueOnError)
-	// Parse errors come back as the returned error; usage is printed here
-	// so that --help goes to stdout and mistakes to stderr.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cliflag.New("formspec-clustercontrol")
 	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API")
 	adminListen := fs.String("admin-listen", "127.0.0.1:8481", "address of the admin API (faults, directives, state); keep it on localhost")
 	tokenFile := fs.String("token-file", "", "file with accepted bearer tokens, one per line; empty accepts any request")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(stdout, fs)
-			return err
-		}
-		printUsage(stderr, fs)
+	if err := cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n"); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
@@ -90,13 +82,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cancel()
 	}
 	return first
-}
-
-// printUsage prints what --help prints, in the flag package's own layout,
-// which docs/reporter.md quotes word for word.
-func printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
 }

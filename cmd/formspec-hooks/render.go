@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/render"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
@@ -25,26 +24,12 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // Workspace, ClusterClass and ResourceClaims in the given YAML, offline.
 func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var files fileList
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := cliflag.New("render")
 	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims, Datastores and endpoint Secrets; repeatable; - or none reads stdin")
 	image := fs.String("resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
 	version := fs.String("default-version", "", "image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
 	controlURL := fs.String("control-cluster-url", "", "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL")
-	if err := fs.Parse(args); err != nil {
-		out := stderr
-		if errors.Is(err, flag.ErrHelp) {
-			out = stdout
-		}
-		fmt.Fprintln(out, "Usage: formspec-hooks render [-f FILE]... [flags]")
-		fmt.Fprintln(out, "\nPrint the children and status the Workspace sync hook would produce, as YAML,")
-		fmt.Fprintln(out, "without a cluster. Each input may hold several documents separated by ---.")
-		fmt.Fprintln(out, "Given Datastores (and their endpoint Secrets), ResourceClaims are verified as the")
-		fmt.Fprintln(out, "resourceclaim hook would and printed with that status; otherwise a claim's own")
-		fmt.Fprintln(out, "status decides whether its credentials are injected.")
-		fmt.Fprintln(out, "\nFlags:")
-		fs.SetOutput(out)
-		fs.PrintDefaults()
+	if err := cliflag.Parse(fs, args, stdout, stderr, renderUsage); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -78,6 +63,18 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	_, err = stdout.Write(out.Bytes())
 	return err
 }
+
+// renderUsage heads render's --help.
+const renderUsage = `Usage: formspec-hooks render [-f FILE]... [flags]
+
+Print the children and status the Workspace sync hook would produce, as YAML,
+without a cluster. Each input may hold several documents separated by ---.
+Given Datastores (and their endpoint Secrets), ResourceClaims are verified as the
+resourceclaim hook would and printed with that status; otherwise a claim's own
+status decides whether its credentials are injected.
+
+Flags:
+`
 
 // readInputFile reads one -f argument; "-" is stdin.
 func readInputFile(name string, stdin io.Reader) ([]byte, error) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
@@ -50,7 +51,7 @@ type serveFlags struct {
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := cliflag.New("serve")
 	fs.StringVar(&f.listen, "listen", ":8080", "address of the hook listener")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "address of the listener for /metrics, /healthz and /readyz")
 	fs.StringVar(&f.resourceImage, "resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
@@ -74,16 +75,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var f serveFlags
 	fs := newServeFlagSet(&f)
-	// Parse errors come back as the returned error; usage is printed here
-	// so that --help goes to stdout and mistakes to stderr.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printServeUsage(stdout, fs)
-			return err
-		}
-		printServeUsage(stderr, fs)
+	if err := cliflag.Parse(fs, args, stdout, stderr, serveUsage); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -186,14 +178,8 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	return srv.Run(ctx)
 }
 
-func printServeUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintln(w, "Usage: formspec-hooks serve [flags]")
-	fmt.Fprintln(w, "\nServe the Metacontroller hooks until SIGTERM.")
-	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-}
+// serveUsage heads serve's --help.
+const serveUsage = "Usage: formspec-hooks serve [flags]\n\nServe the Metacontroller hooks until SIGTERM.\n\nFlags:\n"
 
 // resolveImage splits a tag off the image repository. The hooks build
 // "<repository>:<version>", so a digest cannot be honoured and is refused

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
 )
@@ -33,11 +34,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("formspec-reporter", flag.ContinueOnError)
-	// Parse errors come back as the returned error; usage is printed here
-	// so that --help goes to stdout and mistakes to stderr.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cliflag.New("formspec-reporter")
 	var (
 		cfg          reporter.Config
 		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to")
@@ -62,12 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 20000, "most workspaces tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxPods, "max-pods", 200000, "most workspace pods tracked; observations beyond are dropped and counted")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printUsage(stdout, fs)
-			return err
-		}
-		printUsage(stderr, fs)
+	if err := cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n"); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -118,13 +110,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("reporter stopped")
 	return first
-}
-
-// printUsage prints what --help prints, in the flag package's own layout,
-// which docs/reporter.md quotes word for word.
-func printUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage of %s:\n", fs.Name())
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
 }

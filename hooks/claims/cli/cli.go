@@ -24,6 +24,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
 // ErrDenied is returned by verify when the claim would be denied, so the
@@ -68,30 +69,11 @@ Subcommands:
                                          decide the claim as the hook would; exit 1 when denied
 `
 
-func flags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("claim "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
-}
+func flags(name string) *flag.FlagSet { return cliflag.New("claim " + name) }
 
-// parse parses args; usage goes to stdout when asked for with --help and
-// to stderr, after the error, when the flags are wrong.
+// parse parses a subcommand's flags; see cliflag.Parse.
 func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	err := fs.Parse(args)
-	if err == nil {
-		return nil
-	}
-	out := stderr
-	if errors.Is(err, flag.ErrHelp) {
-		out = stdout
-	} else {
-		fmt.Fprintln(stderr, err)
-	}
-	fmt.Fprintf(out, "Usage of %s:\n", fs.Name())
-	fs.SetOutput(out)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-	return err
+	return cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n")
 }
 
 func keygen(args []string, stdout, stderr io.Writer) error {
