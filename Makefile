@@ -79,7 +79,7 @@ vet:
 # it with the real clock; review the diff like code.
 fixtures:
 	$(GO) run ./test/fixturegen -out fixtures
-	$(GO) test ./hooks/datastore ./hooks/resourceclaim -run 'TestFixtures$$' -update
+	$(GO) test ./hooks/datastore ./hooks/resourceclaim -run 'TestFixtureRequests$$' -update
 	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$' -update
 
 # load posts the Workspace sync fixtures to a running server (make run) and
