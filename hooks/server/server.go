@@ -61,6 +61,10 @@ type Config struct {
 	TLS *tls.Config
 	// MaxInFlight bounds concurrent hook requests; zero means no bound.
 	MaxInFlight int
+	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics
+	// listener. Off by default: profiles expose internals to anyone who
+	// can reach that port, and a CPU profile costs CPU while it runs.
+	Pprof bool
 
 	// ShutdownDelay is how long readiness fails before the listeners close.
 	// Unlike the other fields, zero means no delay (tests want that);
@@ -116,6 +120,9 @@ func New(cfg Config) (*Server, error) {
 	metrics := chi.NewRouter()
 	health.mount(metrics)
 	metrics.Method(http.MethodGet, "/metrics", cfg.Metrics.Handler())
+	if cfg.Pprof {
+		mountPprof(metrics)
+	}
 
 	return &Server{cfg: cfg, health: health, hooks: hooks, metrics: metrics}, nil
 }

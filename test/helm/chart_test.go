@@ -306,7 +306,7 @@ func baseArgs(listen string) []any {
 	return []any{
 		"serve", "--listen=" + listen, "--metrics-listen=:9090",
 		"--resource-image=formahub/formspec-resource", "--default-version=latest",
-		"--control-cluster-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
+		"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
 		"--log-format=json",
 	}
 }
