@@ -315,6 +315,7 @@ func servicePorts(name string, port float64) []any {
 	return []any{
 		map[string]any{"name": name, "port": port, "targetPort": "hooks", "protocol": "TCP"},
 		map[string]any{"name": "metrics", "port": float64(9090), "targetPort": "metrics", "protocol": "TCP"},
+		map[string]any{"name": "reporter-metrics", "port": float64(9091), "targetPort": "rep-metrics", "protocol": "TCP"},
 	}
 }
 
