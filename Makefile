@@ -12,8 +12,10 @@ METRICS ?= 127.0.0.1:9090
 
 # VERSION is linked into every binary (`formspec-hooks version`, the
 # formspec_hooks_build_info metric) and labels the image.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/formspec/formspec-hooks/hooks/buildinfo.version=$(VERSION)
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.version=$(VERSION) \
+	-X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
 IMAGE   ?= ghcr.io/formspec/formspec-hooks
 # The first container builder found; set it to choose.
 BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b) 2>/dev/null),$(b))))
@@ -39,7 +41,7 @@ build:
 # docs/install.md).
 image:
 	@if [ -z "$(BUILDER)" ]; then echo "make image: no docker, podman or buildah found; set BUILDER" >&2; exit 1; fi
-	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) .
 
 # run starts the three processes of a local demo: the reference Cluster
 # Control (API 127.0.0.1:8480, admin 127.0.0.1:8481), the reporter sidecar

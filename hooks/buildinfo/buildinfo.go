@@ -16,16 +16,18 @@ import (
 //
 //	go build -ldflags "-X github.com/formspec/formspec-hooks/hooks/buildinfo.version=v1.2.3"
 //
-// `make build` and the Dockerfile set it from VERSION.
-var version string
+// `make build` and the Dockerfile set it from VERSION, and revision from
+// REVISION, which stands in when Go recorded no VCS revision (a build with
+// -buildvcs=false, or in a container without .git).
+var version, revision string
 
 // Info identifies a build.
 type Info struct {
 	// Version is the linker-stamped version, else the main module's
 	// version (set by `go install module@version`), else "dev".
 	Version string
-	// Revision is the VCS commit the binary was built from, empty when Go
-	// did not record one (-buildvcs=false, or a build outside a checkout).
+	// Revision is the VCS commit the binary was built from: Go's record
+	// of it, else the linker-stamped REVISION, else empty.
 	Revision string
 	// Modified is true when the checkout had uncommitted changes.
 	Modified bool
@@ -35,7 +37,7 @@ type Info struct {
 
 // Get returns this binary's build information.
 func Get() Info {
-	info := Info{Version: version, GoVersion: runtime.Version()}
+	info := Info{Version: version, Revision: revision, GoVersion: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return withDefault(info)
