@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // Reasons a Datastore is or is not Validated. They are the reasons of the
@@ -127,11 +128,11 @@ func PublicKeys(ds *v1alpha1.Datastore) ([][]byte, error) {
 	}
 	raw = append(raw, ds.Spec.OwnerPublicKeys...)
 	if len(raw) == 0 {
-		return nil, fmt.Errorf("%w: the Datastore has neither ownerPublicKey nor ownerPublicKeys", ErrMalformedPublicKey)
+		return nil, fmt.Errorf("%w: the Datastore has neither ownerPublicKey nor ownerPublicKeys", grant.ErrMalformedPublicKey)
 	}
 	keys := make([][]byte, 0, len(raw))
 	for i, s := range raw {
-		k, err := ParsePublicKey(s)
+		k, err := grant.ParsePublicKey(s)
 		if err != nil {
 			return nil, fmt.Errorf("owner key %d of %d: %w", i+1, len(raw), err)
 		}
@@ -357,6 +358,6 @@ func CredentialsHash(data map[string][]byte) string {
 	for _, k := range SortedKeys(data) {
 		fields = append(fields, k, string(data[k]))
 	}
-	sum := sha256.Sum256(pae(fields...))
+	sum := sha256.Sum256(grant.PAE(fields...))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }

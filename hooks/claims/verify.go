@@ -1,15 +1,26 @@
+// Package claims decides ResourceClaims and Datastores: whether a claim
+// may receive its Datastore's credentials (Verify), whether a Datastore is
+// valid (CheckDatastore), and what a granted claim receives (Project,
+// CredentialsHash, Endpoint). The cryptography it relies on, keys, signed
+// messages and signature verification, is package grant; the hooks that
+// serve these decisions to Metacontroller are packages datastore and
+// resourceclaim, configured with HookOptions.
+//
+// Nothing here reads a clock or the network; callers pass "now". Nothing
+// here returns secret material or signature bytes in an error, a Decision
+// or any other string: those end up in statuses, Events and logs.
 package claims
 
 import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // Reasons a ResourceClaim is granted or denied. They are the reasons of the
@@ -83,21 +94,21 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	deny := func(reason, format string, args ...any) Decision {
 		return Decision{Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
-	version := Version(claim)
+	version := grant.Version(claim)
 	if version != v1alpha1.SignatureV1 && version != v1alpha1.SignatureV2 {
 		return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
 	}
 	if claim.Namespace == "" {
 		return deny(ReasonInvalidGrant, "the claim has no namespace")
 	}
-	g := GrantOf(claim)
+	g := grant.Of(claim)
 	times, err := g.Check(version)
 	if err != nil {
 		return deny(ReasonInvalidGrant, "%v", err)
 	}
 	msg, err := g.Message(version)
 	if err != nil {
-		if errors.Is(err, ErrUnknownVersion) {
+		if errors.Is(err, grant.ErrUnknownVersion) {
 			return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
 		}
 		return deny(ReasonInvalidGrant, "%v", err)
@@ -112,7 +123,7 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	if claim.Spec.Signature == "" {
 		return deny(ReasonMalformedSignature, "spec.signature is empty; sign the claim with the Datastore owner's key (formspec-hooks claim sign)")
 	}
-	sig, err := ParseSignature(claim.Spec.Signature)
+	sig, err := grant.ParseSignature(claim.Spec.Signature)
 	if err != nil {
 		return deny(ReasonMalformedSignature, "spec.signature: %v", err)
 	}
@@ -171,57 +182,10 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 // Datastore with a broken key from one without.
 func verifies(ds *v1alpha1.Datastore, msg, sig []byte) bool {
 	for _, s := range append([]string{ds.Spec.OwnerPublicKey}, ds.Spec.OwnerPublicKeys...) {
-		k, err := ParsePublicKey(s)
+		k, err := grant.ParsePublicKey(s)
 		if err == nil && ed25519.Verify(k, msg, sig) {
 			return true
 		}
 	}
 	return false
-}
-
-// Decisions counts decisions, typically into a metrics counter labelled by
-// hook, decision and reason. Implementations must be safe for concurrent
-// use.
-type Decisions interface {
-	Record(hook, decision, reason string)
-}
-
-// Decision labels passed to Decisions.Record.
-const (
-	DecisionGranted   = "granted"
-	DecisionDenied    = "denied"
-	DecisionValidated = "validated"
-)
-
-// Count calls d.Record unless d is nil, so hooks can take an optional
-// counter. The server's metrics (server.Metrics) are one Decisions.
-func Count(d Decisions, hook, decision, reason string) {
-	if d != nil {
-		d.Record(hook, decision, reason)
-	}
-}
-
-// HookOptions configures the datastore and resourceclaim hooks. Every field
-// is optional.
-type HookOptions struct {
-	// Clock is "now" for expiry, skew, resyncAfterSeconds and the condition
-	// transitions a request cannot date (see conditions.Stamp); time.Now
-	// when nil.
-	Clock func() time.Time
-	// Logger gets one debug line per decision (never a value of a Secret);
-	// discarded when nil.
-	Logger *slog.Logger
-	// Decisions counts decisions by reason.
-	Decisions Decisions
-}
-
-// WithDefaults fills in the clock and a discarding logger.
-func (o HookOptions) WithDefaults() HookOptions {
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // world is one Verify input. Cases start from a valid one and break it.
@@ -144,9 +145,9 @@ func TestVerify(t *testing.T) {
 				legacy.Spec.SignatureVersion = v1alpha1.SignatureV1
 				legacy.Spec.GrantedBy = "admin|ops"
 				// Signed without Check, as a tool that never looked for "|" would.
-				sig := ed25519.Sign(claimstest.Owner, claims.MessageV1(claims.GrantOf(legacy)))
+				sig := ed25519.Sign(claimstest.Owner, grant.MessageV1(grant.Of(legacy)))
 				w.claim = legacy
-				w.claim.Spec.Signature = claims.FormatSignature(sig)
+				w.claim.Spec.Signature = grant.FormatSignature(sig)
 				w.claim.Spec.Workspace, w.claim.Spec.Permission, w.claim.Spec.GrantedBy = "shop|read", v1alpha1.PermissionAdmin, "ops"
 			},
 			want: outcome{reason: claims.ReasonInvalidGrant},

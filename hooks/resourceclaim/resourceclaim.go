@@ -20,6 +20,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/internal/conditions"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
@@ -75,7 +76,7 @@ func (h *Hook) Customize(ctx context.Context, req *metacontroller.CustomizeReque
 	if err != nil {
 		return nil, err
 	}
-	g := claims.GrantOf(claim)
+	g := grant.Of(claim)
 	resp := &metacontroller.CustomizeResponse{}
 	if g.DatastoreName == "" || g.DatastoreNamespace == "" {
 		return resp, nil
@@ -106,7 +107,7 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	if err != nil {
 		return nil, err
 	}
-	g := claims.GrantOf(claim)
+	g := grant.Of(claim)
 	var ds *v1alpha1.Datastore
 	var secret *corev1.Secret
 	if g.DatastoreName != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 )
@@ -75,7 +76,7 @@ func TestAdversarial(t *testing.T) {
 			attack: func(s *scene) {
 				s.claim.Spec.SignatureVersion = v1alpha1.SignatureV1
 				s.claim.Spec.GrantedBy = "admin|ops"
-				s.claim.Spec.Signature = claims.FormatSignature(signRaw(claims.MessageV1(claims.GrantOf(s.claim))))
+				s.claim.Spec.Signature = grant.FormatSignature(signRaw(grant.MessageV1(grant.Of(s.claim))))
 				s.claim.Spec.Workspace, s.claim.Spec.Permission, s.claim.Spec.GrantedBy = "shop|read", "admin", "ops"
 			},
 			want: claims.ReasonInvalidGrant,

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // Key returns the private key derived from a name: the seed is
@@ -29,7 +29,7 @@ func Key(name string) ed25519.PrivateKey {
 
 // PublicHex returns a private key's public key as a Datastore carries it.
 func PublicHex(priv ed25519.PrivateKey) string {
-	return claims.FormatPublicKey(priv.Public().(ed25519.PublicKey))
+	return grant.FormatPublicKey(priv.Public().(ed25519.PublicKey))
 }
 
 // Fixed names, time and keys of the test world.
@@ -156,7 +156,7 @@ func Claim() *v1alpha1.ResourceClaim {
 // returns it. It panics on a claim that cannot be signed: a test that
 // wants a bad signature writes one by hand.
 func SignClaim(c *v1alpha1.ResourceClaim, priv ed25519.PrivateKey) *v1alpha1.ResourceClaim {
-	sig, err := claims.Sign(claims.GrantOf(c), claims.Version(c), priv)
+	sig, err := grant.Sign(grant.Of(c), grant.Version(c), priv)
 	if err != nil {
 		panic("claimstest: cannot sign claim: " + err.Error())
 	}

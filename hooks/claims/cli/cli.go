@@ -24,6 +24,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
@@ -85,7 +86,7 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 	if *out == "" || fs.NArg() > 0 {
 		return errors.New("keygen needs --out FILE and no arguments: the private key is only ever written to a file")
 	}
-	pub, priv, err := claims.GenerateKey(nil)
+	pub, priv, err := grant.GenerateKey(nil)
 	if err != nil {
 		return err
 	}
@@ -95,14 +96,14 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot create key file: %w", err)
 	}
-	if _, err := fmt.Fprintln(f, claims.FormatPrivateKey(priv)); err != nil {
+	if _, err := fmt.Fprintln(f, grant.FormatPrivateKey(priv)); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot write key file: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("cannot write key file: %w", err)
 	}
-	fmt.Fprintln(stdout, claims.FormatPublicKey(pub))
+	fmt.Fprintln(stdout, grant.FormatPublicKey(pub))
 	return nil
 }
 
@@ -123,7 +124,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if err != nil {
 		return fmt.Errorf("cannot read key file: %w", err)
 	}
-	priv, err := claims.ParsePrivateKey(string(keyText))
+	priv, err := grant.ParsePrivateKey(string(keyText))
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if err != nil {
 		return err
 	}
-	sig, err := claims.Sign(claims.GrantOf(claim), *format, priv)
+	sig, err := grant.Sign(grant.Of(claim), *format, priv)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if err != nil {
 		return fmt.Errorf("cannot encode the claim: %w", err)
 	}
-	fmt.Fprintf(stderr, "signed %s with public key %s\n", *format, claims.FormatPublicKey(priv.Public().(ed25519.PublicKey)))
+	fmt.Fprintf(stderr, "signed %s with public key %s\n", *format, grant.FormatPublicKey(priv.Public().(ed25519.PublicKey)))
 	_, err = stdout.Write(out)
 	return err
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
 
-	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 const claimYAML = `apiVersion: formspec.dev/v1alpha1
@@ -58,8 +58,8 @@ func files(t *testing.T) (dir string) {
 		"datastore.yaml": ds,
 		"secret.yaml":    sec,
 		"claim.yaml":     []byte(claimYAML),
-		"owner.key":      []byte(claims.FormatPrivateKey(claimstest.Owner) + "\n"),
-		"stranger.key":   []byte(claims.FormatPrivateKey(claimstest.Stranger)),
+		"owner.key":      []byte(grant.FormatPrivateKey(claimstest.Owner) + "\n"),
+		"stranger.key":   []byte(grant.FormatPrivateKey(claimstest.Stranger)),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestSignVerify(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sign: %v\n%s", err, errOut)
 			}
-			seed := claims.FormatPrivateKey(claimstest.Owner)
+			seed := grant.FormatPrivateKey(claimstest.Owner)
 			if strings.Contains(signed+errOut, seed) {
 				t.Fatalf("sign printed the private key")
 			}
@@ -157,7 +157,7 @@ func TestKeygen(t *testing.T) {
 		t.Errorf("key file mode: -want, +got:\n%s", diff)
 	}
 	text, _ := os.ReadFile(keyFile)
-	priv, err := claims.ParsePrivateKey(string(text))
+	priv, err := grant.ParsePrivateKey(string(text))
 	if err != nil {
 		t.Fatalf("key file does not parse: %v", err)
 	}

@@ -1,4 +1,4 @@
-package claims
+package grant
 
 import (
 	"crypto/ed25519"
