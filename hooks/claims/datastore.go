@@ -23,6 +23,7 @@ const (
 	ReasonValidated         = "Validated"
 	ReasonUnsupportedDriver = "UnsupportedDriver"
 	ReasonInvalidPublicKey  = "InvalidPublicKey"
+	ReasonWeakPublicKey     = "WeakPublicKey"
 	ReasonInvalidTenant     = "InvalidTenant"
 	ReasonSecretNotFound    = "SecretNotFound"
 	ReasonSecretNotLabeled  = "SecretNotLabeled"
@@ -194,7 +195,13 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 		return deny(ReasonUnsupportedDriver, "spec.driver %q is not one of postgres, mysql, redis, mongodb", ds.Spec.Driver)
 	}
 	if _, err := PublicKeys(ds); err != nil {
-		return deny(ReasonInvalidPublicKey, "%v; every owner key must be 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
+		// One weak key refuses the whole Datastore, not just that key: the
+		// Datastore would otherwise report Validated while listing a key
+		// anyone can sign with, and its owner would not look.
+		if errors.Is(err, grant.ErrWeakPublicKey) {
+			return deny(ReasonWeakPublicKey, "%v; such a key must never verify a grant: remove it, and list only keys made by formspec-hooks claim keygen", err)
+		}
+		return deny(ReasonInvalidPublicKey, "%v; every owner key must be an ed25519 public key in 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
 	}
 	for _, t := range ds.Spec.AllowedTenants {
 		if err := CheckTenant(t); err != nil {

@@ -16,7 +16,8 @@ import (
 // FuzzVerify feeds arbitrary claim fields, keys and signatures to Verify.
 // Whatever they are, Verify must not panic, must only grant a claim whose
 // fields are exactly the ones the owner signed, and must never put the
-// signature into its message.
+// signature into its message. The seeds include a forged claim for every
+// weak key.
 func FuzzVerify(f *testing.F) {
 	signed := claimstest.SignClaim(claimstest.Claim(), claimstest.Owner)
 	s := signed.Spec
@@ -24,6 +25,15 @@ func FuzzVerify(f *testing.F) {
 	f.Add(signed.Namespace, s.Datastore.Namespace, s.Datastore.Name, "shop|read", "admin", "ops", s.GrantedAt, "", s.Signature, "v1", claimstest.PublicHex(claimstest.Owner))
 	f.Add("", "", "", "", "", "", "", "", "", "", "")
 	f.Add("team-a", "data", "orders-db", "shop", "read", "x", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", strings.Repeat("A", 86), "v2", strings.Repeat("f", 64))
+	// The weak-key corpus, each with a claim forged for it (admin, to make
+	// the point): plain ed25519 would grant every one.
+	for _, k := range append(append([]claimstest.WeakKey{}, claimstest.SmallOrderKeys...), claimstest.NonCanonicalSmallOrderKeys...) {
+		c := claimstest.Claim()
+		c.Spec.Permission = v1alpha1.PermissionAdmin
+		forged := claimstest.Forge(c, k.Hex)
+		fs := forged.Spec
+		f.Add(forged.Namespace, fs.Datastore.Namespace, fs.Datastore.Name, fs.Workspace, fs.Permission, fs.GrantedBy, fs.GrantedAt, fs.ExpiresAt, fs.Signature, fs.SignatureVersion, k.Hex)
+	}
 	f.Fuzz(func(t *testing.T, claimNS, dsNS, dsName, workspace, permission, grantedBy, grantedAt, expiresAt, signature, version, key string) {
 		c := claimstest.Claim()
 		c.Namespace = claimNS

@@ -12,7 +12,6 @@
 package claims
 
 import (
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"time"
@@ -38,8 +37,8 @@ const (
 	ReasonTenantNotAllowed        = "TenantNotAllowed"
 	ReasonGrantedInFuture         = "GrantedInFuture"
 	ReasonExpired                 = "Expired"
-	// ReasonSecretNotFound and ReasonSecretNotLabeled are shared with the
-	// Datastore checks.
+	// ReasonWeakPublicKey, ReasonSecretNotFound and ReasonSecretNotLabeled
+	// are shared with the Datastore checks.
 )
 
 // MaxClockSkew is how far in the future a grantedAt may lie: enough for
@@ -70,8 +69,11 @@ type Decision struct {
 //
 //  1. the grant's own form (signatureVersion, fields, timestamps);
 //  2. the Datastore exists;
-//  3. authenticity: the signature parses and verifies against one of the
-//     Datastore's well-formed owner keys, and then every owner key parses;
+//  3. authenticity: the signature parses and verifies (grant.Verify)
+//     against one of the Datastore's owner keys that grant.ParsePublicKey
+//     accepts, and then every owner key must be accepted: a Datastore
+//     listing a weak key is refused whole, even for grants signed by its
+//     sound keys;
 //  4. authorization: namespace/workspace is in allowedTenants;
 //  5. time: grantedAt within the clock skew, expiresAt in the future;
 //  6. the Datastore validates now, endpoint Secret included (CheckDatastore).
@@ -138,6 +140,9 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	if _, err := PublicKeys(ds); err != nil {
 		// Signed by the owner, yet another of the listed keys is broken:
 		// the Datastore does not validate, and its owner is the reader.
+		if errors.Is(err, grant.ErrWeakPublicKey) {
+			return deny(ReasonWeakPublicKey, "Datastore %s: %v; the Datastore is refused until its owner removes that key", dsRef, err)
+		}
 		return deny(ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
 	}
 
@@ -160,7 +165,7 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	// Datastore's endpoint Secret looked at and described.
 	if d := CheckDatastore(ds, secret); !d.Allowed {
 		switch d.Reason {
-		case ReasonSecretNotFound, ReasonSecretNotLabeled:
+		case ReasonSecretNotFound, ReasonSecretNotLabeled, ReasonWeakPublicKey:
 			return deny(d.Reason, "Datastore %s: %s", dsRef, d.Message)
 		case ReasonInvalidPublicKey:
 			return deny(ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
@@ -177,13 +182,14 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 }
 
 // verifies reports whether sig is a signature of msg by one of the
-// Datastore's owner keys. Keys that do not parse are skipped rather than
-// reported, so that a claim without a valid signature cannot tell a
-// Datastore with a broken key from one without.
+// Datastore's owner keys. Keys that do not parse, weak ones included, are
+// skipped rather than reported, so that a claim without a valid signature
+// cannot tell a Datastore with a broken key from one without, and a
+// signature "by" a weak key verifies nothing.
 func verifies(ds *v1alpha1.Datastore, msg, sig []byte) bool {
 	for _, s := range append([]string{ds.Spec.OwnerPublicKey}, ds.Spec.OwnerPublicKeys...) {
 		k, err := grant.ParsePublicKey(s)
-		if err == nil && ed25519.Verify(k, msg, sig) {
+		if err == nil && grant.Verify(k, msg, sig) {
 			return true
 		}
 	}

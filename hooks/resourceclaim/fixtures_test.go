@@ -51,6 +51,20 @@ func validatedDatastore() *v1alpha1.Datastore {
 	return ds
 }
 
+// checkedStatus is the status the datastore hook gives a Datastore that it
+// first saw three days ago and that has not changed since.
+func checkedStatus(ds *v1alpha1.Datastore, secret *corev1.Secret) v1alpha1.DatastoreStatus {
+	d := claims.CheckDatastore(ds, secret)
+	since := metav1.NewTime(claimstest.Now.Add(-72 * time.Hour))
+	return v1alpha1.DatastoreStatus{
+		ObservedGeneration: ds.Generation,
+		Conditions: []metav1.Condition{
+			{Type: "Validated", Status: metav1.ConditionFalse, ObservedGeneration: ds.Generation, LastTransitionTime: since, Reason: d.Reason, Message: d.Message},
+			{Type: "Denied", Status: metav1.ConditionTrue, ObservedGeneration: ds.Generation, LastTransitionTime: since, Reason: d.Reason, Message: d.Message},
+		},
+	}
+}
+
 // granted marks the claim as granted by an earlier sync and adds the
 // Secret that sync created, as Metacontroller observes it.
 func (s scene) granted() scene {
@@ -189,6 +203,18 @@ func syncRequests(t *testing.T) map[string]any {
 		"denied-malformed-signature": func() scene {
 			s := world()
 			s.claim.Spec.Signature = strings.Repeat("A", 40)
+			return s
+		}().request(t),
+		// The reported forgery: the Datastore's only key is the identity
+		// point, and the admin claim's signature R = identity, S = 0 was
+		// made with no private key; plain ed25519 verification accepts it.
+		// The Datastore is as its own hook left it: refused, WeakPublicKey.
+		"denied-forged-identity-key": func() scene {
+			s := world()
+			s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = claimstest.SmallOrderKeys[0].Hex, nil
+			s.ds.Status = checkedStatus(s.ds, s.secret)
+			s.claim.Spec.Permission = v1alpha1.PermissionAdmin
+			claimstest.Forge(s.claim, claimstest.SmallOrderKeys[0].Hex)
 			return s
 		}().request(t),
 		"denied-datastore-missing": func() scene {

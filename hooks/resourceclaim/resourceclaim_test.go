@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -42,11 +43,12 @@ func TestAdversarial(t *testing.T) {
 	tamper := func(change func(c *v1alpha1.ResourceClaim)) func(s *scene) {
 		return func(s *scene) { change(s.claim) }
 	}
-	cases := map[string]struct {
+	type attack struct {
 		reason string
 		attack func(s *scene)
 		want   string
-	}{
+	}
+	cases := map[string]attack{
 		"StrangerKey": {
 			reason: "Signed by a key the Datastore does not list.",
 			attack: func(s *scene) { claimstest.SignClaim(s.claim, claimstest.Stranger) },
@@ -103,6 +105,25 @@ func TestAdversarial(t *testing.T) {
 		"KeyWrongLength":      {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{"abcd"} }, want: claims.ReasonMalformedPublicKey},
 		"KeyNotHex":           {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{strings.Repeat("x", 64)} }, want: claims.ReasonMalformedPublicKey},
 		"SigningKeyMalformed": {reason: "The signing key is the malformed one: nothing verifies, and nothing more is said.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = "abcd" }, want: claims.ReasonInvalidSignature},
+		"ForgedWithIdentityKey": {
+			reason: "The reported forgery: ownerPublicKey is the identity point, and R = identity, S = 0 (made with no private key) passes plain ed25519 verification for an admin grant. Denied, and told nothing about the key.",
+			attack: func(s *scene) {
+				identity := "01" + strings.Repeat("00", 31)
+				s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = identity, nil
+				s.claim.Spec.Permission = v1alpha1.PermissionAdmin
+				s.claim.Spec.Signature = base64.StdEncoding.EncodeToString(append([]byte{1}, make([]byte, 63)...))
+				msg, err := grant.Of(s.claim).Message(grant.Version(s.claim))
+				if err != nil || !ed25519.Verify(mustHex(identity), msg, mustB64(s.claim.Spec.Signature)) {
+					panic("the forgery does not pass plain ed25519: the case would prove nothing")
+				}
+			},
+			want: claims.ReasonInvalidSignature,
+		},
+		"OwnerGrantBesideWeakKey": {
+			reason: "The owner's own grant on a Datastore that also lists a small-order key: the Datastore is refused whole, and the owner is told why.",
+			attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{claimstest.SmallOrderKeys[4].Hex} },
+			want:   claims.ReasonWeakPublicKey,
+		},
 		"UnsignedSecretMissing": {
 			reason: "An unsigned claim does not learn that the Secret is missing.",
 			attack: func(s *scene) { s.claim.Spec.Signature, s.secret = "", nil },
@@ -134,6 +155,26 @@ func TestAdversarial(t *testing.T) {
 			attack: func(s *scene) { delete(s.secret.Labels, v1alpha1.LabelDatastore) },
 			want:   claims.ReasonSecretNotLabeled,
 		},
+	}
+	// A forgery for every weak key of the corpus, as the Datastore's only
+	// key and beside the owner's.
+	for _, k := range append(append([]claimstest.WeakKey{}, claimstest.SmallOrderKeys...), claimstest.NonCanonicalSmallOrderKeys...) {
+		cases["Forged"+k.Name] = attack{
+			reason: "A claim forged for a small-order owner key.",
+			attack: func(s *scene) {
+				s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = k.Hex, nil
+				claimstest.Forge(s.claim, k.Hex)
+			},
+			want: claims.ReasonInvalidSignature,
+		}
+		cases["ForgedBesideOwner"+k.Name] = attack{
+			reason: "A claim forged for a small-order key listed beside the owner's.",
+			attack: func(s *scene) {
+				s.ds.Spec.OwnerPublicKeys = []string{k.Hex}
+				claimstest.Forge(s.claim, k.Hex)
+			},
+			want: claims.ReasonInvalidSignature,
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -172,6 +213,22 @@ func TestAdversarial(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustHex(s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func mustB64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func signRaw(msg []byte) []byte {

@@ -1,6 +1,8 @@
 // Package claimstest holds what tests and fixtures need to sign claims: key
-// pairs derived from fixed, public seeds, and a valid Datastore, endpoint
-// Secret and signed ResourceClaim to start each test case from.
+// pairs derived from fixed, public seeds, a valid Datastore, endpoint
+// Secret and signed ResourceClaim to start each test case from, and the
+// adversarial corpus of weak owner keys (small-order and non-canonical
+// points) with the forgery they allow.
 //
 // The keys are public knowledge by construction; they must never verify a
 // real grant. Deriving them from a seed means the repository stores no
@@ -11,6 +13,8 @@ package claimstest
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -162,4 +166,109 @@ func SignClaim(c *v1alpha1.ResourceClaim, priv ed25519.PrivateKey) *v1alpha1.Res
 	}
 	c.Spec.Signature = sig
 	return c
+}
+
+// WeakKey is a public key encoding that must never verify a grant.
+type WeakKey struct {
+	// Name says which point it is and how it is written.
+	Name string
+	// Hex is the key as a Datastore would carry it.
+	Hex string
+}
+
+// The eight points of small order, canonically encoded: y in little-endian
+// with the sign of x in the top bit. Their y coordinates are 1 (the
+// identity), p-1 (order 2), 0 (order 4) and two values y8, p-y8 (order 8),
+// where p = 2^255-19.
+var (
+	identityHex = "01" + strings.Repeat("00", 31)
+	order2Hex   = "ec" + strings.Repeat("ff", 30) + "7f"
+	order4Hex   = strings.Repeat("00", 32)
+	order8aHex  = "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"
+	order8bHex  = "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"
+)
+
+// SmallOrderKeys are the canonical encodings of the eight points of order
+// 1, 2, 4 and 8: with any of them as an owner key, a "signature" made
+// without a private key verifies under plain ed25519 (see Forge).
+var SmallOrderKeys = []WeakKey{
+	{"Identity", identityHex},
+	{"Order2", order2Hex},
+	{"Order4", order4Hex},
+	{"Order4Negative", withSign(order4Hex)},
+	{"Order8a", order8aHex},
+	{"Order8aNegative", withSign(order8aHex)},
+	{"Order8b", order8bHex},
+	{"Order8bNegative", withSign(order8bHex)},
+}
+
+// NonCanonicalSmallOrderKeys are the other encodings of small-order points
+// that decoders accept: the sign bit set where x = 0 (the identity and the
+// point of order 2), and y written as p or p+1 instead of 0 or 1. No other
+// exist: y8+p and p-1+p do not fit in 255 bits.
+var NonCanonicalSmallOrderKeys = []WeakKey{
+	{"IdentityNegativeZero", withSign(identityHex)},
+	{"Order2NegativeZero", withSign(order2Hex)},
+	{"IdentityYPlusP", "ee" + strings.Repeat("ff", 30) + "7f"},
+	{"IdentityYPlusPNegativeZero", "ee" + strings.Repeat("ff", 31)},
+	{"Order4YIsP", "ed" + strings.Repeat("ff", 30) + "7f"},
+	{"Order4YIsPNegative", "ed" + strings.Repeat("ff", 31)},
+}
+
+// NonCanonicalKey is a point of prime order written non-canonically, with
+// y = p+3 for the point whose y is 3: harmless to verify with, refused all
+// the same, so that a key has one spelling.
+var NonCanonicalKey = WeakKey{"YPlusP", "f0" + strings.Repeat("ff", 30) + "7f"}
+
+// NotAPointKey is 32 bytes that decode to no point of the curve (y = 2).
+var NotAPointKey = "02" + strings.Repeat("00", 31)
+
+// WeakKeys lists every weak key above: SmallOrderKeys,
+// NonCanonicalSmallOrderKeys and NonCanonicalKey.
+func WeakKeys() []WeakKey {
+	out := append([]WeakKey{}, SmallOrderKeys...)
+	out = append(out, NonCanonicalSmallOrderKeys...)
+	return append(out, NonCanonicalKey)
+}
+
+func withSign(h string) string {
+	b, _ := hex.DecodeString(h)
+	b[31] |= 0x80
+	return hex.EncodeToString(b)
+}
+
+// Forge signs the claim in place without any private key, for a
+// small-order owner key (hex): S = 0 and R one of the eight small-order
+// points, the one equal to -[k]A if any (k, the message hash, depends on
+// R). The result verifies under plain ed25519.Verify, which is the attack
+// package grant must refuse. With the identity key R = identity works for
+// every claim; with the others a given claim has a forgery only by chance
+// (one in two to one in eight), so Forge moves spec.grantedAt back a second
+// at a time until one exists, at most 64 times. It panics when none does,
+// which for a key not of small order is always.
+func Forge(c *v1alpha1.ResourceClaim, keyHex string) *v1alpha1.ResourceClaim {
+	pub, err := hex.DecodeString(keyHex)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		panic("claimstest: Forge needs a 64-hex-character key")
+	}
+	grantedAt, err := time.Parse(time.RFC3339, c.Spec.GrantedAt)
+	if err != nil {
+		panic("claimstest: Forge needs an RFC 3339 grantedAt")
+	}
+	for range 64 {
+		msg, err := grant.Of(c).Message(grant.Version(c))
+		if err != nil {
+			panic("claimstest: cannot forge claim: " + err.Error())
+		}
+		for _, r := range SmallOrderKeys {
+			sig, _ := hex.DecodeString(r.Hex + strings.Repeat("00", 32))
+			if ed25519.Verify(pub, msg, sig) {
+				c.Spec.Signature = grant.FormatSignature(sig)
+				return c
+			}
+		}
+		grantedAt = grantedAt.Add(-time.Second)
+		c.Spec.GrantedAt = grantedAt.UTC().Format(time.RFC3339)
+	}
+	panic("claimstest: no forgery for this key: it is not of small order")
 }

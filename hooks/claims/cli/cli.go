@@ -67,7 +67,7 @@ Subcommands:
   sign --key FILE [--format v2|v1] [CLAIM]
                                          sign a ResourceClaim (YAML file, or stdin when CLAIM is absent or -), print it signed
   verify --claim FILE --datastore FILE --secret FILE [--now RFC3339]
-                                         decide the claim as the hook would; exit 1 when denied
+                                         decide the claim as the hook would, and say why the Datastore is refused if it is; exit 1 when denied
 `
 
 func flags(name string) *flag.FlagSet { return cliflag.New("claim " + name) }
@@ -224,6 +224,13 @@ func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func()
 	d := claims.Verify(claim, ds, secret, t)
 	if !d.Allowed {
 		fmt.Fprintf(stdout, "denied: %s: %s\n", d.Reason, d.Message)
+		// The hook tells a claim whose signature does not verify nothing
+		// about the Datastore; whoever runs this holds the Datastore's
+		// files, so say what is wrong with it too (a weak owner key, for
+		// one, under which a forged claim is merely InvalidSignature).
+		if dd := claims.CheckDatastore(ds, secret); !dd.Allowed {
+			fmt.Fprintf(stdout, "datastore refused: %s: %s\n", dd.Reason, dd.Message)
+		}
 		return fmt.Errorf("%w: %s", ErrDenied, d.Reason)
 	}
 	data := claims.Project(secret.Data, ds.Spec.Driver, claim.Spec.Permission)

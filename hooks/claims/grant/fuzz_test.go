@@ -1,6 +1,9 @@
 package grant_test
 
 import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 
@@ -8,17 +11,26 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
-// FuzzParsePublicKey: any string either parses to 32 bytes or fails with
-// ErrMalformedPublicKey, without panicking or quoting its input.
+// FuzzParsePublicKey: any string either parses to 32 bytes that
+// CheckPublicKey accepts, or fails with ErrMalformedPublicKey or
+// ErrWeakPublicKey, without panicking or quoting its input. The seeds hold
+// every weak encoding of the corpus.
 func FuzzParsePublicKey(f *testing.F) {
 	f.Add(claimstest.PublicHex(claimstest.Owner))
 	f.Add("")
 	f.Add(strings.Repeat("Z", 64))
 	f.Add(strings.Repeat("0", 63))
+	f.Add(claimstest.NotAPointKey)
+	for _, k := range claimstest.WeakKeys() {
+		f.Add(k.Hex)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		k, err := grant.ParsePublicKey(s)
-		if err == nil && len(k) != 32 {
-			t.Fatalf("ParsePublicKey(%q) = %d bytes", s, len(k))
+		if err == nil && (len(k) != 32 || grant.CheckPublicKey(k) != nil) {
+			t.Fatalf("ParsePublicKey(%q) accepted a key CheckPublicKey refuses", s)
+		}
+		if err != nil && !errors.Is(err, grant.ErrMalformedPublicKey) && !errors.Is(err, grant.ErrWeakPublicKey) {
+			t.Fatalf("ParsePublicKey(%q): unexpected error %v", s, err)
 		}
 		if err != nil && len(s) > 8 && strings.Contains(err.Error(), s) {
 			t.Fatalf("ParsePublicKey error quotes its input: %v", err)
@@ -55,6 +67,42 @@ func FuzzParsePrivateKey(f *testing.F) {
 		_, err := grant.ParsePrivateKey(s)
 		if err != nil && len(s) > 8 && strings.Contains(err.Error(), strings.TrimSpace(s)) {
 			t.Fatalf("ParsePrivateKey error quotes its input")
+		}
+	})
+}
+
+// FuzzVerify checks grant.Verify against plain ed25519.Verify on any key,
+// message and signature: it accepts only what plain verification accepts,
+// and only for a key CheckPublicKey accepts. The seeds are an honest
+// signature and, for every weak key, the forgeries R = small-order point,
+// S = 0, which plain verification accepts for some messages.
+func FuzzVerify(f *testing.F) {
+	msg := []byte("formspec.dev/grant/v2 fuzz seed")
+	f.Add([]byte(claimstest.Owner.Public().(ed25519.PublicKey)), msg, ed25519.Sign(claimstest.Owner, msg))
+	for _, k := range claimstest.WeakKeys() {
+		pub, _ := hex.DecodeString(k.Hex)
+		for _, r := range claimstest.SmallOrderKeys {
+			sig, _ := hex.DecodeString(r.Hex + strings.Repeat("00", 32))
+			f.Add(pub, msg, sig)
+		}
+	}
+	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
+		if len(pub) != ed25519.PublicKeySize {
+			// ed25519.Verify panics on a key of the wrong length; grant.Verify
+			// must not.
+			if grant.Verify(pub, msg, sig) {
+				t.Fatalf("grant.Verify accepted a %d-byte key", len(pub))
+			}
+			return
+		}
+		if !grant.Verify(pub, msg, sig) {
+			return
+		}
+		if !ed25519.Verify(pub, msg, sig) {
+			t.Fatalf("grant.Verify accepted what ed25519.Verify refuses")
+		}
+		if err := grant.CheckPublicKey(pub); err != nil {
+			t.Fatalf("grant.Verify accepted a signature under a refused key: %v", err)
 		}
 	})
 }

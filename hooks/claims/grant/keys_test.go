@@ -16,11 +16,12 @@ import (
 
 func TestParsePublicKey(t *testing.T) {
 	good := claimstest.PublicHex(claimstest.Owner)
-	cases := map[string]struct {
+	type parseCase struct {
 		reason  string
 		in      string
 		wantErr error
-	}{
+	}
+	cases := map[string]parseCase{
 		"Lower":      {reason: "Lower-case hex is what keygen prints.", in: good},
 		"Upper":      {reason: "Hex is case-insensitive.", in: strings.ToUpper(good)},
 		"Empty":      {reason: "Nothing is not a key.", in: "", wantErr: grant.ErrMalformedPublicKey},
@@ -29,6 +30,10 @@ func TestParsePublicKey(t *testing.T) {
 		"NotHex":     {reason: "The length is right, the alphabet is not.", in: strings.Repeat("g", 64), wantErr: grant.ErrMalformedPublicKey},
 		"Whitespace": {reason: "Values are exact; no trimming.", in: " " + good[1:], wantErr: grant.ErrMalformedPublicKey},
 		"Base64":     {reason: "A base64 key is a common mistake.", in: base64.StdEncoding.EncodeToString(claimstest.Owner.Public().(ed25519.PublicKey)), wantErr: grant.ErrMalformedPublicKey},
+		"NotAPoint":  {reason: "64 hex characters that decode to no point of the curve verify nothing; refused as malformed.", in: claimstest.NotAPointKey, wantErr: grant.ErrMalformedPublicKey},
+	}
+	for _, k := range claimstest.WeakKeys() {
+		cases["Weak"+k.Name] = parseCase{reason: "Small-order and non-canonical points are weak, in either case of hex.", in: strings.ToUpper(k.Hex), wantErr: grant.ErrWeakPublicKey}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
