@@ -12,11 +12,15 @@ type Decisions interface {
 	Record(hook, decision, reason string)
 }
 
-// Decision labels passed to Decisions.Record.
+// Decision labels passed to Decisions.Record. DecisionExposed is not a
+// verdict on the object but a finding about it, counted on every sync that
+// makes it: a granted claim whose credentials Secret carries a copy of its
+// data in an annotation (resourceclaim.LastAppliedAnnotation).
 const (
 	DecisionGranted   = "granted"
 	DecisionDenied    = "denied"
 	DecisionValidated = "validated"
+	DecisionExposed   = "exposed"
 )
 
 // Count calls d.Record unless d is nil, so hooks can take an optional

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
@@ -245,6 +246,7 @@ func TestNoLeaks(t *testing.T) {
 		"Denied":        func() scene { s := world(); s.claim.Spec.Workspace = "blog"; return s },
 		"MalformedSig":  func() scene { s := world(); s.claim.Spec.Signature = claimstest.Password; return s },
 		"PasswordInKey": func() scene { s := world(); s.ds.Spec.OwnerPublicKey = claimstest.Password; return s },
+		"Exposed":       func() scene { return world().granted().exposed() },
 		"BrokenSecret": func() scene {
 			s := world()
 			s.secret.Data["uri"] = []byte("postgres://u:" + claimstest.Password + "@%zz")
@@ -286,6 +288,95 @@ func TestNoLeaks(t *testing.T) {
 						t.Errorf("%s contains secret material %q:\n%s", where, secret[:6]+"…", text)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestCredentialsExposed: while a claim is granted and its credentials
+// Secret is observed, CredentialsExposed says whether the Secret carries
+// Metacontroller's last-applied annotation (a copy of its data), and each
+// sync that finds it counts it; a denied claim's Secret is being deleted
+// and gets no verdict. The annotation's value reaches nothing.
+func TestCredentialsExposed(t *testing.T) {
+	now := claimstest.Now
+	since := metav1.NewTime(now.Add(-50 * time.Minute))
+	type want struct {
+		Status      metav1.ConditionStatus // "" for no condition
+		Reason      string
+		Transition  metav1.Time
+		Counts      string
+		Attachments int
+	}
+	cases := map[string]struct {
+		reason string
+		scene  func() scene
+		want   want
+	}{
+		"NoCopy": {
+			reason: "Under server-side apply the Secret carries no copy.",
+			scene:  func() scene { return world().granted() },
+			want:   want{Status: metav1.ConditionFalse, Reason: resourceclaim.ReasonNoCopy, Transition: since, Counts: "resourceclaim/granted/Granted", Attachments: 1},
+		},
+		"FirstFound": {
+			reason: "Under dynamic apply it does; the condition turns True now, and the finding is counted.",
+			scene:  func() scene { return world().granted().exposed() },
+			want: want{
+				Status: metav1.ConditionTrue, Reason: resourceclaim.ReasonLastAppliedAnnotation, Transition: metav1.NewTime(now),
+				Counts: "resourceclaim/granted/Granted,resourceclaim/exposed/LastAppliedAnnotation", Attachments: 1,
+			},
+		},
+		"StillThere": {
+			reason: "On later syncs it keeps its transition time and is counted again.",
+			scene: func() scene {
+				s := world().granted().exposed()
+				s.claim.Status.Conditions[2] = exposedCondition(since)
+				return s
+			},
+			want: want{
+				Status: metav1.ConditionTrue, Reason: resourceclaim.ReasonLastAppliedAnnotation, Transition: since,
+				Counts: "resourceclaim/granted/Granted,resourceclaim/exposed/LastAppliedAnnotation", Attachments: 1,
+			},
+		},
+		"Fixed": {
+			reason: "Once the Secret is recreated without the copy, the condition turns False now.",
+			scene: func() scene {
+				s := world().granted()
+				s.claim.Status.Conditions[2] = exposedCondition(since)
+				return s
+			},
+			want: want{Status: metav1.ConditionFalse, Reason: resourceclaim.ReasonNoCopy, Transition: metav1.NewTime(now), Counts: "resourceclaim/granted/Granted", Attachments: 1},
+		},
+		"NotYetCreated": {
+			reason: "Before Metacontroller created the Secret there is nothing to judge.",
+			scene:  func() scene { return world() },
+			want:   want{Counts: "resourceclaim/granted/Granted", Attachments: 1},
+		},
+		"Denied": {
+			reason: "A denied claim's Secret, copy and all, is left out of the answer and deleted: no verdict, no count.",
+			scene: func() scene {
+				s := world().granted().exposed()
+				claimstest.SignClaim(s.claim, claimstest.Stranger)
+				return s
+			},
+			want: want{Counts: "resourceclaim/denied/InvalidSignature"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &counter{}
+			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return now }, Decisions: c})
+			resp, err := h.Sync(t.Context(), tc.scene().request(t))
+			if err != nil {
+				t.Fatalf("Sync(): %v", err)
+			}
+			status := resp.Status.(*v1alpha1.ResourceClaimStatus)
+			got := want{Counts: strings.Join(c.calls, ","), Attachments: len(resp.Attachments)}
+			if cond := meta.FindStatusCondition(status.Conditions, resourceclaim.ConditionCredentialsExposed); cond != nil {
+				got.Status, got.Reason, got.Transition = cond.Status, cond.Reason, cond.LastTransitionTime
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nSync(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
