@@ -52,8 +52,8 @@ func CheckPublicKey(pub ed25519.PublicKey) error {
 //   - R, the first half of the signature, is canonical and not of small
 //     order. Go already refuses a non-canonical R (it compares R with the
 //     canonical encoding of [S]B - [k]A) and an honest signer never makes a
-//     small-order R (R = [r]B); refusing it too leaves one signature per
-//     message and key, with no point that an attacker picks for free.
+//     small-order R (R = [r]B); refusing it too means that no accepted
+//     signature holds a point an attacker could pick for free.
 //   - S, the second half, is below the group order L: Go's ed25519.Verify
 //     refuses any other (SetCanonicalBytes), so a signature has no second
 //     form S + L.
