@@ -468,7 +468,7 @@ func TestVerifyUnauthenticated(t *testing.T) {
 		"WeakKey": {
 			reason: "Whether one of its keys is weak.",
 			change: func(w *world) {
-				w.ds.Spec.OwnerPublicKeys = append(w.ds.Spec.OwnerPublicKeys, claimstest.SmallOrderKeys[0].Hex)
+				w.ds.Spec.OwnerPublicKeys = append(w.ds.Spec.OwnerPublicKeys, claimstest.IdentityKey)
 			},
 		},
 		"NoKeys": {

@@ -63,7 +63,7 @@ func syncRequests(t *testing.T) map[string]any {
 	// A Datastore listing the identity point beside its sound keys: with
 	// it anyone could sign grants, so the whole Datastore is refused.
 	weakKey := claimstest.Datastore()
-	weakKey.Spec.OwnerPublicKeys = append(weakKey.Spec.OwnerPublicKeys, claimstest.SmallOrderKeys[0].Hex)
+	weakKey.Spec.OwnerPublicKeys = append(weakKey.Spec.OwnerPublicKeys, claimstest.IdentityKey)
 	badTenant := claimstest.Datastore()
 	badTenant.Spec.AllowedTenants = []string{"*/shop"}
 	redis := claimstest.Datastore()

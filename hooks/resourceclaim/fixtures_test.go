@@ -270,10 +270,10 @@ func syncRequests(t *testing.T) map[string]any {
 		// The Datastore is as its own hook left it: refused, WeakPublicKey.
 		"denied-forged-identity-key": func() scene {
 			s := world()
-			s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = claimstest.SmallOrderKeys[0].Hex, nil
+			s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = claimstest.IdentityKey, nil
 			s.ds.Status = checkedStatus(s.ds, s.secret)
 			s.claim.Spec.Permission = v1alpha1.PermissionAdmin
-			claimstest.Forge(s.claim, claimstest.SmallOrderKeys[0].Hex)
+			claimstest.Forge(s.claim, claimstest.IdentityKey)
 			return s
 		}().request(t),
 		"denied-datastore-missing": func() scene {

@@ -109,7 +109,7 @@ func TestAdversarial(t *testing.T) {
 		"ForgedWithIdentityKey": {
 			reason: "The reported forgery: ownerPublicKey is the identity point, and R = identity, S = 0 (made with no private key) passes plain ed25519 verification for an admin grant. Denied, and told nothing about the key.",
 			attack: func(s *scene) {
-				identity := "01" + strings.Repeat("00", 31)
+				identity := claimstest.IdentityKey
 				s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = identity, nil
 				s.claim.Spec.Permission = v1alpha1.PermissionAdmin
 				s.claim.Spec.Signature = base64.StdEncoding.EncodeToString(append([]byte{1}, make([]byte, 63)...))
@@ -122,7 +122,7 @@ func TestAdversarial(t *testing.T) {
 		},
 		"OwnerGrantBesideWeakKey": {
 			reason: "The owner's own grant on a Datastore that also lists a small-order key: the Datastore is refused whole, and the owner is told why.",
-			attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{claimstest.SmallOrderKeys[4].Hex} },
+			attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{claimstest.Order2Key} },
 			want:   claims.ReasonWeakPublicKey,
 		},
 		"UnsignedSecretMissing": {

@@ -176,24 +176,31 @@ type WeakKey struct {
 	Hex string
 }
 
-// The eight points of small order, canonically encoded: y in little-endian
-// with the sign of x in the top bit. Their y coordinates are 1 (the
-// identity), p-1 (order 2), 0 (order 4) and two values y8, p-y8 (order 8),
-// where p = 2^255-19.
+// Canonical encodings of the points of order 4 and 8, written as every
+// point is: y in little-endian with the sign of x in the top bit. The
+// eight small-order points have y = 1 (the identity), p-1 (order 2), 0
+// (order 4, x = ±sqrt(-1)) and two values y8, p-y8 (order 8, two signs of
+// x each), where p = 2^255-19.
 var (
-	identityHex = "01" + strings.Repeat("00", 31)
-	order2Hex   = "ec" + strings.Repeat("ff", 30) + "7f"
-	order4Hex   = strings.Repeat("00", 32)
-	order8aHex  = "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"
-	order8bHex  = "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"
+	order4Hex  = strings.Repeat("00", 32)
+	order8aHex = "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"
+	order8bHex = "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"
 )
+
+// IdentityKey is the identity point as a public key, 01 then 62 zeros:
+// the key of the reported forgery, under which R = identity, S = 0
+// verifies every message with plain ed25519.
+var IdentityKey = "01" + strings.Repeat("00", 31)
+
+// Order2Key is the point of order 2 (y = p-1, x = 0) as a public key.
+var Order2Key = "ec" + strings.Repeat("ff", 30) + "7f"
 
 // SmallOrderKeys are the canonical encodings of the eight points of order
 // 1, 2, 4 and 8: with any of them as an owner key, a "signature" made
 // without a private key verifies under plain ed25519 (see Forge).
 var SmallOrderKeys = []WeakKey{
-	{"Identity", identityHex},
-	{"Order2", order2Hex},
+	{"Identity", IdentityKey},
+	{"Order2", Order2Key},
 	{"Order4", order4Hex},
 	{"Order4Negative", withSign(order4Hex)},
 	{"Order8a", order8aHex},
@@ -207,8 +214,8 @@ var SmallOrderKeys = []WeakKey{
 // point of order 2), and y written as p or p+1 instead of 0 or 1. No other
 // exist: y8+p and p-1+p do not fit in 255 bits.
 var NonCanonicalSmallOrderKeys = []WeakKey{
-	{"IdentityNegativeZero", withSign(identityHex)},
-	{"Order2NegativeZero", withSign(order2Hex)},
+	{"IdentityNegativeZero", withSign(IdentityKey)},
+	{"Order2NegativeZero", withSign(Order2Key)},
 	{"IdentityYPlusP", "ee" + strings.Repeat("ff", 30) + "7f"},
 	{"IdentityYPlusPNegativeZero", "ee" + strings.Repeat("ff", 31)},
 	{"Order4YIsP", "ed" + strings.Repeat("ff", 30) + "7f"},

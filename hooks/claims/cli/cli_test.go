@@ -185,7 +185,7 @@ func TestKeygen(t *testing.T) {
 func TestVerifyWeakKey(t *testing.T) {
 	dir := files(t)
 	ds := claimstest.Datastore()
-	identity := claimstest.SmallOrderKeys[0].Hex
+	identity := claimstest.IdentityKey
 	ds.Spec.OwnerPublicKey, ds.Spec.OwnerPublicKeys = identity, nil
 	claim := claimstest.Forge(claimstest.Claim(), identity)
 	for name, obj := range map[string]any{"weak-datastore.yaml": ds, "forged.yaml": claim} {

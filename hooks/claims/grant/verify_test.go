@@ -189,7 +189,7 @@ func mixedOrderKey(t *testing.T) ed25519.PublicKey {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t2, err := new(edwards25519.Point).SetBytes(mustHex(t, claimstest.SmallOrderKeys[1].Hex))
+	t2, err := new(edwards25519.Point).SetBytes(mustHex(t, claimstest.Order2Key))
 	if err != nil {
 		t.Fatal(err)
 	}
