@@ -203,8 +203,9 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 }
 
 // credentialsExposed is the CredentialsExposed condition for the observed
-// credentials Secret (its metadata only: the data and the annotation's
-// value are never decoded into anything the hook keeps).
+// credentials Secret. Only the Secret's metadata is decoded, never its
+// data, and of the annotation only its presence is read: its value goes
+// nowhere.
 func credentialsExposed(secret *metav1.PartialObjectMetadata) metav1.Condition {
 	if _, ok := secret.Annotations[LastAppliedAnnotation]; !ok {
 		return metav1.Condition{
