@@ -212,26 +212,35 @@ func writePEM(t *testing.T, path, blockType string, der []byte, mtime time.Time)
 	writeFile(t, path, string(pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der})), mtime)
 }
 
-// servedSerial makes a fresh connection and returns the serial number of
-// the certificate the server presented.
+// servedSerial is tryTLS for a handshake that must succeed.
 func servedSerial(t *testing.T, url string, pool *x509.CertPool) int64 {
 	t.Helper()
+	serial, err := tryTLS(url, pool)
+	if err != nil {
+		t.Fatalf("GET over TLS: %v", err)
+	}
+	return serial
+}
+
+// tryTLS makes a fresh connection and returns the serial number of the
+// certificate the server presented.
+func tryTLS(url string, pool *x509.CertPool) (int64, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		DisableKeepAlives: true,
 	}}
-	resp, err := client.Get(url + "/healthz")
+	resp, err := client.Get(url + "/")
 	if err != nil {
-		t.Fatalf("GET over TLS: %v", err)
+		return 0, err
 	}
 	defer resp.Body.Close()
-	return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+	return resp.TLS.PeerCertificates[0].SerialNumber.Int64(), nil
 }
 
 func TestTLSReloadsCertificate(t *testing.T) {
 	pki := newTestPKI(t)
 	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
-	tlsCfg, err := TLSConfig(certFile, keyFile, "")
+	tlsCfg, _, err := TLSConfig(certFile, keyFile, "", nil)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}
@@ -247,10 +256,16 @@ func TestTLSReloadsCertificate(t *testing.T) {
 		t.Errorf("certificate after renewal: -want, +got serial:\n%s", diff)
 	}
 
-	// A broken pair (key not yet written) keeps the last good certificate.
+	// A broken pair (the key not yet written) fails closed: no handshake
+	// with a certificate that no longer matches what the files say.
 	writeFile(t, keyFile, "not a key", time.Unix(3000, 0))
-	if diff := cmp.Diff(int64(101), servedSerial(t, hookURL, pki.pool)); diff != "" {
-		t.Errorf("certificate while the key file is broken: -want, +got serial:\n%s", diff)
+	if _, err := tryTLS(hookURL, pki.pool); err == nil {
+		t.Errorf("handshake succeeded while the key file was broken")
+	}
+	// The next renewal is served again, without a restart.
+	pki.issue(t, "server", 102, x509.ExtKeyUsageServerAuth, time.Unix(4000, 0))
+	if diff := cmp.Diff(int64(102), servedSerial(t, hookURL, pki.pool)); diff != "" {
+		t.Errorf("certificate after the broken pair was fixed: -want, +got serial:\n%s", diff)
 	}
 }
 
@@ -258,7 +273,7 @@ func TestMutualTLS(t *testing.T) {
 	pki := newTestPKI(t)
 	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
 	_, _, clientCert := pki.issue(t, "metacontroller", 200, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
-	tlsCfg, err := TLSConfig(certFile, keyFile, pki.caFile)
+	tlsCfg, _, err := TLSConfig(certFile, keyFile, pki.caFile, nil)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}
@@ -301,7 +316,7 @@ func TestMutualTLSReloadsClientCA(t *testing.T) {
 	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
 	caFile := filepath.Join(pki.dir, "client-ca.crt")
 	writePEM(t, caFile, "CERTIFICATE", pki.ca.Raw, time.Unix(1000, 0))
-	tlsCfg, err := TLSConfig(certFile, keyFile, caFile)
+	tlsCfg, _, err := TLSConfig(certFile, keyFile, caFile, nil)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}
@@ -351,7 +366,7 @@ func TestTLSConfigErrors(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := TLSConfig(tc.cert, tc.key, tc.cliCA)
+			cfg, _, err := TLSConfig(tc.cert, tc.key, tc.cliCA, nil)
 			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
 			}
