@@ -157,13 +157,18 @@ func TestHandlerErrors(t *testing.T) {
 			req:    request{path: "/v1/nope/sync", contentType: "application/json", body: validBody},
 			want:   reply{Code: 404, ContentType: jsonType, Body: errBody("no such hook")},
 		},
+		"TooManyObjects": {
+			reason: "Children and related objects together over the limit are refused before the hook runs, so its work stays bounded.",
+			req:    request{path: "/v1/echo/sync", contentType: "application/json", body: `{"parent":{},"children":{"A.v1":{"a":{},"b":{}}},"related":{"B.v1":{"c":{}}}}`},
+			want:   reply{Code: 413, ContentType: jsonType, Body: errBody("request carries more than 2 objects")},
+		},
 		"WrongMethod": {
 			reason: "Hooks are POST only.",
 			req:    request{method: http.MethodGet, path: "/v1/echo/sync"},
 			want:   reply{Code: 405, ContentType: jsonType, Body: errBody("method not allowed")},
 		},
 	}
-	h := testRouter(t, RouterConfig{}, WithMaxBodyBytes(1024))
+	h := testRouter(t, RouterConfig{}, WithMaxBodyBytes(1024), WithMaxObjects(2))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := replyOf(do(h, tc.req), true)
