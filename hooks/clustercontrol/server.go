@@ -379,8 +379,12 @@ func appendBounded[T any](list []T, v T) []T {
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+	if !httpserve.IsJSON(r.Header.Get("Content-Type")) {
 		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
+		return nil, false
+	}
+	if httpserve.ContentLengthOver(r, limit) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds %d bytes", limit))
 		return nil, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
@@ -409,11 +413,9 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	httpserve.WriteJSON(w, code, v)
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, ccapi.Error{Error: msg})
+	httpserve.WriteError(w, code, msg)
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -386,8 +387,12 @@ func (r *Reporter) LocalHandler() http.Handler {
 }
 
 func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
-	if ct := req.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
+	if !httpserve.IsJSON(req.Header.Get("Content-Type")) {
 		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
+		return
+	}
+	if httpserve.ContentLengthOver(req, observationsLimit) {
+		writeError(w, http.StatusRequestEntityTooLarge, "batch too large")
 		return
 	}
 	var b observation.Batch
@@ -415,8 +420,7 @@ func (r *Reporter) serveDirective(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusNotFound, "no restart directive")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(observation.Directive{ArtifactHash: h})
+	httpserve.WriteJSON(w, http.StatusOK, observation.Directive{ArtifactHash: h})
 }
 
 // OpsHandler serves /metrics, /healthz and /readyz, for the metrics
@@ -440,7 +444,5 @@ func (r *Reporter) OpsHandler() http.Handler {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(ccapi.Error{Error: msg})
+	httpserve.WriteError(w, code, msg)
 }
