@@ -71,7 +71,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "request-body bytes held at once; more get 429 (default: an eighth of the memory limit from GOMEMLIMIT or the cgroup, at least --max-body-bytes; 64 MiB without a limit)")
 	fs.IntVar(&f.maxObjects, "max-objects", server.DefaultMaxObjects, "most children, attachments and related objects in one request; more get 413")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time to receive one request body; slower clients get 408")
-	fs.IntVar(&f.maxConns, "max-connections", server.DefaultMaxConns, "open connections on the hook listener; beyond it new ones wait")
+	fs.IntVar(&f.maxConns, "max-connections", server.DefaultMaxConns, "open connections on each listener (hooks, metrics); beyond it new ones wait")
 	fs.IntVar(&f.maxConnsPerClient, "max-connections-per-client", server.DefaultMaxConnsPerClient, "open connections from one client address; beyond it new ones are closed")
 	fs.IntVar(&f.maxIdle, "max-idle-connections", server.DefaultMaxIdleConns, "kept-alive connections waiting for a request; beyond it idle ones are closed")
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve hooks over TLS with this certificate (reloaded when it changes)")

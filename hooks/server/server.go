@@ -84,7 +84,7 @@ type Config struct {
 	MaxBodyBytes int64
 	// BodyTimeout bounds reading one body; zero takes DefaultBodyTimeout.
 	BodyTimeout time.Duration
-	// Conns caps the hook listener's connections; zero fields take
+	// Conns caps each listener's connections; zero fields take
 	// DefaultMaxConns, DefaultMaxConnsPerClient and DefaultMaxIdleConns.
 	Conns httpserve.ConnLimits
 
@@ -187,9 +187,9 @@ func (s *Server) Run(ctx context.Context) error {
 // returns nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, hookLn, metricsLn net.Listener) error {
 	hookCfg := s.listenerConfig()
-	hookCfg.TLS, hookCfg.Conns = s.cfg.TLS, s.cfg.Conns
-	// The metrics listener takes the kubelet and Prometheus, a handful of
-	// connections: no caps to tune.
+	hookCfg.TLS = s.cfg.TLS
+	// The metrics listener has the same caps: it has no authentication, so
+	// anyone who can reach the pod can open connections to it.
 	metricsCfg := s.listenerConfig()
 
 	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
@@ -245,6 +245,7 @@ func (s *Server) listenerConfig() httpserve.Config {
 			Idle:       s.cfg.IdleTimeout,
 		},
 		MaxHeaderBytes:  s.cfg.MaxHeaderBytes,
+		Conns:           s.cfg.Conns,
 		ShutdownTimeout: s.cfg.ShutdownTimeout,
 		// TLS handshake failures (a client without a certificate under
 		// mTLS) and other connection errors end up in the same log.
