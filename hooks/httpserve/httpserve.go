@@ -66,12 +66,12 @@ func (t Timeouts) WithDefaults() Timeouts {
 }
 
 // Config is one listener's limits and lifecycle. The zero value is a
-// plain-HTTP server with every default limit and no connection caps.
+// plain-HTTP server with every default limit.
 type Config struct {
 	Timeouts
 	// MaxHeaderBytes bounds the request headers; zero takes the default.
 	MaxHeaderBytes int
-	// Conns caps connections; the zero value caps nothing.
+	// Conns caps connections; zero fields take the defaults.
 	Conns ConnLimits
 	// TLS, when set, serves TLS; the certificate comes from the config
 	// (GetCertificate), not from files.
@@ -121,7 +121,7 @@ func Run(ctx context.Context, ln net.Listener, h http.Handler, grace time.Durati
 // before ctx ends is an error.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, cfg Config) error {
 	srv := newServer(h, cfg)
-	ln = cfg.Conns.wrap(ln, srv)
+	ln = cfg.Conns.WithDefaults().wrap(ln, srv)
 	errc := make(chan error, 1)
 	go func() {
 		if cfg.TLS != nil {

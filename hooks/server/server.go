@@ -35,17 +35,6 @@ const (
 	// DefaultIdleTimeout lets Metacontroller reuse connections between
 	// resyncs without keeping dead ones forever.
 	DefaultIdleTimeout = 120 * time.Second
-	// DefaultMaxConns caps the hook listener's connections: Metacontroller
-	// keeps a few per controller worker, far below it, and each
-	// connection costs a goroutine and buffers.
-	DefaultMaxConns = 1024
-	// DefaultMaxConnsPerClient caps one client address's connections, so
-	// one client cannot take all of DefaultMaxConns. Metacontroller's
-	// workers (a few per controller) share one address.
-	DefaultMaxConnsPerClient = 256
-	// DefaultMaxIdleConns caps kept-alive connections waiting for a
-	// request; a connection going idle beyond it is closed.
-	DefaultMaxIdleConns = 128
 )
 
 // Config configures a Server. Zero durations and sizes take the defaults
@@ -85,7 +74,7 @@ type Config struct {
 	// BodyTimeout bounds reading one body; zero takes DefaultBodyTimeout.
 	BodyTimeout time.Duration
 	// Conns caps each listener's connections; zero fields take
-	// DefaultMaxConns, DefaultMaxConnsPerClient and DefaultMaxIdleConns.
+	// httpserve's defaults.
 	Conns httpserve.ConnLimits
 
 	// ShutdownDelay is how long readiness fails before the listeners close.
@@ -125,9 +114,6 @@ func New(cfg Config) (*Server, error) {
 	setDefault(&cfg.ReadTimeout, DefaultReadTimeout)
 	setDefault(&cfg.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
-	setDefault(&cfg.Conns.Max, DefaultMaxConns)
-	setDefault(&cfg.Conns.PerClient, DefaultMaxConnsPerClient)
-	setDefault(&cfg.Conns.Idle, DefaultMaxIdleConns)
 
 	files := slices.Clone(cfg.Credentials)
 	if cfg.Tokens != nil {
