@@ -123,13 +123,13 @@ func New(cfg Config) (*Reporter, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		if hc, err = newHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile); err != nil {
+		if hc, err = newHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}
 	var tok *fileToken
 	if cfg.TokenFile != "" {
-		if tok, err = newFileToken(cfg.TokenFile); err != nil {
+		if tok, err = newFileToken(cfg.TokenFile, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}

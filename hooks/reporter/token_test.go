@@ -34,7 +34,7 @@ func writeFile(t *testing.T, name, content string) string {
 // all rather than the last one read (a revoked token is never sent again).
 func TestTokenFileIsReRead(t *testing.T) {
 	p := writeFile(t, "token", "first\n")
-	tok, err := newFileToken(p)
+	tok, err := newFileToken(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestTokenFileAtStart(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tok, err := newFileToken(tc.path)
+			tok, err := newFileToken(tc.path, nil)
 			if diff := cmp.Diff(tc.wantNew, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nnewFileToken: -want, +got:\n%s", tc.reason, diff)
 			}

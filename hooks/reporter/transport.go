@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -184,8 +185,8 @@ type fileToken struct {
 // errNoToken is get's answer while the token file is missing or empty.
 var errNoToken = errors.New("no bearer token yet")
 
-func newFileToken(path string) (*fileToken, error) {
-	t := &fileToken{tokens: filereload.NewTokens(path, filereload.Options{Name: "cluster-control-token"})}
+func newFileToken(path string, logger *slog.Logger) (*fileToken, error) {
+	t := &fileToken{tokens: filereload.NewTokens(path, filereload.Options{Name: "cluster-control-token", Logger: logger})}
 	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
 		return nil, err
 	}
@@ -211,7 +212,7 @@ func (t *fileToken) get() (string, error) {
 // under filereload's rules for every new connection, so rotating them needs
 // no restart, and a broken file fails the handshake instead of presenting
 // or trusting stale material.
-func newHTTPClient(caFile, certFile, keyFile string) (*http.Client, error) {
+func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -219,7 +220,7 @@ func newHTTPClient(caFile, certFile, keyFile string) (*http.Client, error) {
 		return nil, fmt.Errorf("client certificate and key must be given together")
 	}
 	if certFile != "" {
-		pair := filereload.NewKeyPair(certFile, keyFile, filereload.Options{Name: "cluster-control-client-cert"})
+		pair := filereload.NewKeyPair(certFile, keyFile, filereload.Options{Name: "cluster-control-client-cert", Logger: logger})
 		if err := pair.Err(); err != nil {
 			return nil, err
 		}
@@ -228,7 +229,7 @@ func newHTTPClient(caFile, certFile, keyFile string) (*http.Client, error) {
 		}
 	}
 	if caFile != "" {
-		roots := filereload.NewCertPool(caFile, filereload.Options{Name: "cluster-control-ca"})
+		roots := filereload.NewCertPool(caFile, filereload.Options{Name: "cluster-control-ca", Logger: logger})
 		pool, err := roots.Get()
 		if err != nil {
 			return nil, err
