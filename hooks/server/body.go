@@ -31,43 +31,47 @@ var errBudget = errors.New("in-flight request bytes over budget")
 func readBody(maxBody int64, timeout time.Duration, budget *byteBudget, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if httpserve.ContentLengthOver(r, maxBody) {
-			writeError(w, http.StatusRequestEntityTooLarge, tooLarge(maxBody))
+			refuseBody(w, &http.MaxBytesError{Limit: maxBody})
 			return
 		}
 		deadline := httpserve.BodyDeadline(w, timeout)
 		raw, held, err := readAll(http.MaxBytesReader(w, r.Body, maxBody), budget)
 		defer budget.release(held)
+		if err != nil {
+			refuseBody(w, err)
+			return
+		}
 		if deadline {
 			// Past this point a read deadline would only make the
 			// server's background read fail, which cancels the request's
 			// context while the hook works.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
-		if err != nil {
-			// The rest of the body is not wanted: without this, Go's
-			// server would try to read and discard it before answering,
-			// waiting on the very client that failed to send it.
-			w.Header().Set("Connection", "close")
-			var tooBig *http.MaxBytesError
-			switch {
-			case errors.As(err, &tooBig):
-				writeError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
-			case errors.Is(err, errBudget):
-				w.Header().Set("Retry-After", "1")
-				writeError(w, http.StatusTooManyRequests, "too many request bytes in flight")
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				writeError(w, http.StatusRequestTimeout, "request body not received in time")
-			default:
-				// The client went away or sent a broken chunked body;
-				// nobody is likely to read the answer, but it must still
-				// be a stable line.
-				writeError(w, http.StatusBadRequest, "cannot read request body")
-			}
-			return
-		}
 		r.Body = &bufferedBody{raw: raw}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseBody answers a request whose body could not be read, by why.
+func refuseBody(w http.ResponseWriter, err error) {
+	// The rest of the body is not wanted: without this, Go's server would
+	// try to read and discard it before answering, waiting on the very
+	// client that failed to send it.
+	w.Header().Set("Connection", "close")
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
+	case errors.Is(err, errBudget):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too many request bytes in flight")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeError(w, http.StatusRequestTimeout, "request body not received in time")
+	default:
+		// The client went away or sent a broken chunked body; nobody is
+		// likely to read the answer, but it must still be a stable line.
+		writeError(w, http.StatusBadRequest, "cannot read request body")
+	}
 }
 
 func tooLarge(limit int64) string {
@@ -143,6 +147,9 @@ func newByteBudget(limit int64, m *Metrics) *byteBudget {
 }
 
 func (b *byteBudget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.limit > 0 && b.used+n > b.limit {
@@ -154,7 +161,7 @@ func (b *byteBudget) take(n int64) bool {
 }
 
 func (b *byteBudget) release(n int64) {
-	if n == 0 {
+	if b == nil || n == 0 {
 		return
 	}
 	b.mu.Lock()

@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -127,25 +126,21 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 	}
 	raw, ok := bodyBytes(r)
 	if !ok {
-		// Served without the router (tests, embedding): read the body here
-		// under the same limit.
+		// Served without the router (tests, embedding): read the body here,
+		// with no budget or deadline but the same limit.
 		if httpserve.ContentLengthOver(r, hh.cfg.maxBodyBytes) {
-			writeError(w, http.StatusRequestEntityTooLarge, tooLarge(hh.cfg.maxBodyBytes))
+			refuseBody(w, &http.MaxBytesError{Limit: hh.cfg.maxBodyBytes})
 			return
 		}
 		var err error
-		raw, err = io.ReadAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
-				return
-			}
-			writeError(w, http.StatusBadRequest, "cannot read request body")
+		if raw, _, err = readAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes), nil); err != nil {
+			refuseBody(w, err)
 			return
 		}
-	} else if int64(len(raw)) > hh.cfg.maxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(hh.cfg.maxBodyBytes))
+	}
+	if int64(len(raw)) > hh.cfg.maxBodyBytes {
+		// The router's limit may be larger than this hook's.
+		refuseBody(w, &http.MaxBytesError{Limit: hh.cfg.maxBodyBytes})
 		return
 	}
 	req := new(Req)
