@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -176,6 +177,33 @@ func IsJSON(contentType string) bool {
 // body, so a refusal after reading would invite the client to send it all.
 func ContentLengthOver(r *http.Request, limit int64) bool {
 	return r.ContentLength > limit
+}
+
+// ReadJSON reads a JSON request body of at most limit bytes for an API that
+// answers 415 to another content type (the reporter's localhost API and
+// Cluster Control's; the hook API answers 400, as SPEC §5 says, and has
+// its own reader). When the body cannot be had, ReadJSON has answered in
+// the error format and returns false.
+func ReadJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	if !IsJSON(r.Header.Get("Content-Type")) {
+		WriteError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
+		return nil, false
+	}
+	if ContentLengthOver(r, limit) {
+		WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", limit))
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", limit))
+			return nil, false
+		}
+		WriteError(w, http.StatusBadRequest, "cannot read request body")
+		return nil, false
+	}
+	return body, true
 }
 
 // ErrorBody is the one error-body format of every server here, as

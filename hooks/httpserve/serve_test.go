@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,5 +192,43 @@ func TestServeStops(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Errorf("a clean shutdown: %v, want nil", err)
+	}
+}
+
+func TestReadJSON(t *testing.T) {
+	type reply struct {
+		OK   bool
+		Code int
+		Body string
+	}
+	cases := map[string]struct {
+		reason  string
+		ct      string
+		body    string
+		chunked bool
+		want    reply
+	}{
+		"Fits":        {reason: "A JSON body within the limit is returned.", ct: "application/json; charset=utf-8", body: `{"a":1}`, want: reply{OK: true, Code: 200, Body: `{"a":1}`}},
+		"NotJSON":     {reason: "Another content type is a 415.", ct: "text/plain", body: `{}`, want: reply{Code: 415, Body: `{"error":"content type must be application/json"}` + "\n"}},
+		"LongLength":  {reason: "A Content-Length over the limit is refused before reading.", ct: "application/json", body: strings.Repeat(" ", 20), want: reply{Code: 413, Body: `{"error":"request body exceeds 16 bytes"}` + "\n"}},
+		"LongChunked": {reason: "A body with no length is cut off at the limit.", ct: "application/json", body: strings.Repeat(" ", 20), chunked: true, want: reply{Code: 413, Body: `{"error":"request body exceeds 16 bytes"}` + "\n"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", tc.ct)
+			if tc.chunked {
+				req.ContentLength = -1
+			}
+			rec := httptest.NewRecorder()
+			body, ok := ReadJSON(rec, req, 16)
+			got := reply{OK: ok, Code: rec.Code, Body: rec.Body.String()}
+			if ok {
+				got.Body = string(body)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

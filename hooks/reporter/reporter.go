@@ -12,7 +12,6 @@ package reporter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -387,22 +386,12 @@ func (r *Reporter) LocalHandler() http.Handler {
 }
 
 func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
-	if !httpserve.IsJSON(req.Header.Get("Content-Type")) {
-		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
-		return
-	}
-	if httpserve.ContentLengthOver(req, observationsLimit) {
-		writeError(w, http.StatusRequestEntityTooLarge, "batch too large")
+	raw, ok := httpserve.ReadJSON(w, req, observationsLimit)
+	if !ok {
 		return
 	}
 	var b observation.Batch
-	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, observationsLimit))
-	if err := dec.Decode(&b); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "batch too large")
-			return
-		}
+	if err := json.Unmarshal(raw, &b); err != nil {
 		writeError(w, http.StatusBadRequest, "cannot decode observations")
 		return
 	}
@@ -420,7 +409,8 @@ func (r *Reporter) serveDirective(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusNotFound, "no restart directive")
 		return
 	}
-	httpserve.WriteJSON(w, http.StatusOK, observation.Directive{ArtifactHash: h})
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(observation.Directive{ArtifactHash: h})
 }
 
 // OpsHandler serves /metrics, /healthz and /readyz, for the metrics
