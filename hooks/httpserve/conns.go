@@ -12,9 +12,12 @@ import (
 // address; the hook server's hand-off one or two), far below them, and
 // each connection costs a goroutine and buffers.
 const (
-	DefaultMaxConns          = 1024
+	// DefaultMaxConns is ConnLimits.Max's default.
+	DefaultMaxConns = 1024
+	// DefaultMaxConnsPerClient is ConnLimits.PerClient's default.
 	DefaultMaxConnsPerClient = 256
-	DefaultMaxIdleConns      = 128
+	// DefaultMaxIdleConns is ConnLimits.Idle's default.
+	DefaultMaxIdleConns = 128
 )
 
 // ConnLimits caps the connections one listener keeps open. Timeouts bound

@@ -27,9 +27,12 @@ import (
 // after its hook timeout): the read and write timeouts only ever cut off a
 // client that has stalled or is trickling bytes to hold a connection.
 const (
+	// DefaultReadHeaderTimeout bounds reading the request headers.
 	DefaultReadHeaderTimeout = 5 * time.Second
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultWriteTimeout      = 30 * time.Second
+	// DefaultReadTimeout bounds reading a whole request.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds writing the answer.
+	DefaultWriteTimeout = 30 * time.Second
 	// DefaultIdleTimeout lets a client reuse a connection between calls
 	// without the server keeping dead ones forever.
 	DefaultIdleTimeout = 90 * time.Second
