@@ -60,8 +60,9 @@ func New(t testing.TB) *PKI {
 	return p
 }
 
-// Issue signs a leaf for 127.0.0.1 with the given serial and writes it to name.crt and
-// name.key with the given modification time.
+// Issue signs a leaf for 127.0.0.1 with the given serial and usage, and
+// writes it to name.crt and name.key in Dir with the given modification
+// time.
 func (p *PKI) Issue(t testing.TB, name string, serial int64, usage x509.ExtKeyUsage, mtime time.Time) (certFile, keyFile string, cert tls.Certificate) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
