@@ -46,7 +46,7 @@ func testRefused(t *testing.T, e *env, ns, wantEvent string, allowed []string, b
 	e.apply(t, clusterClass(className, v1alpha1.Scaling{MinReplicas: ptr.To[int32](1)}))
 	e.apply(t, newWorkspace(ns, "refused", className))
 
-	e.eventually(t, "a Warning Event from Metacontroller on Workspace "+ns+"/refused saying "+wantEvent, func() error {
+	e.eventually(t, "Warning Event from Metacontroller on Workspace "+ns+"/refused saying "+wantEvent, func() error {
 		events, err := e.events(ns, "refused")
 		if err != nil {
 			return err
