@@ -29,13 +29,13 @@ type install struct {
 	controllers                        []controlplane.Object
 	// secrets are the rendered Secrets' data (base64), by name.
 	secrets map[string]map[string]any
-	// issued are the secretNames of the rendered Certificates.
-	issued map[string]bool
+	// issued are the dnsNames of the rendered Certificates, by secretName.
+	issued map[string][]string
 }
 
 func sortInstall(t *testing.T, objs []controlplane.Object) install {
 	t.Helper()
-	in := install{secrets: map[string]map[string]any{}, issued: map[string]bool{}}
+	in := install{secrets: map[string]map[string]any{}, issued: map[string][]string{}}
 	for _, obj := range objs {
 		switch obj["kind"] {
 		case "Deployment":
@@ -50,7 +50,12 @@ func sortInstall(t *testing.T, objs []controlplane.Object) install {
 			data, _ := obj["data"].(map[string]any)
 			in.secrets[str(get(obj, "metadata.name"))] = data
 		case "Certificate":
-			in.issued[str(get(obj, "spec.secretName"))] = true
+			names, _ := get(obj, "spec.dnsNames").([]any)
+			var dns []string
+			for _, n := range names {
+				dns = append(dns, str(n))
+			}
+			in.issued[str(get(obj, "spec.secretName"))] = dns
 		}
 	}
 	if in.deployment == nil || in.service == nil || len(in.controllers) != 5 {
@@ -103,7 +108,8 @@ func mountedSecret(t *testing.T, dep, container controlplane.Object, file string
 // Metacontroller builds from the webhook; the CA Metacontroller trusts and
 // the token it sends come from the Secrets the server reads its
 // certificate and tokens from; and each such Secret is rendered with the
-// keys used, issued by a rendered Certificate, or named in the values.
+// keys used, issued by a rendered Certificate for the host Metacontroller
+// dials, or named in the values.
 func TestWiring(t *testing.T) {
 	for name, r := range releases {
 		t.Run(name, func(t *testing.T) {
@@ -148,6 +154,9 @@ func TestWiring(t *testing.T) {
 					t.Errorf("the certificate comes from Secret %s, its key from %s", secret, keySecret)
 				}
 				checkSource(t, r, in, secret, key, "tls.key", "ca.crt")
+				if dns, ok := in.issued[secret]; ok && !slices.Contains(dns, strings.TrimSuffix(host, ":443")) {
+					t.Errorf("the Certificate for Secret %s is for %v, not for the host of %s, which Metacontroller dials", secret, dns, host)
+				}
 				want["caBundle"] = map[string]any{"secretRef": map[string]any{"name": secret, "namespace": r.namespace, "key": "ca.crt"}}
 			}
 			if file := flag(args, "auth-token-file"); file != "" {
@@ -193,7 +202,7 @@ func checkSource(t *testing.T, r release, in install, name string, keys ...strin
 				t.Errorf("rendered Secret %s has no key %s (keys %v)", name, k, slices.Sorted(maps.Keys(data)))
 			}
 		}
-	case in.issued[name]:
+	case in.issued[name] != nil:
 	case strings.Contains(r.values, "secretName: "+name):
 	default:
 		t.Errorf("Secret %s is neither rendered, nor issued by a Certificate, nor named in the values", name)
