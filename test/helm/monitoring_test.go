@@ -149,7 +149,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	sort.Strings(names)
 	want := []string{
-		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecHookErrors",
+		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecHookErrors",
 		"FormspecHookPanics", "FormspecHookSlow", "FormspecHookThrottled",
 		"FormspecReporterBacklog", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
 	}
@@ -259,26 +259,50 @@ func TestMetricNamesExist(t *testing.T) {
 	}
 	want = append(want, dashboardSelectors(t)...)
 
-	exported := scrapeRunningServers(t)
+	scrape := runServers(t)
+	// The series appear as the work posted reaches the reporter, the
+	// sidecar and Cluster Control, which takes a few reporting intervals;
+	// scrape until nothing is missing, and report what still is at the
+	// deadline.
+	var problems []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		problems = missingMetrics(want, scrape())
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// missingMetrics says which selectors read a metric, or match on a label,
+// that exported does not have.
+func missingMetrics(want []selector, exported map[string]map[string]bool) []string {
+	var problems []string
 	for _, s := range want {
 		labels, ok := exported[s.metric]
 		if !ok {
-			t.Errorf("%s reads %s, which neither the hook server nor the reporter exports", s.where, s.metric)
+			problems = append(problems, fmt.Sprintf("%s reads %s, which neither the hook server nor the reporter exports", s.where, s.metric))
 			continue
 		}
 		for _, l := range s.labels {
 			if !labels[l] {
-				t.Errorf("%s matches %s on label %q, which it does not have (%v)", s.where, s.metric, l, slices.Sorted(maps.Keys(labels)))
+				problems = append(problems, fmt.Sprintf("%s matches %s on label %q, which it does not have (%v)", s.where, s.metric, l, slices.Sorted(maps.Keys(labels))))
 			}
 		}
 	}
+	return problems
 }
 
-// scrapeRunningServers runs the hook server, the reporter and the
-// reference Cluster Control, makes them do some work, and returns every
-// exported metric with its label names. Prometheus' own target labels
-// (namespace, pod) are added, as a ServiceMonitor scrape adds them.
-func scrapeRunningServers(t *testing.T) map[string]map[string]bool {
+// runServers runs the hook server, the reporter and the reference Cluster
+// Control, makes them do some work, and returns a function that scrapes
+// both /metrics endpoints: every exported metric with its label names, and
+// Prometheus' own target labels (namespace, pod), as a ServiceMonitor
+// scrape adds them.
+func runServers(t *testing.T) func() map[string]map[string]bool {
 	t.Helper()
 	root := repoRoot(t)
 	bin := t.TempDir()
@@ -291,8 +315,15 @@ func scrapeRunningServers(t *testing.T) map[string]map[string]bool {
 	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin)
 	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
 		"--node-health-interval", "1s", "--deploy-status-interval", "1s")
+	// With a token file, as installed, so that the credentials file
+	// metric exists.
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("metrics-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
-		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--shutdown-delay", "0s")
+		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--shutdown-delay", "0s",
+		"--auth-token-file", tokens)
 	client := &http.Client{Timeout: 5 * time.Second}
 	waitFor(t, "the hook server and the reporter to be ready", func() bool {
 		return get200(client, "http://"+hooksMetrics+"/readyz") && get200(client, "http://"+repMetrics+"/readyz")
@@ -303,7 +334,13 @@ func scrapeRunningServers(t *testing.T) map[string]map[string]bool {
 			t.Fatal(err)
 		}
 		hook, _, _ := strings.Cut(fixture, "/sync/")
-		resp, err := client.Post("http://"+hooks+"/v1/"+hook+"/sync", "application/json", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, "http://"+hooks+"/v1/"+hook+"/sync", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer metrics-test-token")
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,23 +350,18 @@ func scrapeRunningServers(t *testing.T) map[string]map[string]bool {
 			t.Fatalf("POST %s: %s", fixture, resp.Status)
 		}
 	}
-	exported := map[string]map[string]bool{}
-	// The observations reach Cluster Control within a few reporting
-	// intervals; then the reporter's send series exist.
-	waitFor(t, "the reporter to report to Cluster Control", func() bool {
-		exported = map[string]map[string]bool{}
+	return func() map[string]map[string]bool {
+		exported := map[string]map[string]bool{}
 		for _, url := range []string{"http://" + hooksMetrics + "/metrics", "http://" + repMetrics + "/metrics"} {
 			if err := scrape(client, url, exported); err != nil {
-				return false
+				t.Logf("scrape: %v", err)
 			}
 		}
-		_, sent := exported["formspec_reporter_last_success_timestamp_seconds"]
-		return sent
-	})
-	for _, labels := range exported {
-		labels["namespace"], labels["pod"] = true, true
+		for _, labels := range exported {
+			labels["namespace"], labels["pod"] = true, true
+		}
+		return exported
 	}
-	return exported
 }
 
 // scrape adds the metrics of a Prometheus text exposition, with their
