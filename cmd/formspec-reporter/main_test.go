@@ -106,3 +106,31 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestNonLoopbackListen checks that the unauthenticated localhost API on a
+// reachable address is not accepted without a word.
+func TestNonLoopbackListen(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		listen string
+		warn   bool
+	}{
+		"Loopback":  {reason: "127.0.0.1 is the pod only.", listen: "127.0.0.1:0"},
+		"Localhost": {reason: "localhost is the pod only.", listen: "localhost:0"},
+		"IPv6":      {reason: "::1 is the pod only.", listen: "[::1]:0"},
+		"Any":       {reason: "All interfaces expose the API to the cluster network.", listen: "0.0.0.0:0", warn: true},
+		"NoHost":    {reason: "A bare port is all interfaces too.", listen: ":0", warn: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr bytes.Buffer
+			args := []string{"--listen", tc.listen, "--metrics-listen", "127.0.0.1:0", "--cluster-control-url", "http://127.0.0.1:1"}
+			_ = run(ctx, args, &stdout, &stderr)
+			if got := strings.Contains(stderr.String(), "--listen is not a loopback address"); got != tc.warn {
+				t.Errorf("%s\nwarning: got %v, want %v\nstderr: %s", tc.reason, got, tc.warn, stderr.String())
+			}
+		})
+	}
+}
