@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		usage(stdout, cmds)
 		return 0
 	case "-version", "--version":
-		args[0] = "version"
+		args = append([]string{"version"}, args[1:]...)
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
