@@ -2,6 +2,7 @@ package clustercontrol
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -200,7 +201,7 @@ func TestNewestObservationWins(t *testing.T) {
 			t.Fatalf("POST answered %d: %s", rec.Code, rec.Body)
 		}
 	}
-	newer := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:05Z","status":{"phase":"Ready","replicas":2,"readyReplicas":2,"updatedReplicas":2,"artifactHash":"sha256:2"},"restartConsumed":{"artifactHash":"sha256:2"}}`
+	newer := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:05Z","status":{"phase":"Ready","replicas":2,"readyReplicas":2,"updatedReplicas":2,"artifactHash":"sha256:2"},"directiveConsumed":{"action":"restart_required","artifactHash":"sha256:2"}}`
 	older := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:01Z","status":{"phase":"Progressing","replicas":2,"readyReplicas":1,"updatedReplicas":1,"artifactHash":"sha256:1"}}`
 	post(newer, "a")
 	post(older, "b")
@@ -297,5 +298,90 @@ func TestDelayOutlastsTimeouts(t *testing.T) {
 	}
 	if diff := cmp.Diff(1, len(s.WorkspaceReports())); diff != "" {
 		t.Errorf("reports accepted after the stall: -want, +got:\n%s", diff)
+	}
+}
+
+// TestDirectiveConsumption checks that a consumption removes the directive
+// it names and nothing else: idle and wake by action, restart_required by
+// action and hash.
+func TestDirectiveConsumption(t *testing.T) {
+	restart := ccapi.Directive{Namespace: "team-a", Name: "shop", Action: ccapi.ActionRestartRequired, ArtifactHash: "sha256:2"}
+	idle := ccapi.Directive{Namespace: "team-a", Name: "shop", Action: ccapi.ActionIdle}
+	cases := map[string]struct {
+		reason   string
+		held     ccapi.Directive
+		consumed ccapi.DirectiveConsumed
+		want     []ccapi.Directive
+	}{
+		"Idle": {
+			reason:   "the idle directive is carried out",
+			held:     idle,
+			consumed: ccapi.DirectiveConsumed{Action: ccapi.ActionIdle},
+			want:     []ccapi.Directive{},
+		},
+		"StaleIdle": {
+			reason:   "an idle consumed after Cluster Control asked for a wake leaves the wake",
+			held:     ccapi.Directive{Namespace: "team-a", Name: "shop", Action: ccapi.ActionWake},
+			consumed: ccapi.DirectiveConsumed{Action: ccapi.ActionIdle},
+			want:     []ccapi.Directive{{Namespace: "team-a", Name: "shop", Action: ccapi.ActionWake}},
+		},
+		"OtherHash": {
+			reason:   "a restart onto another hash is not this restart",
+			held:     restart,
+			consumed: ccapi.DirectiveConsumed{Action: ccapi.ActionRestartRequired, ArtifactHash: "sha256:1"},
+			want:     []ccapi.Directive{restart},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := New(Options{})
+			if err := s.PutDirective(tc.held); err != nil {
+				t.Fatal(err)
+			}
+			body, err := json.Marshal(ccapi.WorkspaceStatusReport{Namespace: "team-a", Name: "shop", ObservedAt: time.Now(),
+				Status: &ccapi.WorkspaceStatus{Phase: "Ready"}, DirectiveConsumed: &tc.consumed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := httptest.NewRequest("POST", ccapi.PathWorkspaceStatus, strings.NewReader(string(body)))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set(ccapi.HeaderIdempotencyKey, "k")
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, r)
+			if rec.Code != 200 {
+				t.Fatalf("POST answered %d: %s", rec.Code, rec.Body)
+			}
+			if diff := cmp.Diff(tc.want, s.Directives()); diff != "" {
+				t.Errorf("%s\ndirectives (-want, +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestClassUsage checks how ClusterClass reports of several reporters are
+// merged: each reporter's latest report counts, the largest count wins.
+func TestClassUsage(t *testing.T) {
+	s := New(Options{})
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, rep := range []ccapi.NodeHealthReport{
+		{Reporter: "a", SentAt: t0, ClusterClasses: []ccapi.ClassUsage{{Name: "standard", MaxWorkspaces: 40, WorkspaceCount: 9}}},
+		{Reporter: "a", SentAt: t0.Add(time.Second), ClusterClasses: []ccapi.ClassUsage{{Name: "standard", MaxWorkspaces: 40, WorkspaceCount: 3}}},
+		{Reporter: "b", SentAt: t0.Add(2 * time.Second), ClusterClasses: []ccapi.ClassUsage{{Name: "standard", MaxWorkspaces: 50, WorkspaceCount: 5}, {Name: "gpu", WorkspaceCount: 1}}},
+	} {
+		body, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", ccapi.PathNodeHealth, strings.NewReader(string(body)))
+		r.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, r)
+		if rec.Code != 200 {
+			t.Fatalf("POST answered %d: %s", rec.Code, rec.Body)
+		}
+	}
+	want := []ccapi.ClassUsage{{Name: "gpu", WorkspaceCount: 1}, {Name: "standard", MaxWorkspaces: 50, WorkspaceCount: 5}}
+	if diff := cmp.Diff(want, s.ClassUsage()); diff != "" {
+		t.Errorf("class usage (-want, +got):\n%s", diff)
 	}
 }
