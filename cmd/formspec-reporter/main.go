@@ -1,6 +1,8 @@
 // Command formspec-reporter is the sidecar beside the hook server that
-// reports node health and workspace status to Cluster Control and serves
-// its restart directives to the hook server on localhost.
+// reports node health and workspace status to Cluster Control, writes
+// Cluster Control's directives onto Workspaces and records the hooks'
+// decisions as Events. It is the only part of the install with Kubernetes
+// credentials.
 package main
 
 import (
@@ -19,6 +21,10 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
+	"k8s.io/client-go/dynamic"
+	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 func main() {
@@ -41,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
 		logLevel     = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		shutdownWait = fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take on shutdown")
+		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
 	)
 	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://cluster-control.formspec-system:8443")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
@@ -50,15 +57,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
 	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", 15*time.Second, "period of POST /v1/node-health (jittered by ±10%)")
 	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", 30*time.Second, "period of GET /v1/deploy-status (jittered by ±10%)")
+	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", 10*time.Minute, "period at which every known workspace is reported again, changed or not (jittered by ±10%)")
 	fs.IntVar(&cfg.NodeStaleIntervals, "node-stale-intervals", 4, "node-health intervals a node may go unobserved before it is forgotten")
 	fs.DurationVar(&cfg.PodStaleAfter, "pod-stale-after", 5*time.Minute, "how long a workspace pod may go unobserved before it stops counting towards its node")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one call to Cluster Control")
 	fs.DurationVar(&cfg.BackoffBase, "backoff-base", 500*time.Millisecond, "first retry delay; doubles per failure, with full jitter")
 	fs.DurationVar(&cfg.BackoffMax, "backoff-max", 60*time.Second, "longest retry delay (a Retry-After may ask for more, up to 10m)")
 	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", 30*time.Second, "least time between two failure logs for one endpoint")
-	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 20000, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 10000, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", 5000, "most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted")
 	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxPods, "max-pods", 200000, "most workspace pods tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxPods, "max-pods", 100000, "most workspace pods tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxClaims, "max-claims", 20000, "most ResourceClaim decisions remembered to announce their changes as Events")
+	fs.IntVar(&cfg.EventBurst, "event-burst", 5, "Events about one object written in a burst before the per-object limit applies")
+	fs.DurationVar(&cfg.EventInterval, "event-interval", time.Minute, "after the burst, at most one Event about an object per interval")
+	fs.Float64Var(&cfg.EventQPS, "event-qps", 5, "Events per second over all objects (after a burst of 50)")
 	if err := cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n"); err != nil {
 		return err
 	}
@@ -78,6 +91,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
 
+	kube, err := kubeClients(*kubeconfig, cfg.Reporter)
+	switch {
+	case errors.Is(err, rest.ErrNotInCluster):
+		log.Warn("no kubeconfig and not in a pod: directives and Events are not written to the cluster")
+	case err != nil:
+		return err
+	default:
+		cfg.Kube = kube
+	}
 	rep, err := reporter.New(cfg)
 	if err != nil {
 		return err
@@ -110,4 +132,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("reporter stopped")
 	return first
+}
+
+// kubeClients builds the reporter's clients from a kubeconfig, or from the
+// pod's service-account token when path is empty.
+func kubeClients(path, name string) (*reporter.KubeClients, error) {
+	var cfg *rest.Config
+	var err error
+	if path != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", path)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot configure the kubernetes client: %w", err)
+	}
+	cfg.UserAgent = "formspec-reporter/" + name
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	ev, err := eventsv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	return &reporter.KubeClients{Dynamic: dyn, Events: ev}, nil
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // Reasons a ResourceClaim is granted or denied. They are the reasons of the
@@ -213,6 +214,9 @@ type HookOptions struct {
 	Logger *slog.Logger
 	// Decisions counts decisions by reason.
 	Decisions Decisions
+	// Reports, when set, receives each claim decision for the reporter
+	// sidecar, which turns it into an Event on the claim.
+	Reports observation.Sink
 }
 
 // WithDefaults fills in the clock and a discarding logger.
@@ -223,5 +227,13 @@ func (o HookOptions) WithDefaults() HookOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Reports == nil {
+		o.Reports = discardReports{}
+	}
 	return o
 }
+
+// discardReports is the sink when no reporter is configured.
+type discardReports struct{}
+
+func (discardReports) Send(observation.Observation) {}
