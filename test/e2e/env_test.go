@@ -63,11 +63,15 @@ const startTimeout = 2 * time.Minute
 // env is one running control plane with the hook server and Metacontroller
 // wired to it.
 type env struct {
+	cp    *controlplane.ControlPlane
 	c     *controlplane.Client
 	hooks *controlplane.Process
 	mc    *controlplane.Process
 	// hookBase is the hook server's base URL, http://127.0.0.1:<port>.
 	hookBase string
+	// reporterPort is where the hook server hands observations over; no
+	// reporter listens there unless a test starts one.
+	reporterPort int
 }
 
 // startEnv brings up the control plane, installs the CRDs, builds and
@@ -99,7 +103,7 @@ func startEnv(t *testing.T) *env {
 	mcCRDs := controlplane.MetacontrollerCRDs(t)
 
 	cp := controlplane.Start(t)
-	e := &env{c: cp.Client()}
+	e := &env{cp: cp, c: cp.Client()}
 	if err := e.c.InstallCRDs(mcCRDs); err != nil {
 		t.Fatalf("cannot install Metacontroller's CRDs: %v", err)
 	}
@@ -111,15 +115,16 @@ func startEnv(t *testing.T) *env {
 	ports := controlplane.FreePorts(t, 5)
 	hookPort, hookMetricsPort, reporterPort, mcMetricsPort, mcHealthPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 	e.hookBase = "http://127.0.0.1:" + strconv.Itoa(hookPort)
+	e.reporterPort = reporterPort
 
 	bin := buildHooks(t, root, dir)
 	e.hooks = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: dir, LogLines: 200}, bin, "serve",
 		"--listen=127.0.0.1:"+strconv.Itoa(hookPort),
 		"--metrics-listen=127.0.0.1:"+strconv.Itoa(hookMetricsPort),
 		"--control-cluster-url="+controlClusterURL,
-		// Nothing listens there: the hand-off fails quietly and the
-		// restart-directive lookup answers "no directive", which is what
-		// the hooks must tolerate.
+		// Nothing listens there unless a test starts a reporter: the
+		// hand-off fails quietly and keeps what it could not hand over,
+		// which is what the hooks must tolerate.
 		"--reporter-url=http://127.0.0.1:"+strconv.Itoa(reporterPort),
 		"--shutdown-delay=0",
 		"--log-level=debug",

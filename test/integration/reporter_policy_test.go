@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/formspec/formspec-hooks/test/controlplane"
@@ -107,6 +108,9 @@ func TestReporterPolicy(t *testing.T) {
 				t.Errorf("%s: allowed, want %d", tc.reason, tc.wantCode)
 			case tc.wantCode != 0 && !(errors.As(err, &apiErr) && apiErr.Code == tc.wantCode):
 				t.Errorf("%s: got %v, want %d", tc.reason, err, tc.wantCode)
+			case tc.wantCode != 0 && tc.subresource == "" && !strings.Contains(err.Error(), "formspec-reporter-workspace-annotations"):
+				// RBAC allows the patch: only the policy may refuse it.
+				t.Errorf("%s: refused, but not by the admission policy: %v", tc.reason, err)
 			}
 		})
 	}
