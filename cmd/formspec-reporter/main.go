@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", 30*time.Second, "least time between two failure logs for one endpoint")
 	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 10000, "most workspaces tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", 5000, "most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted")
+	fs.StringVar(&cfg.TombstoneFile, "tombstone-file", "", "file keeping unacknowledged workspace deletions across a restart of the sidecar (put it on an emptyDir); empty keeps them in memory only")
 	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxPods, "max-pods", 100000, "most workspace pods tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxClaims, "max-claims", 20000, "most ResourceClaim decisions remembered to announce their changes as Events")

@@ -19,6 +19,9 @@ const logKeyNoToken = "token-file"
 // logKeyDirectives rate-limits the failure log of directive writes.
 const logKeyDirectives = "directive-write"
 
+// logKeyTombstones rate-limits the failure log of the tombstone file.
+const logKeyTombstones = "tombstone-file"
+
 // metrics are the reporter's Prometheus metrics, on a registry of its own so
 // the sidecar's /metrics shows only what it owns.
 type metrics struct {

@@ -86,6 +86,10 @@ type Config struct {
 	// acknowledges them (default 5000); beyond it the oldest is dropped
 	// and counted.
 	MaxTombstones int
+	// TombstoneFile, when set, keeps those deletions across a restart of
+	// the sidecar (an emptyDir survives a container restart): it is read
+	// at start and rewritten within a second of a change.
+	TombstoneFile string
 	MaxNodes      int // default 5000
 	MaxPods       int // default 100000
 	MaxClaims     int // default 20000
@@ -215,6 +219,13 @@ func New(cfg Config) (*Reporter, error) {
 		claimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.m = newMetrics(r.st)
+	if cfg.TombstoneFile != "" {
+		ts, err := loadTombstones(cfg.TombstoneFile)
+		if err != nil {
+			return nil, err
+		}
+		r.st.restoreTombstones(ts, cfg.now())
+	}
 	if k := cfg.Kube; k != nil && k.Events != nil {
 		r.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: k.Events})
 		rec := r.broadcaster.NewRecorder(scheme.Scheme, reportingController)
@@ -246,7 +257,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 		defer r.broadcaster.Shutdown()
 	}
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){r.runWorkspaceSender, r.runNodeHealth, r.runDeployStatus, r.runResync} {
+	for _, loop := range []func(context.Context){r.runWorkspaceSender, r.runNodeHealth, r.runDeployStatus, r.runResync, r.runTombstoneSaver} {
 		wg.Go(func() { loop(ctx) })
 	}
 	r.ready.Store(true)

@@ -50,8 +50,10 @@ type state struct {
 	mu         sync.Mutex
 	workspaces map[string]*wsEntry
 	// tombstones counts the deleted workspaces in workspaces whose deletion
-	// Cluster Control has not acknowledged yet.
-	tombstones int
+	// Cluster Control has not acknowledged yet; tombstoneGen changes with
+	// them, for the tombstone file.
+	tombstones   int
+	tombstoneGen uint64
 	// queue holds the keys of workspaces with an unsent report, oldest
 	// first, each at most once, so its length is bounded by the number of
 	// workspaces and tombstones.
@@ -206,6 +208,7 @@ func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) 
 		// Deleted and created again under the same name.
 		e.deleted = false
 		s.tombstones--
+		s.tombstoneGen++
 	}
 	changed := !bytes.Equal(e.statusJS, js)
 	if changed {
@@ -285,6 +288,7 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 	}
 	e.statusJS, e.deleted, e.consumed, e.observedAt = nil, true, nil, now
 	s.tombstones++
+	s.tombstoneGen++
 	s.bump(k, e, now)
 	if s.tombstones > s.lim.tombstones {
 		s.evictOldestTombstone()
@@ -306,6 +310,7 @@ func (s *state) evictOldestTombstone() {
 	if oldest != "" {
 		delete(s.workspaces, oldest)
 		s.tombstones--
+		s.tombstoneGen++
 		s.drop(dropTombstoneLimit)
 	}
 }
@@ -450,6 +455,7 @@ func (s *state) finish(p pendingReport, o outcome) {
 	if e.deleted {
 		delete(s.workspaces, p.wsKey)
 		s.tombstones--
+		s.tombstoneGen++
 	}
 }
 

@@ -53,7 +53,7 @@ func TestReporter(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cc := startClusterControl(t, "")
+	cc := startClusterControl(t)
 	reporterBin := buildCommand(t, root, dir, "formspec-reporter")
 	metricsPort := controlplane.FreePorts(t, 1)[0]
 	startReporter := func() *controlplane.Process {
@@ -220,20 +220,27 @@ type ccProcess struct {
 	done   chan error
 }
 
-func startClusterControl(t *testing.T, addr string) *ccProcess {
+func startClusterControl(t *testing.T) *ccProcess {
 	t.Helper()
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	p := &ccProcess{}
+	if err := p.serve("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &ccProcess{addr: ln.Addr().String(), server: clustercontrol.New(clustercontrol.Options{}), cancel: cancel, done: make(chan error, 1)}
-	go func() { p.done <- p.server.Serve(ctx, ln) }()
+	// p is restarted in place, so this stops whichever server runs last.
 	t.Cleanup(p.stop)
 	return p
+}
+
+// serve starts a new server, with no state, on addr.
+func (p *ccProcess) serve(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.addr, p.server, p.cancel, p.done = ln.Addr().String(), clustercontrol.New(clustercontrol.Options{}), cancel, make(chan error, 1)
+	go func() { p.done <- p.server.Serve(ctx, ln) }()
+	return nil
 }
 
 func (p *ccProcess) srv() *clustercontrol.Server { return p.server }
@@ -249,9 +256,11 @@ func (p *ccProcess) stop() {
 // restart stops the server and starts a new one, with no state, on the
 // same address.
 func (p *ccProcess) restart(t *testing.T) {
+	t.Helper()
 	p.stop()
-	n := startClusterControl(t, p.addr)
-	*p = *n
+	if err := p.serve(p.addr); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // serviceAccountToken asks the API server for a token of the account.
