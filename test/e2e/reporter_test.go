@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 
-	eventsv1 "k8s.io/api/events/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
@@ -131,7 +132,7 @@ func TestReporter(t *testing.T) {
 			}
 			return fmt.Errorf("consumed %v", cc.srv().Consumed())
 		})
-		e.eventually(t, "a RollingOut Event on "+key, e.eventFor(ns, "Workspace", name, "RollingOut"))
+		e.eventually(t, "a RollingOut Event on "+key, e.eventFor(ns, "Workspace", name, string(ws.UID), "RollingOut"))
 	})
 
 	t.Run("IdleAndWake", func(t *testing.T) {
@@ -139,12 +140,12 @@ func TestReporter(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.eventually(t, "Deployment "+key+" scaled to zero", replicas(0))
-		e.eventually(t, "a ScaledToZero Event on "+key, e.eventFor(ns, "Workspace", name, "ScaledToZero"))
+		e.eventually(t, "a ScaledToZero Event on "+key, e.eventFor(ns, "Workspace", name, "", "ScaledToZero"))
 		if err := cc.srv().PutDirective(ccapi.Directive{Namespace: ns, Name: name, Action: ccapi.ActionWake}); err != nil {
 			t.Fatal(err)
 		}
 		e.eventually(t, "Deployment "+key+" running again", replicas(1))
-		e.eventually(t, "a Woken Event on "+key, e.eventFor(ns, "Workspace", name, "Woken"))
+		e.eventually(t, "a Woken Event on "+key, e.eventFor(ns, "Workspace", name, "", "Woken"))
 	})
 
 	t.Run("DeniedClaim", func(t *testing.T) {
@@ -154,7 +155,7 @@ func TestReporter(t *testing.T) {
 		claim.Spec.Workspace = name
 		// No such Datastore in this namespace: denied.
 		e.apply(t, claim)
-		e.eventually(t, "a ClaimDenied Event on ResourceClaim "+ns+"/"+claim.Name, e.eventFor(ns, "ResourceClaim", claim.Name, "ClaimDenied"))
+		e.eventually(t, "a ClaimDenied Event on ResourceClaim "+ns+"/"+claim.Name, e.eventFor(ns, "ResourceClaim", claim.Name, "", "ClaimDenied"))
 	})
 
 	t.Run("IdentityCannotChangeSpec", func(t *testing.T) {
@@ -168,8 +169,14 @@ func TestReporter(t *testing.T) {
 	t.Run("ClusterControlRestart", func(t *testing.T) {
 		cc.restart(t)
 		e.eventually(t, "the re-report to tell the new Cluster Control of "+key, func() error {
-			if _, ok := cc.srv().Workspaces()[key]; !ok {
+			r, ok := cc.srv().Workspaces()[key]
+			if !ok {
 				return errors.New("not reported")
+			}
+			// Nothing changed since the restart: this is the periodic
+			// re-report, which keeps the state's observedAt.
+			if !r.ReportedAt.After(r.ObservedAt) {
+				return fail("the report after the restart is not a re-report: %+v", r)
 			}
 			return nil
 		})
@@ -188,26 +195,37 @@ func TestReporter(t *testing.T) {
 	})
 }
 
-// eventFor checks for an events.k8s.io Event with reason about the named
-// object.
-func (e *env) eventFor(ns, kind, name, reason string) func() error {
+// eventFor checks for an Event with reason about the named object, found
+// the way `kubectl events --for <kind>/<name>` finds it: through the core
+// v1 Events API, by the involved object's kind, apiVersion and name. With
+// uid set it also asks the way `kubectl describe` does, by kind, name and
+// UID.
+func (e *env) eventFor(ns, kind, name, uid, reason string) func() error {
 	return func() error {
-		raw, err := e.c.Do(http.MethodGet, "/apis/events.k8s.io/v1/namespaces/"+ns+"/events", nil)
-		if err != nil {
-			return err
+		selectors := []string{"involvedObject.kind=" + kind + ",involvedObject.apiVersion=" + v1alpha1.APIVersion + ",involvedObject.name=" + name}
+		if uid != "" {
+			selectors = append(selectors, "involvedObject.kind="+kind+",involvedObject.name="+name+",involvedObject.uid="+uid)
 		}
-		var l eventsv1.EventList
-		if err := json.Unmarshal(raw, &l); err != nil {
-			return err
-		}
-		var seen []string
-		for _, ev := range l.Items {
-			if ev.Regarding.Kind == kind && ev.Regarding.Name == name && ev.Reason == reason {
-				return nil
+		for _, sel := range selectors {
+			raw, err := e.c.Do(http.MethodGet, "/api/v1/namespaces/"+ns+"/events?fieldSelector="+url.QueryEscape(sel), nil)
+			if err != nil {
+				return err
 			}
-			seen = append(seen, ev.Regarding.Kind+"/"+ev.Regarding.Name+" "+ev.Reason)
+			var l corev1.EventList
+			if err := json.Unmarshal(raw, &l); err != nil {
+				return err
+			}
+			var seen []string
+			found := false
+			for _, ev := range l.Items {
+				found = found || ev.Reason == reason
+				seen = append(seen, ev.Reason)
+			}
+			if !found {
+				return fmt.Errorf("events selected by %s: %v", sel, seen)
+			}
 		}
-		return fmt.Errorf("events: %v", seen)
+		return nil
 	}
 }
 
