@@ -14,6 +14,7 @@ package reporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -221,7 +222,10 @@ func New(cfg Config) (*Reporter, error) {
 	r.m = newMetrics(r.st)
 	if cfg.TombstoneFile != "" {
 		ts, err := loadTombstones(cfg.TombstoneFile)
-		if err != nil {
+		switch {
+		case errors.Is(err, errCorruptTombstones):
+			r.log.Warn("starting without the saved tombstones", "err", err)
+		case err != nil:
 			return nil, err
 		}
 		r.st.restoreTombstones(ts, cfg.now())

@@ -66,10 +66,15 @@ func loadTombstones(path string) ([]tombstone, error) {
 	}
 	var ts []tombstone
 	if err := json.Unmarshal(raw, &ts); err != nil {
-		return nil, fmt.Errorf("cannot decode tombstone file %s: %w", path, err)
+		return nil, fmt.Errorf("%w: %s: %v", errCorruptTombstones, path, err)
 	}
 	return ts, nil
 }
+
+// errCorruptTombstones is a tombstone file that does not decode. The file
+// is replaced atomically, so only something else writing it gets here; the
+// sidecar starts without those deletions rather than not at all.
+var errCorruptTombstones = errors.New("cannot decode tombstone file")
 
 // saveTombstones replaces the tombstone file atomically, so a crash
 // mid-write leaves the previous list, never half of one.

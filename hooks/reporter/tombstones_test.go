@@ -10,6 +10,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestTombstonesSurviveRestart hands a deletion to a sidecar that cannot
@@ -46,4 +47,35 @@ func TestTombstonesSurviveRestart(t *testing.T) {
 		ts, err := loadTombstones(file)
 		return err == nil && len(ts) == 0
 	})
+}
+
+// TestTombstoneFileAtStart checks what New makes of the file: a missing or
+// undecodable one starts empty, one that cannot be read is a broken pod
+// spec.
+func TestTombstoneFileAtStart(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.json")
+	if err := os.WriteFile(garbage, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason string
+		path   string
+		want   error
+	}{
+		"Missing": {reason: "the first start has no file", path: filepath.Join(dir, "nope.json")},
+		"Garbage": {reason: "a file that does not decode loses its deletions, not the sidecar", path: garbage},
+		"Directory": {reason: "a path that cannot be read as a file is a mistake in the pod spec",
+			path: dir, want: cmpopts.AnyError},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := fastConfig("http://127.0.0.1:1")
+			cfg.TombstoneFile = tc.path
+			_, err := New(cfg)
+			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nNew: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
 }
