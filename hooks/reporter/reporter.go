@@ -569,8 +569,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // observationsLimit bounds one hand-off batch. The hook client posts at most
-// 128 observations, and a Node without its image list is a few KiB, so 8 MiB
-// leaves ample room while keeping a runaway client from exhausting memory.
+// 1 MiB per batch (handoff.Options.BatchBytes), so 8 MiB leaves room for a
+// client tuned otherwise while keeping a runaway one from exhausting
+// memory; a batch over it gets 413, and the client splits it.
 const observationsLimit = 8 << 20
 
 // LocalHandler is the localhost API for the hook server: POST
