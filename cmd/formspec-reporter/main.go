@@ -25,6 +25,7 @@ import (
 	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -90,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("cannot parse --log-level: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// client-go's events recorder logs through klog: into the same lines.
+	klog.SetSlogLogger(log)
 	cfg.Logger = log
 
 	kube, err := kubeClients(*kubeconfig, cfg.Reporter)
