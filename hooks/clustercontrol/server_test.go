@@ -385,3 +385,93 @@ func TestClassUsage(t *testing.T) {
 		t.Errorf("class usage (-want, +got):\n%s", diff)
 	}
 }
+
+// TestOpenAPIExamples decodes every example body of the OpenAPI document
+// strictly into the wire type it documents and validates it, so that the
+// document and ccapi cannot drift apart: a field renamed on one side only,
+// or an example the reference server would refuse, fails here.
+func TestOpenAPIExamples(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/cluster-control-api.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type media struct {
+		Example  json.RawMessage `json:"example"`
+		Examples map[string]struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"examples"`
+	}
+	type content struct {
+		JSON media `json:"application/json"`
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content content `json:"content"`
+			} `json:"requestBody"`
+			Responses map[string]struct {
+				Content content `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		media    media
+		validate func(raw []byte) error
+	}{
+		"node-health": {doc.Paths[ccapi.PathNodeHealth]["post"].RequestBody.Content.JSON, func(raw []byte) error {
+			var r ccapi.NodeHealthReport
+			if err := strict(raw, &r); err != nil {
+				return err
+			}
+			return r.Validate()
+		}},
+		"workspace-status": {doc.Paths[ccapi.PathWorkspaceStatus]["post"].RequestBody.Content.JSON, func(raw []byte) error {
+			var r ccapi.WorkspaceStatusReport
+			if err := strict(raw, &r); err != nil {
+				return err
+			}
+			return r.Validate()
+		}},
+		"deploy-status": {doc.Paths[ccapi.PathDeployStatus]["get"].Responses["200"].Content.JSON, func(raw []byte) error {
+			var ds ccapi.DeployStatus
+			if err := strict(raw, &ds); err != nil {
+				return err
+			}
+			for _, d := range ds.Directives {
+				if err := d.Validate(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			examples := map[string]json.RawMessage{}
+			if len(tc.media.Example) > 0 {
+				examples["example"] = tc.media.Example
+			}
+			for k, v := range tc.media.Examples {
+				examples[k] = v.Value
+			}
+			if len(examples) == 0 {
+				t.Fatal("no example documented")
+			}
+			for k, ex := range examples {
+				if err := tc.validate(ex); err != nil {
+					t.Errorf("example %s: %v", k, err)
+				}
+			}
+		})
+	}
+}
+
+// strict decodes raw into v, refusing fields v does not have.
+func strict(raw []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
