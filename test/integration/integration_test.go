@@ -38,6 +38,8 @@ func TestAPIServer(t *testing.T) {
 	t.Run("ShortNames", func(t *testing.T) { testShortNames(t, c) })
 	t.Run("ClusterClass", func(t *testing.T) { testClusterClass(t, c) })
 	t.Run("Workspace", func(t *testing.T) { testWorkspace(t, c) })
+	t.Run("WorkspacePod", func(t *testing.T) { testWorkspacePod(t, c) })
+	t.Run("FixtureWorkspaces", func(t *testing.T) { testFixtureWorkspaces(t, c) })
 	t.Run("Datastore", func(t *testing.T) { testDatastore(t, c) })
 	t.Run("ResourceClaim", func(t *testing.T) { testResourceClaim(t, c) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, c) })
