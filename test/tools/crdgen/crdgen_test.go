@@ -185,3 +185,56 @@ func TestCredentialsRuleInCRD(t *testing.T) {
 		}
 	}
 }
+
+func TestOverlay(t *testing.T) {
+	cases := map[string]struct {
+		reason        string
+		gen, template string
+		want          string
+	}{
+		"TemplateWins": {
+			reason:   "A key the template sets replaces the generated one; the core key itself goes.",
+			gen:      "description: Upstream.\ntype: object\n",
+			template: "x-formspec-core: io.k8s.api.core.v1.Volume\ndescription: Ours.\n",
+			want:     "description: Ours.\ntype: object\n",
+		},
+		"PropertiesMerge": {
+			reason:   "Properties merge field by field: generated fields stay, the template's add keys or fields.",
+			gen:      "properties:\n  name:\n    type: string\n  path:\n    type: string\n",
+			template: "properties:\n  name:\n    maxLength: 63\n  extra:\n    type: boolean\n",
+			want:     "properties:\n  name:\n    type: string\n    maxLength: 63\n  path:\n    type: string\n  extra:\n    type: boolean\n",
+		},
+		"RequiredAddsUp": {
+			reason:   "A field required upstream stays required.",
+			gen:      "required:\n  - name\n",
+			template: "required: [name, path]\n",
+			want:     "required:\n  - name\n  - path\n",
+		},
+		"NewKeysAppended": {
+			reason:   "Keys the generated schema lacks are added after its own.",
+			gen:      "type: array\n",
+			template: "maxItems: 8\n",
+			want:     "type: array\nmaxItems: 8\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var gen, template yaml.Node
+			if err := yaml.Unmarshal([]byte(tc.gen), &gen); err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.Unmarshal([]byte(tc.template), &template); err != nil {
+				t.Fatal(err)
+			}
+			overlay(gen.Content[0], template.Content[0])
+			blockStyle(gen.Content[0])
+			out, err := encode(gen.Content[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(out)); diff != "" {
+				t.Errorf("%s\noverlay(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -86,10 +86,15 @@ func generate(c *converter, template []byte, header string) ([]byte, error) {
 			appendValidation(field, rule)
 		}
 	}
+	return encode(&doc)
+}
+
+// encode writes n as YAML indented by two spaces, as the CRDs are.
+func encode(n *yaml.Node) ([]byte, error) {
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
+	if err := enc.Encode(n); err != nil {
 		return nil, fmt.Errorf("cannot encode the CRD: %w", err)
 	}
 	if err := enc.Close(); err != nil {
