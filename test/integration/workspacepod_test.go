@@ -5,9 +5,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/test/controlplane"
@@ -88,7 +93,14 @@ func testWorkspacePod(t *testing.T, c *controlplane.Client) {
 	base := minimalWorkspace(t)
 	pod := func(p map[string]any) controlplane.Object { return with(t, base, fields{"spec.pod": p}) }
 
+	every := with(t, base, fields{"spec.pod": everyField[v1alpha1.PodOverrides](), "spec.resources": everyField[corev1.ResourceRequirements]()})
 	cases := map[string]schemaCase{
+		"EveryGoFieldKept": {
+			reason: "Every field of the Go types the hooks decode spec.pod and spec.resources with, set, comes back: the schemas prune nothing a client sends. " +
+				"The exception is the null creationTimestamp Go writes for an ephemeral volume's claim template, pruned as in every CRD that embeds ObjectMeta.",
+			obj:      every,
+			wantSpec: with(t, every, fields{"spec.pod.extraVolumes": withoutClaimCreationTimestamp(t, every)})["spec"],
+		},
 		"OtherSecretsEverywhere": {
 			reason: "Every kind of Secret reference is passed through, untouched, when the Secret is not a credentials Secret.",
 			obj:    pod(secretPod("acme-api")),
@@ -216,6 +228,65 @@ func testWorkspacePod(t *testing.T, c *controlplane.Client) {
 		}
 	}
 	runSchemaCases(t, c, cases)
+}
+
+// everyField returns a T with every field set, as encoding/json encodes
+// it: each pointer allocated, each slice and map given one element, each
+// string "a" (valid wherever the template restricts a name or path),
+// numbers and booleans left at zero, each Quantity 1. A nested ObjectMeta
+// (an ephemeral volume's claim template) gets the labels and annotations
+// that are all a pod may set there.
+func everyField[T any]() any {
+	var v T
+	setEveryField(reflect.ValueOf(&v).Elem())
+	return v
+}
+
+// setEveryField sets everything under v; see everyField.
+func setEveryField(v reflect.Value) {
+	switch v.Type() {
+	case reflect.TypeFor[resource.Quantity]():
+		v.Set(reflect.ValueOf(resource.MustParse("1")))
+		return
+	case reflect.TypeFor[metav1.ObjectMeta]():
+		v.Set(reflect.ValueOf(metav1.ObjectMeta{Labels: map[string]string{"a": "a"}, Annotations: map[string]string{"a": "a"}}))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("a")
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		setEveryField(v.Elem())
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		setEveryField(v.Index(0))
+	case reflect.Map:
+		key, elem := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		setEveryField(key)
+		setEveryField(elem)
+		v.Set(reflect.MakeMap(v.Type()))
+		v.SetMapIndex(key, elem)
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				setEveryField(v.Field(i))
+			}
+		}
+	}
+}
+
+// withoutClaimCreationTimestamp returns obj's extraVolumes without the
+// creationTimestamp of their ephemeral volumes' claim templates.
+func withoutClaimCreationTimestamp(t *testing.T, obj controlplane.Object) any {
+	t.Helper()
+	pod := jsonCopy(t, obj).(map[string]any)["spec"].(map[string]any)["pod"].(map[string]any)
+	volumes := pod["extraVolumes"].([]any)
+	for _, v := range volumes {
+		claim := v.(map[string]any)["ephemeral"].(map[string]any)["volumeClaimTemplate"].(map[string]any)
+		delete(claim["metadata"].(map[string]any), "creationTimestamp")
+	}
+	return volumes
 }
 
 // testFixtureWorkspaces dry-run creates the Workspace of every workspace
