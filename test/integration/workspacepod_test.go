@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -337,4 +340,77 @@ func testFixtureWorkspaces(t *testing.T, c *controlplane.Client) {
 			runSchemaCases(t, c, map[string]schemaCase{"Parent": tc})
 		})
 	}
+}
+
+// testRestrictedPodSecurity checks what docs/security.md tells platform
+// teams: the pods of every workspace fixture's Deployment are admitted in
+// a namespace enforcing the Pod Security Standard "restricted", and the
+// same pod with a hostPath volume (which spec.pod.extraVolumes may ask for)
+// is refused.
+func testRestrictedPodSecurity(t *testing.T, c *controlplane.Client) {
+	const ns = "restricted"
+	if _, err := c.Create(controlplane.Object{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]any{"pod-security.kubernetes.io/enforce": "restricted"}},
+	}); err != nil {
+		t.Fatalf("cannot create namespace %s: %v", ns, err)
+	}
+	responses, err := filepath.Glob(filepath.Join(repoRoot(t), "fixtures", "workspace", "sync", "*", "response.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last controlplane.Object
+	for _, resp := range responses {
+		children, err := fixtureObjects(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, child := range children {
+			if child["kind"] != "Deployment" {
+				continue
+			}
+			pod := podOf(t, c, child, ns)
+			t.Run(filepath.Base(filepath.Dir(resp)), func(t *testing.T) {
+				if _, err := c.DryRunCreate(pod); err != nil {
+					t.Errorf("the fixture's pod template does not meet the restricted standard: %v", err)
+				}
+			})
+			last = pod
+		}
+	}
+	if last == nil {
+		t.Fatal("no workspace sync fixture returns a Deployment")
+	}
+	t.Run("HostPathVolume", func(t *testing.T) {
+		volumes := append(last["spec"].(map[string]any)["volumes"].([]any), map[string]any{
+			"name": "kubelet", "hostPath": map[string]any{"path": "/var/lib/kubelet/pods"},
+		})
+		_, err := c.DryRunCreate(with(t, last, fields{"spec.volumes": volumes}))
+		var apiErr *controlplane.APIError
+		if !errors.As(err, &apiErr) || apiErr.Code != http.StatusForbidden ||
+			!strings.Contains(apiErr.Status.Message, `violates PodSecurity "restricted:latest"`) || !strings.Contains(apiErr.Status.Message, "hostPath") {
+			t.Errorf("want a 403 naming the restricted standard and hostPath, got %v", err)
+		}
+	})
+}
+
+// podOf returns a Pod in namespace ns with the Deployment's pod template,
+// creating the service account it runs as (no controller does here).
+func podOf(t *testing.T, c *controlplane.Client, deployment controlplane.Object, ns string) controlplane.Object {
+	t.Helper()
+	spec := deployment["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	sa, _ := spec["serviceAccountName"].(string)
+	createIfAbsent(t, c, controlplane.Object{
+		"apiVersion": "v1", "kind": "ServiceAccount",
+		"metadata": map[string]any{"name": cmp.Or(sa, "default"), "namespace": ns},
+	})
+	pod := controlplane.Object{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "ws", "namespace": ns},
+		"spec":     spec,
+	}
+	// Priority admission looks the class up in an informer cache that a
+	// class created a moment ago may not have reached; Pod Security does
+	// not depend on it.
+	return with(t, pod, fields{"spec.priorityClassName": remove{}})
 }
