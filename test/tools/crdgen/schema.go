@@ -213,6 +213,7 @@ func extensions(ext spec.Extensions, out *apiextv1.JSONSchemaProps) error {
 // reference.
 func shortDescription(d string) string {
 	d, _, _ = strings.Cut(strings.TrimSpace(d), "\n")
+	d = strings.Join(strings.Fields(d), " ")
 	// Some fields say "Required." first; the sentence after says what
 	// they are, and the schema's required list says the rest.
 	d = strings.TrimPrefix(d, "Required. ")

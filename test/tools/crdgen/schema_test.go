@@ -180,6 +180,7 @@ func TestShortDescription(t *testing.T) {
 		"Empty":             {in: "", want: ""},
 		"TrailingFullStop":  {in: "Just one.", want: "Just one."},
 		"SurroundingSpaces": {in: "  Padded.  ", want: "Padded."},
+		"DoubleSpaces":      {in: "secretName is the  name of secret", want: "secretName is the name of secret"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
