@@ -5,17 +5,15 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
@@ -24,25 +22,32 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintf(os.Stderr, "formspec-reporter: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(cliflag.Exit(os.Stderr, program, run(ctx, os.Args[1:], os.Stdout, os.Stderr)))
 }
 
+const program = "formspec-reporter"
+
+// usage heads --help.
+const usage = `Usage: formspec-reporter [flags]
+       formspec-reporter version
+
+Report node health and workspace status to Cluster Control, and serve its
+restart directives to the hook server on localhost, until SIGTERM.
+
+Flags:
+`
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := cliflag.New("formspec-reporter")
+	fs := cliflag.New(program, usage)
 	var (
 		cfg          reporter.Config
-		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to")
+		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
-		logLevel     = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		shutdownWait = fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take on shutdown")
+		logging      = cliflag.AddLogging(fs)
 	)
-	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://cluster-control.formspec-system:8443")
+	cliflag.AddVersion(fs)
+	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes; while it is missing or empty, calls carry no token")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
@@ -59,11 +64,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 20000, "most workspaces tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
 	fs.IntVar(&cfg.MaxPods, "max-pods", 200000, "most workspace pods tracked; observations beyond are dropped and counted")
-	if err := cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n"); err != nil {
+	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if err := cliflag.NoArgs(fs); err != nil {
+		return err
 	}
 	if cfg.Reporter == "" {
 		cfg.Reporter = os.Getenv("POD_NAME")
@@ -71,12 +76,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Reporter == "" {
 		cfg.Reporter, _ = os.Hostname()
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("cannot parse --log-level: %w", err)
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := logging.Logger(stderr)
 	cfg.Logger = log
+	if !isLoopback(*listen) {
+		log.Warn("--listen is not a loopback address: anyone who can reach it can post observations and read directives, without authentication", "listen", *listen)
+	}
 
 	rep, err := reporter.New(cfg)
 	if err != nil {
@@ -91,23 +95,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_ = localLn.Close()
 		return fmt.Errorf("cannot listen on --metrics-listen: %w", err)
 	}
-	log.Info("reporter starting", "clusterControl", cfg.ClusterControlURL, "listen", localLn.Addr().String(), "metrics", opsLn.Addr().String())
+	build := buildinfo.Get()
+	log.Info("reporter starting", "version", build.Version, "revision", build.Revision, "clusterControl", cfg.ClusterControlURL, "listen", localLn.Addr().String(), "metrics", opsLn.Addr().String())
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 3)
-	go func() { errc <- rep.Run(ctx) }()
-	go func() { errc <- httpserve.Run(ctx, localLn, rep.LocalHandler(), *shutdownWait) }()
-	go func() { errc <- httpserve.Run(ctx, opsLn, rep.OpsHandler(), *shutdownWait) }()
-	var first error
-	for range 3 {
-		if err := <-errc; err != nil && first == nil {
-			first = err
-		}
-		// One part stopping stops the others: a sidecar without its
-		// localhost API or its reporting loops is not worth keeping up.
-		cancel()
-	}
+	// One part stopping stops the others: a sidecar without its localhost
+	// API or its reporting loops is not worth keeping up.
+	err = cliflag.RunAll(ctx,
+		rep.Run,
+		func(ctx context.Context) error { return httpserve.Run(ctx, localLn, rep.LocalHandler(), *shutdownWait) },
+		func(ctx context.Context) error { return httpserve.Run(ctx, opsLn, rep.OpsHandler(), *shutdownWait) },
+	)
 	log.Info("reporter stopped")
-	return first
+	return err
+}
+
+// isLoopback reports whether a listen address only accepts connections
+// from this host (the pod, in a cluster).
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

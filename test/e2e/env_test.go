@@ -144,7 +144,7 @@ func startEnv(t *testing.T) *env {
 	args := append([]string{"serve",
 		"--listen=127.0.0.1:" + strconv.Itoa(hookPort),
 		"--metrics-listen=127.0.0.1:" + strconv.Itoa(hookMetricsPort),
-		"--control-cluster-url=" + controlClusterURL,
+		"--cluster-control-url=" + controlClusterURL,
 		// Nothing listens there: the hand-off fails quietly and the
 		// restart-directive lookup answers "no directive", which is what
 		// the hooks must tolerate.

@@ -390,7 +390,7 @@ func baseArgs(listen string) []any {
 	return []any{
 		"serve", "--listen=" + listen, "--metrics-listen=:9090",
 		"--resource-image=formahub/formspec-resource", "--default-version=latest",
-		"--control-cluster-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
+		"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
 		"--log-format=json",
 	}
 }
@@ -416,6 +416,7 @@ func servicePorts(name string, port float64) []any {
 	return []any{
 		map[string]any{"name": name, "port": port, "targetPort": "hooks", "protocol": "TCP"},
 		map[string]any{"name": "metrics", "port": float64(9090), "targetPort": "metrics", "protocol": "TCP"},
+		map[string]any{"name": "reporter-metrics", "port": float64(9091), "targetPort": "rep-metrics", "protocol": "TCP"},
 	}
 }
 

@@ -36,6 +36,8 @@ func TestAPIServer(t *testing.T) {
 	}
 
 	t.Run("ShortNames", func(t *testing.T) { testShortNames(t, c) })
+	t.Run("KubectlNames", func(t *testing.T) { testKubectlNames(t, c) })
+	t.Run("PrinterColumns", func(t *testing.T) { testPrinterColumns(t, c) })
 	t.Run("ClusterClass", func(t *testing.T) { testClusterClass(t, c) })
 	t.Run("Workspace", func(t *testing.T) { testWorkspace(t, c) })
 	t.Run("WorkspacePod", func(t *testing.T) { testWorkspacePod(t, c) })
