@@ -1,10 +1,13 @@
 // Command formspec-reporter is the sidecar beside the hook server that
-// reports node health and workspace status to Cluster Control and serves
-// its restart directives to the hook server on localhost.
+// reports node health and workspace status to Cluster Control, writes
+// Cluster Control's directives onto Workspaces and records the hooks'
+// decisions as Events. It is the only part of the install with Kubernetes
+// credentials.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +20,11 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
+	"k8s.io/client-go/dynamic"
+	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -31,8 +39,8 @@ const program = "formspec-reporter"
 const usage = `Usage: formspec-reporter [flags]
        formspec-reporter version
 
-Report node health and workspace status to Cluster Control, and serve its
-restart directives to the hook server on localhost, until SIGTERM.
+Report node health and workspace status to Cluster Control, write its
+directives onto Workspaces and record Events, until SIGTERM.
 
 Flags:
 `
@@ -45,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
 		shutdownWait = fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take on shutdown")
 		logging      = cliflag.AddLogging(fs)
+		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
 	)
 	cliflag.AddVersion(fs)
 	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070")
@@ -55,15 +64,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
 	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", 15*time.Second, "period of POST /v1/node-health (jittered by ±10%)")
 	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", 30*time.Second, "period of GET /v1/deploy-status (jittered by ±10%)")
+	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", 10*time.Minute, "period at which every known workspace is reported again, changed or not (jittered by ±10%)")
 	fs.IntVar(&cfg.NodeStaleIntervals, "node-stale-intervals", 4, "node-health intervals a node may go unobserved before it is forgotten")
 	fs.DurationVar(&cfg.PodStaleAfter, "pod-stale-after", 5*time.Minute, "how long a workspace pod may go unobserved before it stops counting towards its node")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one call to Cluster Control")
 	fs.DurationVar(&cfg.BackoffBase, "backoff-base", 500*time.Millisecond, "first retry delay; doubles per failure, with full jitter")
 	fs.DurationVar(&cfg.BackoffMax, "backoff-max", 60*time.Second, "longest retry delay (a Retry-After may ask for more, up to 10m)")
 	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", 30*time.Second, "least time between two failure logs for one endpoint")
-	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 20000, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 10000, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", 5000, "most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted")
+	fs.StringVar(&cfg.TombstoneFile, "tombstone-file", "", "file keeping unacknowledged workspace deletions across a restart of the sidecar (put it on an emptyDir); empty keeps them in memory only")
 	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxPods, "max-pods", 200000, "most workspace pods tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxPods, "max-pods", 100000, "most workspace pods tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxClaims, "max-claims", 20000, "most ResourceClaim decisions remembered to announce their changes as Events")
+	fs.IntVar(&cfg.EventBurst, "event-burst", 5, "Events about one object written in a burst before the per-object limit applies")
+	fs.DurationVar(&cfg.EventInterval, "event-interval", time.Minute, "after the burst, at most one Event about an object per interval")
+	fs.Float64Var(&cfg.EventQPS, "event-qps", 5, "Events per second over all objects (after a burst of 50)")
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -77,11 +93,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Reporter, _ = os.Hostname()
 	}
 	log := logging.Logger(stderr)
+	// client-go's events recorder logs through klog: into the same lines.
+	klog.SetSlogLogger(log)
 	cfg.Logger = log
 	if !isLoopback(*listen) {
 		log.Warn("--listen is not a loopback address: anyone who can reach it can post observations and read directives, without authentication", "listen", *listen)
 	}
 
+	kube, err := kubeClients(*kubeconfig, cfg.Reporter)
+	switch {
+	case errors.Is(err, rest.ErrNotInCluster):
+		log.Warn("no kubeconfig and not in a pod: directives and Events are not written to the cluster")
+	case err != nil:
+		return err
+	default:
+		cfg.Kube = kube
+	}
 	rep, err := reporter.New(cfg)
 	if err != nil {
 		return err
@@ -121,4 +148,29 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// kubeClients builds the reporter's clients from a kubeconfig, or from the
+// pod's service-account token when path is empty.
+func kubeClients(path, name string) (*reporter.KubeClients, error) {
+	var cfg *rest.Config
+	var err error
+	if path != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", path)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot configure the kubernetes client: %w", err)
+	}
+	cfg.UserAgent = "formspec-reporter/" + name
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	ev, err := eventsv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	return &reporter.KubeClients{Dynamic: dyn, Events: ev}, nil
 }

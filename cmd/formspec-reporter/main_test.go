@@ -79,6 +79,11 @@ func TestRun(t *testing.T) {
 			reason: "The token's Secret is optional: a missing token file must not stop the sidecar, or the hook pod never becomes Ready.",
 			args:   append(slices.Clone(local), "--token-file", filepath.Join(dir, "nope")),
 		},
+		"MissingKubeconfig": {
+			reason: "A --kubeconfig that cannot be read is a mistake reported at start, not a reporter that silently writes nothing.",
+			args:   append(slices.Clone(local), "--kubeconfig", filepath.Join(dir, "nope")),
+			want:   cmpopts.AnyError,
+		},
 		"UnreadableTokenFile": {
 			reason: "A token path that exists but is not a readable file is a broken pod spec, reported at start.",
 			args:   append(slices.Clone(local), "--token-file", dir),

@@ -268,7 +268,11 @@ func summarize(objs []controlplane.Object) summary {
 		case "Service":
 			s.ServicePorts = get(obj, "spec.ports")
 		case "ClusterRoleBinding":
-			s.BindingSubjects = obj["subjects"]
+			// The reporter's binding is fixed (deploy/reporter); this
+			// summary follows Metacontroller's, which values change.
+			if get(obj, "metadata.name") == "formspec-metacontroller" {
+				s.BindingSubjects = obj["subjects"]
+			}
 		}
 	}
 	sort.Strings(s.Objects)
@@ -340,8 +344,10 @@ func objects(namespace, fullname string, networkPolicy, pdb bool, extra ...strin
 	objs := []string{
 		"ClusterRole/formspec-edit",
 		"ClusterRole/formspec-metacontroller",
+		"ClusterRole/formspec-reporter",
 		"ClusterRole/formspec-view",
 		"ClusterRoleBinding/formspec-metacontroller",
+		"ClusterRoleBinding/formspec-reporter",
 		"CompositeController/formspec-workspace",
 		"DecoratorController/formspec-datastore",
 		"DecoratorController/formspec-node-health",
@@ -350,6 +356,9 @@ func objects(namespace, fullname string, networkPolicy, pdb bool, extra ...strin
 		"Deployment/" + namespace + "/" + fullname,
 		"Service/" + namespace + "/" + fullname,
 		"ServiceAccount/" + namespace + "/" + fullname,
+		"ServiceAccount/" + namespace + "/formspec-reporter",
+		"ValidatingAdmissionPolicy/formspec-reporter-workspace-annotations",
+		"ValidatingAdmissionPolicyBinding/formspec-reporter-workspace-annotations",
 	}
 	if networkPolicy {
 		objs = append(objs, "NetworkPolicy/"+namespace+"/"+fullname)
