@@ -81,6 +81,7 @@ const startTimeout = 3 * time.Minute
 // and Services into endpoints, as in a real cluster.
 var Controllers = append(append([]string(nil), controlplane.DefaultControllers...),
 	"deployment-controller",
+	"statefulset-controller",
 	"replicaset-controller",
 	"endpointslice-controller",
 	"endpointslice-mirroring-controller",

@@ -16,7 +16,8 @@ const PauseImage = "formspec.test/pause:node-test"
 // restrict_oom_score_adj: root here lacks CAP_SYS_RESOURCE, and a sandbox
 // asking for a negative OOM score then fails in runc ("can't get final
 // child's PID from pipe: EOF"); with it, scores are clamped to what the
-// runtime may set.
+// runtime may set. netns_mounts_under_state_dir keeps the pods' network
+// namespaces under dir too, instead of /run/netns.
 func containerdConfig(dir, socket string) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
@@ -37,6 +38,7 @@ disabled_plugins = [
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %[5]q
   restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
   disable_apparmor = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"

@@ -319,3 +319,21 @@ func (c *Cluster) checkDNS(t *testing.T) {
 		t.Errorf("example.com resolved to %v: the cluster DNS must not answer names outside %s", addrs, ClusterDomain)
 	}
 }
+
+// get returns the body of a 200 answer to a GET.
+func get(url string) (string, error) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return string(body), nil
+}

@@ -1,0 +1,266 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// EnvMetacontrollerBin names the environment variable holding the path of
+// the Metacontroller binary, as in test/e2e.
+const EnvMetacontrollerBin = "METACONTROLLER_BIN"
+
+// fieldManager is the server-side apply field manager of the tests' writes.
+const fieldManager = "formspec-node-test"
+
+// TestMetacontrollerOnNode runs Metacontroller in a pod, with only the RBAC
+// deploy/ grants it, beside the hook pods of TestInstall's install, and
+// walks a Workspace on real pods: Ready from real readiness, idle to zero
+// and back, and a deletion that drains the pods before the rest goes.
+func TestMetacontrollerOnNode(t *testing.T) {
+	mcBin := os.Getenv(EnvMetacontrollerBin)
+	if mcBin == "" {
+		t.Skip(EnvMetacontrollerBin + " not set: skipping Metacontroller on the one-node cluster; see docs/testing.md")
+	}
+	SkipUnlessPossible(t)
+	tm := NewTimings(t)
+	archives := buildImages(t, mcBin)
+	tm.Phase("images built")
+	c := Start(t, tm, archives.Paths()...)
+	c.install(t)
+	tm.Phase("kubectl apply -k, hook pods Ready")
+	c.startMetacontroller(t)
+	tm.Phase("Metacontroller Ready")
+
+	const ns, name, class = "node-ws", "acme", "node-standard"
+	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	c.apply(t, &v1alpha1.ClusterClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "ClusterClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec:       v1alpha1.ClusterClassSpec{SLA: "99.9", Scaling: v1alpha1.Scaling{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](2), ScaleToZero: true}},
+	})
+	c.apply(t, &v1alpha1.Workspace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.WorkspaceSpec{
+			Owner:        "acme-corp",
+			Region:       "ap-southeast-3",
+			ClusterClass: class,
+			Environment:  "production",
+			Version:      WorkspaceVersion,
+			Config:       map[string]string{"LOG_LEVEL": "info"},
+		},
+	})
+
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
+	c.waitDeploymentReady(t, ns, name)
+	if got := c.podEnv(t, ns, name); !strings.Contains(got, "WORKSPACE_ID="+name+"\n") || !strings.Contains(got, "LOG_LEVEL=info\n") {
+		t.Errorf("the workspace pod's environment lacks WORKSPACE_ID=%s or LOG_LEVEL=info:\n%s", name, got)
+	}
+	tm.Phase("Workspace Ready on real pods")
+
+	c.patch(t, v1alpha1.APIVersion, "Workspace", ns, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationIdle: "true"}},
+	})
+	c.waitPods(t, ns, name, 0)
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseIdle)
+	c.patch(t, v1alpha1.APIVersion, "Workspace", ns, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationIdle: nil}},
+	})
+	c.waitDeploymentReady(t, ns, name)
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
+	tm.Phase("idle to zero and back")
+
+	c.checkOrderedDeletion(t, ns, name)
+	tm.Phase("ordered deletion")
+}
+
+// startMetacontroller runs Metacontroller the way its own production
+// manifests do (a StatefulSet in the metacontroller namespace, service
+// account metacontroller), from the image built from METACONTROLLER_BIN,
+// but bound only to the ClusterRole deploy/rbac grants it instead of
+// upstream's wildcard one, and with server-side apply.
+func (c *Cluster) startMetacontroller(t *testing.T) {
+	t.Helper()
+	const ns = "metacontroller"
+	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "metacontroller", "namespace": ns}})
+	probe := func(path string) map[string]any {
+		return map[string]any{"httpGet": map[string]any{"port": 8081, "path": path}}
+	}
+	c.apply(t, map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "StatefulSet",
+		"metadata":   map[string]any{"name": "metacontroller", "namespace": ns, "labels": map[string]any{"app.kubernetes.io/name": "metacontroller"}},
+		"spec": map[string]any{
+			"replicas":    1,
+			"serviceName": "",
+			"selector":    map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "metacontroller"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "metacontroller"}},
+				"spec": map[string]any{
+					"serviceAccountName": "metacontroller",
+					"containers": []any{map[string]any{
+						"name":    "metacontroller",
+						"image":   MetacontrollerImage,
+						"command": []any{"/usr/bin/metacontroller"},
+						"args": []any{
+							"--zap-log-level=4",
+							"--discovery-interval=5s",
+							"--apply-strategy=server-side-apply",
+						},
+						"livenessProbe":  probe("/healthz"),
+						"readinessProbe": probe("/readyz"),
+					}},
+				},
+			},
+		},
+	})
+	c.waitFor(t, "Metacontroller Ready", func() (bool, string) {
+		s, err := c.Client().Get("apps/v1", "StatefulSet", ns, "metacontroller")
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := intField(s, "status", "readyReplicas")
+		return ready == 1, fmt.Sprintf("%d ready", ready)
+	}, ns)
+}
+
+// apply server-side applies a typed object or a map.
+func (c *Cluster) apply(t *testing.T, v any) {
+	t.Helper()
+	obj, ok := v.(map[string]any)
+	if !ok {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Client().Apply(obj, fieldManager); err != nil {
+		t.Fatalf("cannot apply %v %v: %v", obj["kind"], obj["metadata"], err)
+	}
+}
+
+func (c *Cluster) patch(t *testing.T, apiVersion, kind, namespace, name string, patch any) {
+	t.Helper()
+	if _, err := c.Client().MergePatch(apiVersion, kind, namespace, name, "", patch); err != nil {
+		t.Fatalf("cannot patch %s %s/%s: %v", kind, namespace, name, err)
+	}
+}
+
+// waitWorkspacePhase waits for a Workspace's status.phase.
+func (c *Cluster) waitWorkspacePhase(t *testing.T, namespace, name, phase string) {
+	t.Helper()
+	c.waitFor(t, fmt.Sprintf("Workspace %s/%s %s", namespace, name, phase), func() (bool, string) {
+		ws, err := c.Client().Get(v1alpha1.APIVersion, "Workspace", namespace, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		status, _ := json.Marshal(ws["status"])
+		return stringField(ws, "status", "phase") == phase, string(status)
+	}, namespace)
+}
+
+// pods lists the names of a workspace's pods that are not being deleted.
+func (c *Cluster) pods(namespace, ws string) ([]string, error) {
+	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(workspace.LabelWorkspace+"="+ws), nil)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range list.Items {
+		out = append(out, p.Metadata.Name)
+	}
+	return out, nil
+}
+
+// waitPods waits until a workspace has exactly n pods.
+func (c *Cluster) waitPods(t *testing.T, namespace, ws string, n int) {
+	t.Helper()
+	c.waitFor(t, fmt.Sprintf("%d pods of Workspace %s/%s", n, namespace, ws), func() (bool, string) {
+		pods, err := c.pods(namespace, ws)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods) == n, fmt.Sprintf("pods %v", pods)
+	}, namespace)
+}
+
+// podEnv returns what the stand-in image answers on /env in the
+// workspace's pod, through the workspace's Service.
+func (c *Cluster) podEnv(t *testing.T, namespace, ws string) string {
+	t.Helper()
+	return c.httpGet(t, "http://"+c.serviceIP(t, namespace, ws)+"/env")
+}
+
+func (c *Cluster) httpGet(t *testing.T, url string) string {
+	t.Helper()
+	var last error
+	for range 30 {
+		body, err := get(url)
+		if err == nil {
+			return body
+		}
+		last = err
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("GET %s: %v", url, last)
+	return ""
+}
+
+// checkOrderedDeletion deletes the Workspace as kubectl does and watches
+// its pods and its ConfigMap: the pods must be gone while the ConfigMap
+// (which the pods read) still exists, and then everything goes.
+func (c *Cluster) checkOrderedDeletion(t *testing.T, namespace, name string) {
+	t.Helper()
+	if err := c.Client().DeleteWithPropagation(v1alpha1.APIVersion, "Workspace", namespace, name, "Background"); err != nil {
+		t.Fatalf("cannot delete Workspace %s/%s: %v", namespace, name, err)
+	}
+	var podsGone, configGone time.Time
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) && (podsGone.IsZero() || configGone.IsZero()) {
+		if podsGone.IsZero() {
+			if pods, err := c.pods(namespace, name); err == nil && len(pods) == 0 {
+				podsGone = time.Now()
+			}
+		}
+		if configGone.IsZero() {
+			if _, err := c.Client().Get("v1", "ConfigMap", namespace, name+"-config"); controlplane.IsNotFound(err) {
+				configGone = time.Now()
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	switch {
+	case podsGone.IsZero() || configGone.IsZero():
+		t.Fatalf("Workspace %s/%s deletion: pods gone at %v, ConfigMap gone at %v (zero: not within %v)", namespace, name, podsGone, configGone, waitTimeout)
+	case configGone.Before(podsGone):
+		t.Errorf("Workspace %s/%s deletion: the ConfigMap went %v before the last pod", namespace, name, podsGone.Sub(configGone))
+	}
+	c.waitFor(t, "Workspace "+namespace+"/"+name+" gone", func() (bool, string) {
+		_, err := c.Client().Get(v1alpha1.APIVersion, "Workspace", namespace, name)
+		return controlplane.IsNotFound(err), fmt.Sprint(err)
+	}, namespace)
+}
