@@ -2,9 +2,13 @@ package node
 
 import (
 	"encoding/json"
+	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
@@ -40,8 +46,11 @@ func TestMetacontrollerOnNode(t *testing.T) {
 	c := Start(t, tm, archives.Paths()...)
 	c.install(t)
 	tm.Phase("kubectl apply -k, hook pods Ready")
+	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
 	tm.Phase("Metacontroller Ready")
+	c.checkNodeHealthReported(t, admin)
+	tm.Phase("node health reported to Cluster Control")
 
 	const ns, name, class = "node-ws", "acme", "node-standard"
 	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
@@ -84,6 +93,94 @@ func TestMetacontrollerOnNode(t *testing.T) {
 
 	c.checkOrderedDeletion(t, ns, name)
 	tm.Phase("ordered deletion")
+
+	c.checkCredentialsInPod(t, class)
+	tm.Phase("claim credentials in the pod, then revoked")
+}
+
+// checkCredentialsInPod grants a claim on a Datastore to a workspace (the
+// signed test claim of hooks/claims/claimstest) and reads, from inside the
+// workspace's pod through its Service, the claim's password in the
+// environment (with the workspace's prefix) and under /bindings/<claim>;
+// when the Datastore's owner stops allowing the workspace, the rolled-out
+// pod has neither.
+func (c *Cluster) checkCredentialsInPod(t *testing.T, class string) {
+	t.Helper()
+	const (
+		ns        = claimstest.ClaimNamespace
+		name      = claimstest.Workspace
+		claimName = claimstest.ClaimName
+		envPrefix = "ORDERS_"
+	)
+	for _, n := range []string{claimstest.DatastoreNamespace, ns} {
+		c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": n}})
+	}
+	endpoint := claimstest.Secret()
+	endpoint.ObjectMeta = metav1.ObjectMeta{Name: endpoint.Name, Namespace: endpoint.Namespace, Labels: endpoint.Labels}
+	c.apply(t, endpoint)
+	ds := claimstest.Datastore()
+	ds.ObjectMeta = metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Labels, Annotations: ds.Annotations}
+	c.apply(t, ds)
+	claim := claimstest.Claim()
+	claim.ObjectMeta = metav1.ObjectMeta{Name: claim.Name, Namespace: claim.Namespace, Labels: claim.Labels, Annotations: claim.Annotations}
+	// Granted a minute ago by the real clock, which the hook checks.
+	claim.Spec.GrantedAt = time.Now().UTC().Add(-time.Minute).Truncate(time.Second).Format(time.RFC3339)
+	c.apply(t, claimstest.SignClaim(claim, claimstest.Owner))
+	c.apply(t, &v1alpha1.Workspace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.WorkspaceSpec{
+			Owner:        "acme-corp",
+			Region:       "ap-southeast-3",
+			ClusterClass: class,
+			Environment:  "production",
+			Version:      WorkspaceVersion,
+			Datastores:   []v1alpha1.DatastoreRef{{Name: ds.Name, Namespace: ds.Namespace, EnvPrefix: envPrefix}},
+		},
+	})
+	envLine := envPrefix + "password=" + claimstest.Password + "\n"
+	bindingLine := "/bindings/" + claimName + "/password: " + claimstest.Password + "\n"
+	c.waitFor(t, "the claim's credentials inside the pod of Workspace "+ns+"/"+name, func() (bool, string) {
+		env, err := c.serviceGet(ns, name, "/env")
+		if err != nil {
+			return false, err.Error()
+		}
+		bindings, err := c.serviceGet(ns, name, "/bindings")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(env, envLine) && strings.Contains(bindings, bindingLine),
+			fmt.Sprintf("password in env: %v, bindings: %q", strings.Contains(env, envLine), bindings)
+	}, ns)
+
+	c.patch(t, v1alpha1.APIVersion, "Datastore", ds.Namespace, ds.Name, map[string]any{
+		"spec": map[string]any{"allowedTenants": []string{"team-b/*"}},
+	})
+	c.waitFor(t, "the revoked claim's credentials gone from the pod of Workspace "+ns+"/"+name, func() (bool, string) {
+		pods, err := c.pods(ns, name)
+		if err != nil || len(pods) != 1 {
+			return false, fmt.Sprintf("pods %v (%v)", pods, err)
+		}
+		env, err := c.serviceGet(ns, name, "/env")
+		if err != nil {
+			return false, err.Error()
+		}
+		bindings, err := c.serviceGet(ns, name, "/bindings")
+		if err != nil {
+			return false, err.Error()
+		}
+		return !strings.Contains(env, envPrefix+"password=") && bindings == "",
+			fmt.Sprintf("password in env: %v, bindings: %q", strings.Contains(env, envPrefix+"password="), bindings)
+	}, ns)
+}
+
+// serviceGet GETs path from a workspace's pod through its Service.
+func (c *Cluster) serviceGet(namespace, ws, path string) (string, error) {
+	svc, err := c.Client().Get("v1", "Service", namespace, ws)
+	if err != nil {
+		return "", err
+	}
+	return get("http://" + stringField(svc, "spec", "clusterIP") + path)
 }
 
 // startMetacontroller runs Metacontroller the way its own production
@@ -263,4 +360,83 @@ func (c *Cluster) checkOrderedDeletion(t *testing.T, namespace, name string) {
 		_, err := c.Client().Get(v1alpha1.APIVersion, "Workspace", namespace, name)
 		return controlplane.IsNotFound(err), fmt.Sprint(err)
 	}, namespace)
+}
+
+// clusterControlToken is the bearer token the reporter sidecars present to
+// the reference Cluster Control.
+const clusterControlToken = "node-test-cluster-control-token"
+
+// startClusterControl runs the reference Cluster Control on the host, on
+// NodeIP:7070, requiring clusterControlToken, and makes it the
+// formspec-ctl.formspec-system:7070 that deploy/ points the reporters at (a
+// Service without selector and its EndpointSlice), with the token in the
+// Secret the reporters mount. It returns the admin API's base URL.
+func (c *Cluster) startClusterControl(t *testing.T) string {
+	t.Helper()
+	work := t.TempDir()
+	if err := goBuild(controlplane.RepoRoot(t), work, "./cmd/formspec-clustercontrol"); err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(work, "tokens")
+	if err := os.WriteFile(tokens, []byte(clusterControlToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin := "127.0.0.1:" + strconv.Itoa(controlplane.FreePorts(t, 1)[0])
+	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: work}, filepath.Join(work, "formspec-clustercontrol"),
+		"--listen="+net.JoinHostPort(NodeIP, "7070"), "--admin-listen="+admin, "--token-file="+tokens)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitReady(ctx, func() bool { _, err := get("http://" + admin + "/admin/state"); return err == nil }); err != nil {
+		t.Fatalf("Cluster Control did not start: %v", err)
+	}
+	c.apply(t, map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "formspec-ctl", "namespace": hooksNamespace},
+		"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": 7070, "protocol": "TCP"}}},
+	})
+	c.apply(t, map[string]any{
+		"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+		"metadata": map[string]any{"name": "formspec-ctl", "namespace": hooksNamespace, "labels": map[string]any{
+			"kubernetes.io/service-name": "formspec-ctl", "endpointslice.kubernetes.io/managed-by": fieldManager,
+		}},
+		"addressType": "IPv4",
+		"endpoints":   []any{map[string]any{"addresses": []any{NodeIP}, "conditions": map[string]any{"ready": true}}},
+		"ports":       []any{map[string]any{"name": "http", "port": 7070, "protocol": "TCP"}},
+	})
+	c.apply(t, map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "formspec-cluster-control-token", "namespace": hooksNamespace},
+		"stringData": map[string]any{"token": clusterControlToken},
+	})
+	return "http://" + admin
+}
+
+// checkNodeHealthReported waits until the reference Cluster Control has a
+// node-health report from a hook pod's reporter, sent with the token,
+// that says this node is healthy with its real capacity: Metacontroller
+// showed the Node to the hooks, which handed it to the sidecar.
+func (c *Cluster) checkNodeHealthReported(t *testing.T, admin string) {
+	t.Helper()
+	node, err := c.Client().Get("v1", "Node", "", NodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := stringField(node, "status", "capacity", "cpu")
+	c.waitFor(t, "a node-health report at Cluster Control", func() (bool, string) {
+		body, err := get(admin + "/admin/state")
+		if err != nil {
+			return false, err.Error()
+		}
+		var st clustercontrol.AdminState
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			return false, err.Error()
+		}
+		r := st.LastNodeHealth
+		if r == nil || len(r.Nodes) != 1 {
+			return false, body
+		}
+		n := r.Nodes[0]
+		ok := strings.HasPrefix(r.Reporter, hooksName+"-") && n.Name == NodeName && n.Health == "healthy" && n.Capacity.CPU == cpu
+		return ok, body
+	}, hooksNamespace)
 }
