@@ -1,8 +1,8 @@
 package node
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
