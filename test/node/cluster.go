@@ -77,8 +77,10 @@ const k8sVersion = "v1.37.2"
 const startTimeout = 3 * time.Minute
 
 // Controllers are the kube-controller-manager controllers of the cluster:
-// test/controlplane's defaults plus those that turn Deployments into pods
-// and Services into endpoints, as in a real cluster.
+// test/controlplane's defaults plus those that turn Deployments and
+// StatefulSets into pods and Services into endpoints, as in a real cluster,
+// and the node lifecycle controller, which lifts the not-ready taint the
+// kubelet registers the node with.
 var Controllers = append(append([]string(nil), controlplane.DefaultControllers...),
 	"deployment-controller",
 	"statefulset-controller",
@@ -89,6 +91,7 @@ var Controllers = append(append([]string(nil), controlplane.DefaultControllers..
 	"horizontal-pod-autoscaler-controller",
 	"disruption-controller",
 	"pod-garbage-collector-controller",
+	"node-lifecycle-controller",
 )
 
 // hostBinaries are the Debian packages' binaries the cluster runs, with the

@@ -17,7 +17,8 @@ const PauseImage = "formspec.test/pause:node-test"
 // asking for a negative OOM score then fails in runc ("can't get final
 // child's PID from pipe: EOF"); with it, scores are clamped to what the
 // runtime may set. netns_mounts_under_state_dir keeps the pods' network
-// namespaces under dir too, instead of /run/netns.
+// namespaces under dir too, instead of /run/netns, and runc's Root its
+// state, instead of /run/containerd/runc.
 func containerdConfig(dir, socket string) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
@@ -49,6 +50,7 @@ disabled_plugins = [
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = %[8]q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[6]q
     conf_dir = %[7]q
@@ -61,6 +63,7 @@ disabled_plugins = [
 		PauseImage,
 		cniBinDir,
 		filepath.Join(dir, "cni", "net.d"),
+		filepath.Join(dir, "runc"),
 	)
 }
 

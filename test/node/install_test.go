@@ -77,6 +77,11 @@ func (c *Cluster) install(t *testing.T) {
 	root := controlplane.RepoRoot(t)
 	repo, tag, _ := strings.Cut(HooksImage, ":")
 	overlay := t.TempDir()
+	// kustomize takes a base only by a relative path.
+	deploy, err := filepath.Rel(overlay, filepath.Join(root, "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -84,7 +89,7 @@ resources:
 images:
   - name: %s
     newTag: %s
-`, filepath.Join(root, "deploy"), repo, tag)
+`, deploy, repo, tag)
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,10 @@ const (
 )
 
 // createdPaths are system directories the node's components create when
-// missing; each is removed at the end if it did not exist before and is
-// empty.
-var createdPaths = []string{netnsDir, cniCacheDir + "/results", cniCacheDir, containerLogLinks, "/run/containerd/s", "/run/containerd"}
+// missing (containerd's shims keep their sockets in /run/containerd/s
+// whatever the configuration says); each is removed at the end, with what
+// the node left in it, if it did not exist before.
+var createdPaths = []string{netnsDir, cniCacheDir, containerLogLinks, "/run/containerd"}
 
 // sysctls are the kernel settings the kubelet, kube-proxy or the bridge
 // plugin may change; each is put back.
@@ -233,6 +234,10 @@ func removeLeftovers(t *testing.T, before *snapshot) {
 		}
 	}
 
+	if before != nil {
+		removeEmptyTables(logf, before.nftables)
+	}
+
 	for range 50 {
 		if removeCgroups() {
 			break
@@ -247,7 +252,8 @@ func removeLeftovers(t *testing.T, before *snapshot) {
 		}
 	}
 	for _, name := range readDirNames(filepath.Join(cniCacheDir, "results")) {
-		if strings.HasPrefix(name, "formspec-node-") {
+		// The pod network's and containerd's loopback network's.
+		if strings.HasPrefix(name, "formspec-node-") || strings.HasPrefix(name, "cni-loopback-") {
 			_ = os.Remove(filepath.Join(cniCacheDir, "results", name))
 		}
 	}
@@ -263,7 +269,9 @@ func removeLeftovers(t *testing.T, before *snapshot) {
 	}
 	for _, p := range createdPaths {
 		if !before.paths[p] {
-			_ = os.Remove(p) // only if empty
+			if err := os.RemoveAll(p); err != nil {
+				logf("cannot remove %s: %v", p, err)
+			}
 		}
 	}
 	for _, k := range sysctls {
@@ -481,6 +489,36 @@ func iptablesSave(backend string) string {
 		lines = append(lines, line)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// nftFamilies are the nf_tables families of the nft iptables backends.
+var nftFamilies = map[string]string{"iptables-nft": "ip", "ip6tables-nft": "ip6"}
+
+// removeEmptyTables deletes the nf_tables tables that an iptables-nft call
+// created (any call creates its table, with the built-in chains) when they
+// were not there before (nft list tables output) and hold no rule now.
+func removeEmptyTables(logf func(string, ...any), before string) {
+	for backend, family := range nftFamilies {
+		rules := map[string]int{}
+		var table string
+		for _, line := range strings.Split(iptablesSave(backend), "\n") {
+			switch {
+			case strings.HasPrefix(line, "*"):
+				table = line[1:]
+				rules[table] += 0
+			case strings.HasPrefix(line, "-A "):
+				rules[table]++
+			}
+		}
+		for table, n := range rules {
+			if n > 0 || slices.Contains(strings.Split(before, "\n"), "table "+family+" "+table) {
+				continue
+			}
+			if out, err := exec.Command("nft", "delete", "table", family, table).CombinedOutput(); err != nil {
+				logf("nft delete table %s %s: %v: %s", family, table, err, out)
+			}
+		}
+	}
 }
 
 // ourChain reports whether an iptables chain is the node's: the kubelet's
