@@ -267,7 +267,10 @@ func Start(t *testing.T, tm *Timings, images ...string) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 
-	c.ControlPlane = controlplane.Start(t, controlplane.WithControllers(Controllers...))
+	c.ControlPlane = controlplane.Start(t, controlplane.WithControllers(Controllers...),
+		// kubectl logs and exec reach the kubelet at the node's address;
+		// its name resolves nowhere.
+		controlplane.WithAPIServerFlags("--kubelet-preferred-address-types=InternalIP"))
 	// The node's own copy, so that every node process has the node's
 	// directory on its command line (which is how teardown finds them).
 	kubeconfig, err := os.ReadFile(c.ControlPlane.Kubeconfig)

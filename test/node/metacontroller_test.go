@@ -48,6 +48,8 @@ func TestMetacontrollerOnNode(t *testing.T) {
 	tm.Phase("kubectl apply -k, hook pods Ready")
 	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
+	// Also when a scenario fails: a refused request is the likeliest cause.
+	t.Cleanup(func() { c.checkMetacontrollerAllowed(t) })
 	tm.Phase("Metacontroller Ready")
 	c.checkNodeHealthReported(t, admin)
 	tm.Phase("node health reported to Cluster Control")
@@ -96,6 +98,22 @@ func TestMetacontrollerOnNode(t *testing.T) {
 
 	c.checkCredentialsInPod(t, class)
 	tm.Phase("claim credentials in the pod, then revoked")
+}
+
+// checkMetacontrollerAllowed reads Metacontroller's log (kubectl logs, as an
+// operator would) for requests the API server refused: the RBAC deploy/
+// grants must cover everything Metacontroller does for these controllers.
+func (c *Cluster) checkMetacontrollerAllowed(t *testing.T) {
+	t.Helper()
+	var refused []string
+	for _, line := range strings.Split(c.kubectl(t, "-n", "metacontroller", "logs", "metacontroller-0"), "\n") {
+		if strings.Contains(line, " is forbidden: ") {
+			refused = append(refused, line)
+		}
+	}
+	if len(refused) > 0 {
+		t.Errorf("Metacontroller was refused %d requests with deploy/rbac's ClusterRole; the first:\n%s", len(refused), refused[0])
+	}
 }
 
 // checkCredentialsInPod grants a claim on a Datastore to a workspace (the
