@@ -290,7 +290,10 @@ func (c *Cluster) waitWorkspacePhase(t *testing.T, namespace, name, phase string
 	}, namespace)
 }
 
-// pods lists the names of a workspace's pods that are not being deleted.
+// pods lists the names of a workspace's pods that still run: a pod
+// whose containers have all stopped turns Succeeded or Failed before the
+// kubelet removes it, and counts as gone (so does the Deployment's
+// terminatingReplicas).
 func (c *Cluster) pods(namespace, ws string) ([]string, error) {
 	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(workspace.LabelWorkspace+"="+ws), nil)
 	if err != nil {
@@ -299,6 +302,9 @@ func (c *Cluster) pods(namespace, ws string) ([]string, error) {
 	var list struct {
 		Items []struct {
 			Metadata metav1.ObjectMeta `json:"metadata"`
+			Status   struct {
+				Phase string `json:"phase"`
+			} `json:"status"`
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
@@ -306,7 +312,9 @@ func (c *Cluster) pods(namespace, ws string) ([]string, error) {
 	}
 	var out []string
 	for _, p := range list.Items {
-		out = append(out, p.Metadata.Name)
+		if p.Status.Phase != "Succeeded" && p.Status.Phase != "Failed" {
+			out = append(out, p.Metadata.Name)
+		}
 	}
 	return out, nil
 }

@@ -8,6 +8,11 @@
 //
 // It prints the same on its standard output at start, so that kubectl logs
 // shows them too. It is a test image: it shows credentials on purpose.
+//
+// Like a real server behind a Service, it keeps serving for shutdownDelay
+// after SIGTERM (while endpoints are updated) before it stops: that is the
+// window in which a workspace's teardown must not remove what the pod
+// still uses.
 package main
 
 import (
@@ -30,6 +35,9 @@ import (
 // bindingRoot is where the hooks mount claim credentials.
 const bindingRoot = "/bindings"
 
+// shutdownDelay is how long the server keeps serving after SIGTERM.
+const shutdownDelay = 2 * time.Second
+
 func main() {
 	writeEnv(os.Stdout)
 	writeBindings(os.Stdout)
@@ -49,6 +57,7 @@ func main() {
 	defer stop()
 	go func() {
 		<-ctx.Done()
+		time.Sleep(shutdownDelay)
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
