@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -80,6 +81,9 @@ func TestMetacontrollerOnNode(t *testing.T) {
 		t.Errorf("the workspace pod's environment lacks WORKSPACE_ID=%s or LOG_LEVEL=info:\n%s", name, got)
 	}
 	tm.Phase("Workspace Ready on real pods")
+
+	c.checkArtifactHashRolls(t, ns, name)
+	tm.Phase("new artifact hash rolls the pods")
 
 	c.patch(t, v1alpha1.APIVersion, "Workspace", ns, name, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationIdle: "true"}},
@@ -351,6 +355,33 @@ func (c *Cluster) httpGet(t *testing.T, url string) string {
 	}
 	t.Fatalf("GET %s: %v", url, last)
 	return ""
+}
+
+// checkArtifactHashRolls sets a new artifact hash on the Workspace: its
+// pods must be replaced by new ones that turn Ready.
+func (c *Cluster) checkArtifactHashRolls(t *testing.T, namespace, name string) {
+	t.Helper()
+	before, err := c.pods(namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.patch(t, v1alpha1.APIVersion, "Workspace", namespace, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationArtifactBinaryHash: "sha256:0d1e2f"}},
+	})
+	c.waitFor(t, "the pods of Workspace "+namespace+"/"+name+" replaced", func() (bool, string) {
+		pods, err := c.pods(namespace, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods {
+			if slices.Contains(before, p) {
+				return false, fmt.Sprintf("pods %v, before %v", pods, before)
+			}
+		}
+		return len(pods) > 0, fmt.Sprintf("pods %v, before %v", pods, before)
+	}, namespace)
+	c.waitDeploymentReady(t, namespace, name)
+	c.waitWorkspacePhase(t, namespace, name, v1alpha1.PhaseReady)
 }
 
 // checkOrderedDeletion deletes the Workspace as kubectl does and watches
