@@ -232,10 +232,31 @@ func Start(t *testing.T, tm *Timings, images ...string) *Cluster {
 	if err := before.clean(); err != nil {
 		t.Fatalf("cannot remove what an earlier run left:\n%v", err)
 	}
+	// An interrupted go test (Ctrl-C, a CI cancel) would otherwise exit
+	// without running cleanups and leave the bridge, rules and mounts. The
+	// handler stays until the very end, cleanups included.
+	var teardown sync.Mutex
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	stopSignals := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			fmt.Fprintf(os.Stderr, "node: %v: removing the one-node cluster\n", s)
+			teardown.Lock()
+			removeLeftovers(t, before)
+			os.Exit(1)
+		case <-stopSignals:
+		}
+	}()
 	// Registered first, so it runs last: after every process has been
 	// stopped by its own cleanup, everything else the node made goes, and
 	// nothing may be left.
 	t.Cleanup(func() {
+		teardown.Lock()
+		defer teardown.Unlock()
+		signal.Stop(sig)
+		close(stopSignals)
 		removeLeftovers(t, before)
 		if leaks := before.diff(takeSnapshot(t)); len(leaks) > 0 {
 			t.Errorf("the one-node cluster left things behind:\n%s", strings.Join(leaks, "\n"))
@@ -248,22 +269,6 @@ func Start(t *testing.T, tm *Timings, images ...string) *Cluster {
 		t.Fatal(err)
 	}
 	c := &Cluster{Dir: dir, bin: BinDir(), containerd: filepath.Join(dir, "containerd", "containerd.sock")}
-	// An interrupted go test (Ctrl-C, a CI cancel) would otherwise exit
-	// without running cleanups and leave the bridge, rules and mounts.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	stopSignals := make(chan struct{})
-	go func() {
-		select {
-		case s := <-sig:
-			fmt.Fprintf(os.Stderr, "node: %v: removing the one-node cluster\n", s)
-			removeLeftovers(t, before)
-			os.Exit(1)
-		case <-stopSignals:
-		}
-	}()
-	t.Cleanup(func() { signal.Stop(sig); close(stopSignals) })
-
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 
