@@ -11,6 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
@@ -19,9 +24,11 @@ import (
 )
 
 // TestRestartDirectiveRollsPods follows a restart_required directive from
-// Cluster Control through the real reporter and the real hook server: the
-// workspace's pod template takes the new artifact hash, and once the pods
-// run it the next status reports the directive consumed.
+// Cluster Control through the real reporter, onto the Workspace as its
+// formspec.dev/artifact-binary-hash annotation, and through the real hook
+// server: the workspace's pod template takes the new hash, and once the
+// pods run it the next status reports the directive consumed. The hook
+// reads only its request; the annotation is all it needs.
 func TestRestartDirectiveRollsPods(t *testing.T) {
 	const hash = "sha256:9c41be"
 	ctx, cancel := context.WithCancel(context.Background())
@@ -35,9 +42,23 @@ func TestRestartDirectiveRollsPods(t *testing.T) {
 	go func() { _ = cc.Serve(ctx, ln) }()
 	cc.SetDirective("team-a", "acme", hash)
 
+	body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	parent := &unstructured.Unstructured{Object: req["parent"].(map[string]any)}
+	workspaces := schema.GroupVersionResource{Group: "formspec.dev", Version: "v1alpha1", Resource: "workspaces"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{workspaces: "WorkspaceList"}, parent.DeepCopy())
+
 	rep, err := reporter.New(reporter.Config{
 		ClusterControlURL:    "http://" + ln.Addr().String(),
 		Reporter:             "reporter-0",
+		Kube:                 &reporter.KubeClients{Dynamic: dyn},
 		NodeHealthInterval:   time.Hour,
 		DeployStatusInterval: 10 * time.Millisecond,
 		RequestTimeout:       5 * time.Second,
@@ -52,7 +73,7 @@ func TestRestartDirectiveRollsPods(t *testing.T) {
 	go func() { _ = rep.Run(ctx) }()
 	sidecar := httptest.NewServer(rep.LocalHandler())
 	defer sidecar.Close()
-	client, err := handoff.New(sidecar.URL, handoff.Options{DirectiveTimeout: 2 * time.Second})
+	client, err := handoff.New(sidecar.URL, handoff.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,26 +85,25 @@ func TestRestartDirectiveRollsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the reporter to fetch the directive", func() bool {
-		_, ok := client.RestartDirective(ctx, "team-a", "acme")
-		return ok
+	// Metacontroller sees the Workspace change and syncs with it.
+	waitUntil(t, "the reporter to write the directive onto the Workspace", func() bool {
+		ws, err := dyn.Resource(workspaces).Namespace("team-a").Get(ctx, "acme", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ws.GetAnnotations()["formspec.dev/artifact-binary-hash"] != hash {
+			return false
+		}
+		req["parent"] = ws.Object
+		return true
 	})
-
-	// The sync stamps the directive's hash on the pod template.
-	desired := templateHash(t, post(h, "/v1/workspace/sync", body, nil).Body.Bytes())
+	annotated, _ := json.Marshal(req)
+	desired := templateHash(t, post(h, "/v1/workspace/sync", annotated, nil).Body.Bytes())
 	if desired != hash {
 		t.Fatalf("pod template artifact hash: got %q, want the directive's %q", desired, hash)
 	}
 
 	// The Deployment has rolled: the observed template carries the hash.
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatal(err)
-	}
 	dep := req["children"].(map[string]any)["Deployment.apps/v1"].(map[string]any)["team-a/acme"].(map[string]any)
 	tmplMeta := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
 	tmplMeta["annotations"].(map[string]any)["formspec.dev/artifact-binary-hash"] = hash
@@ -102,17 +122,9 @@ func TestRestartDirectiveRollsPods(t *testing.T) {
 	}
 
 	waitUntil(t, "Cluster Control to hear the directive was consumed", func() bool { return len(cc.Consumed()) > 0 })
-	want := []clustercontrol.Consumption{{Namespace: "team-a", Name: "acme", ArtifactHash: hash}}
+	want := []clustercontrol.Consumption{{Namespace: "team-a", Name: "acme", Action: "restart_required", ArtifactHash: hash}}
 	if diff := cmp.Diff(want, cc.Consumed()); diff != "" {
 		t.Errorf("consumed: -want, +got:\n%s", diff)
-	}
-	// The directive is gone, but the next sync keeps the hash the pods run.
-	waitUntil(t, "the reporter to drop the consumed directive", func() bool {
-		_, ok := client.RestartDirective(ctx, "team-a", "acme")
-		return !ok
-	})
-	if got := templateHash(t, post(h, "/v1/workspace/sync", rolled, nil).Body.Bytes()); got != hash {
-		t.Errorf("after the directive is consumed the pod template must keep %q, got %q", hash, got)
 	}
 }
 

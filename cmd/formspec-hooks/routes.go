@@ -25,11 +25,11 @@ func hookRoutes(cfg hookConfig) []server.Route {
 	// A nil *handoff.Client must not become a non-nil interface.
 	var sink observe.Sink = discard{}
 	if cfg.reports != nil {
-		wsCfg.Directives, wsCfg.Reports, sink = cfg.reports, cfg.reports, cfg.reports
+		wsCfg.Reports, sink = cfg.reports, cfg.reports
 	}
 	ws := workspace.New(wsCfg)
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
-	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions})
+	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink})
 	opts := cfg.handlerOptions
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	return []server.Route{

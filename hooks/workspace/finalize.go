@@ -34,7 +34,7 @@ func (h *Hooks) Finalize(_ context.Context, req *metacontroller.CompositeRequest
 	resp := &metacontroller.CompositeResponse{Status: status, Children: []metacontroller.Object{}}
 	if req.Children.Count() == 0 {
 		resp.Finalized = true
-		h.report(observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: o.ws.Namespace, Name: o.ws.Name}})
+		h.report(observation.WorkspaceDeletedObservation(o.ws))
 		return resp, nil
 	}
 	h.report(observation.WorkspaceObservation(o.ws, status))

@@ -168,11 +168,11 @@ func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []bind
 		}
 		switch b.status.State {
 		case v1alpha1.DatastoreMissing:
-			missing = append(missing, fmt.Sprintf("%s: no ResourceClaim for this workspace", b.ref.Name))
+			missing = append(missing, fmt.Sprintf("%s: no ResourceClaim (kubectl: rclaim) for this workspace", b.ref.Name))
 		case v1alpha1.DatastoreDenied:
-			missing = append(missing, fmt.Sprintf("%s: ResourceClaim %q is denied", b.ref.Name, b.status.Claim))
+			missing = append(missing, fmt.Sprintf("%s: rclaim %q is denied", b.ref.Name, b.status.Claim))
 		default:
-			missing = append(missing, fmt.Sprintf("%s: ResourceClaim %q is not ready yet", b.ref.Name, b.status.Claim))
+			missing = append(missing, fmt.Sprintf("%s: rclaim %q is not ready yet", b.ref.Name, b.status.Claim))
 		}
 	}
 	if len(missing) > 0 {

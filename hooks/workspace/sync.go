@@ -100,7 +100,7 @@ func (h *Hooks) Sync(ctx context.Context, req *metacontroller.CompositeRequest) 
 		children = append(children, wire)
 	}
 	status := h.status(o, bindings, nil)
-	h.report(observation.WorkspaceObservation(o.ws, status))
+	h.report(observation.WorkspaceObservation(o.ws, status).WithClass(o.class))
 	return &metacontroller.CompositeResponse{Status: status, Children: children}, nil
 }
 

@@ -124,6 +124,10 @@ func run(args []string, stdout io.Writer) error {
 		parts = append(parts, fmt.Sprintf("%d×%d", c, codes[c]))
 	}
 	fmt.Fprintf(stdout, "status codes: %s\n", strings.Join(parts, " "))
+	if len(latencies) == 0 {
+		// Figures of nothing are not a measurement: make load must fail.
+		return fmt.Errorf("no request was answered by %s (%d failed); is the server running (make run)?", *base, failures)
+	}
 	return nil
 }
 

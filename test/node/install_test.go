@@ -25,14 +25,18 @@ import (
 // a hang, not a performance assertion.
 const waitTimeout = 4 * time.Minute
 
+// installBase is the kustomization the tests apply, relative to the
+// repository.
+const installBase = "deploy/overlays/insecure-http"
+
 // hooksNamespace and hooksName are where deploy/ installs the hook server.
 const (
 	hooksNamespace = "formspec-system"
 	hooksName      = "formspec-hooks"
 )
 
-// TestInstall applies deploy/ the way users do (kubectl apply -k, with only
-// the image reference changed) to a real node, and checks that the hook
+// TestInstall applies the install the way users do (kubectl apply -k of
+// installBase, with only the image reference changed) to a real node, and checks that the hook
 // pods become Ready through their probes under their securityContext and
 // that the hooks answer through their Service.
 func TestInstall(t *testing.T) {
@@ -77,8 +81,11 @@ func (c *Cluster) install(t *testing.T) {
 	root := controlplane.RepoRoot(t)
 	repo, tag, _ := strings.Cut(HooksImage, ":")
 	overlay := t.TempDir()
-	// kustomize takes a base only by a relative path.
-	deploy, err := filepath.Rel(overlay, filepath.Join(root, "deploy"))
+	// kustomize takes a base only by a relative path. deploy/ itself needs
+	// cert-manager for the hooks' TLS certificate, which this cluster does
+	// not have: its overlay for clusters without cert-manager is what a
+	// user here would apply.
+	deploy, err := filepath.Rel(overlay, filepath.Join(root, installBase))
 	if err != nil {
 		t.Fatal(err)
 	}

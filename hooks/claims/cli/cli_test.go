@@ -15,8 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
 
-	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
 const claimYAML = `apiVersion: formspec.dev/v1alpha1
@@ -58,8 +59,8 @@ func files(t *testing.T) (dir string) {
 		"datastore.yaml": ds,
 		"secret.yaml":    sec,
 		"claim.yaml":     []byte(claimYAML),
-		"owner.key":      []byte(claims.FormatPrivateKey(claimstest.Owner) + "\n"),
-		"stranger.key":   []byte(claims.FormatPrivateKey(claimstest.Stranger)),
+		"owner.key":      []byte(grant.FormatPrivateKey(claimstest.Owner) + "\n"),
+		"stranger.key":   []byte(grant.FormatPrivateKey(claimstest.Stranger)),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
@@ -118,7 +119,7 @@ func TestSignVerify(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sign: %v\n%s", err, errOut)
 			}
-			seed := claims.FormatPrivateKey(claimstest.Owner)
+			seed := grant.FormatPrivateKey(claimstest.Owner)
 			if strings.Contains(signed+errOut, seed) {
 				t.Fatalf("sign printed the private key")
 			}
@@ -157,12 +158,15 @@ func TestKeygen(t *testing.T) {
 		t.Errorf("key file mode: -want, +got:\n%s", diff)
 	}
 	text, _ := os.ReadFile(keyFile)
-	priv, err := claims.ParsePrivateKey(string(text))
+	priv, err := grant.ParsePrivateKey(string(text))
 	if err != nil {
 		t.Fatalf("key file does not parse: %v", err)
 	}
 	if diff := cmp.Diff(claimstest.PublicHex(priv)+"\n", out); diff != "" {
 		t.Errorf("printed public key: -want, +got:\n%s", diff)
+	}
+	if _, err := grant.ParsePublicKey(strings.TrimSpace(out)); err != nil {
+		t.Errorf("keygen printed a public key a Datastore refuses: %v", err)
 	}
 	if strings.Contains(out+errOut, strings.TrimSpace(string(text))) {
 		t.Errorf("keygen printed the private key")
@@ -175,6 +179,43 @@ func TestKeygen(t *testing.T) {
 	}
 }
 
+// TestVerifyWeakKey: a claim forged for a Datastore whose owner key is a
+// small-order point (the identity) is refused, and verify says that the
+// Datastore's key is weak, while the hook tells the claim only that its
+// signature does not verify.
+func TestVerifyWeakKey(t *testing.T) {
+	dir := files(t)
+	ds := claimstest.Datastore()
+	identity := claimstest.IdentityKey
+	ds.Spec.OwnerPublicKey, ds.Spec.OwnerPublicKeys = identity, nil
+	claim := claimstest.Forge(claimstest.Claim(), identity)
+	for name, obj := range map[string]any{"weak-datastore.yaml": ds, "forged.yaml": claim} {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := runCLI(t, "", "verify", "--claim", filepath.Join(dir, "forged.yaml"),
+		"--datastore", filepath.Join(dir, "weak-datastore.yaml"), "--secret", filepath.Join(dir, "secret.yaml"))
+	if !errors.Is(err, ErrDenied) {
+		t.Errorf("verify of a forged claim: got err %v, want %v", err, ErrDenied)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var got []string
+	for _, l := range lines {
+		prefix, _, _ := strings.Cut(l, ": ")
+		reason, _, _ := strings.Cut(strings.TrimPrefix(l, prefix+": "), ":")
+		got = append(got, prefix+": "+reason)
+	}
+	want := []string{"denied: InvalidSignature", "datastore refused: WeakPublicKey"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verify output: -want, +got:\n%s\n%s", diff, out)
+	}
+}
+
 func TestVerifyWrongKind(t *testing.T) {
 	dir := files(t)
 	_, _, err := runCLI(t, "", "verify", "--claim", filepath.Join(dir, "secret.yaml"), "--datastore", filepath.Join(dir, "datastore.yaml"), "--secret", filepath.Join(dir, "secret.yaml"))
@@ -184,36 +225,41 @@ func TestVerifyWrongKind(t *testing.T) {
 }
 
 // TestHelpStreams shows that usage asked for goes to stdout with no error
-// beyond flag.ErrHelp, and usage after a mistake goes to stderr.
+// beyond flag.ErrHelp, and that a mistake is a *cliflag.UsageError that
+// prints nothing itself (the caller reports it; see cliflag.Exit).
 func TestHelpStreams(t *testing.T) {
 	cases := map[string]struct {
 		reason     string
 		args       []string
-		wantStdout bool
-		wantErr    error
+		wantStdout string
+		wantUsage  bool
 	}{
-		"Top":       {reason: "claim --help prints the subcommands.", args: []string{"--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"Keygen":    {reason: "claim keygen --help prints its flags.", args: []string{"keygen", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"Sign":      {reason: "claim sign --help prints its flags.", args: []string{"sign", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"Verify":    {reason: "claim verify --help prints its flags.", args: []string{"verify", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"WrongFlag": {reason: "A mistake prints usage on stderr.", args: []string{"sign", "--bogus"}},
-		"NoCommand": {reason: "No subcommand prints usage on stderr.", args: nil},
+		"Top":       {reason: "claim --help prints the subcommands.", args: []string{"--help"}, wantStdout: "Usage: formspec-hooks claim <subcommand>"},
+		"Keygen":    {reason: "claim keygen --help prints its synopsis and flags.", args: []string{"keygen", "--help"}, wantStdout: "Usage: formspec-hooks claim keygen --out FILE"},
+		"Sign":      {reason: "claim sign --help prints its synopsis and flags.", args: []string{"sign", "--help"}, wantStdout: "Usage: formspec-hooks claim sign --key FILE"},
+		"Verify":    {reason: "claim verify --help prints its synopsis and flags.", args: []string{"verify", "--help"}, wantStdout: "Usage: formspec-hooks claim verify --claim FILE"},
+		"WrongFlag": {reason: "An unknown flag is a usage error.", args: []string{"sign", "--bogus"}, wantUsage: true},
+		"NoCommand": {reason: "No subcommand is a usage error.", args: nil, wantUsage: true},
+		"Unknown":   {reason: "An unknown subcommand is a usage error.", args: []string{"forge"}, wantUsage: true},
+		"NoKey":     {reason: "sign without --key is a usage error.", args: []string{"sign"}, wantUsage: true},
+		"BadNow":    {reason: "verify with an unparsable --now is a usage error.", args: []string{"verify", "--claim", "c", "--datastore", "d", "--secret", "s", "--now", "yesterday"}, wantUsage: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := Run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
-			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Errorf("%s\nerror: got %v, want %v", tc.reason, err, tc.wantErr)
+			_, isUsage := errors.AsType[*cliflag.UsageError](err)
+			if isUsage != tc.wantUsage {
+				t.Errorf("%s\nusage error: got %v (%v), want %v", tc.reason, isUsage, err, tc.wantUsage)
 			}
-			if tc.wantErr == nil && err == nil {
-				t.Errorf("%s\nerror: got nil, want one", tc.reason)
+			if !tc.wantUsage && !errors.Is(err, flag.ErrHelp) {
+				t.Errorf("%s\nerror: got %v, want flag.ErrHelp", tc.reason, err)
 			}
-			if got := stdout.Len() > 0; got != tc.wantStdout {
-				t.Errorf("%s\nusage on stdout: got %v, want %v (stdout %q, stderr %q)", tc.reason, got, tc.wantStdout, stdout.String(), stderr.String())
+			if tc.wantUsage && stdout.Len()+stderr.Len() > 0 {
+				t.Errorf("%s\nprinted %q %q; want nothing (the caller reports usage errors)", tc.reason, stdout.String(), stderr.String())
 			}
-			if !tc.wantStdout && !strings.Contains(stderr.String(), "Usage") {
-				t.Errorf("%s\nstderr %q: want the usage", tc.reason, stderr.String())
+			if !strings.HasPrefix(stdout.String(), tc.wantStdout) {
+				t.Errorf("%s\nstdout %q: want it to start with %q", tc.reason, stdout.String(), tc.wantStdout)
 			}
 		})
 	}
