@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
@@ -38,7 +40,12 @@ func (h *Hooks) Finalize(_ context.Context, req *metacontroller.CompositeRequest
 	h.report(observation.WorkspaceObservation(o.ws, status))
 	resp.ResyncAfterSeconds = finalizeResync
 
-	draining := o.hpa != nil || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 || o.deployment.Status.Replicas != 0))
+	// status.replicas leaves out pods that are shutting down; they are
+	// still serving their last requests and reading their configuration,
+	// so the Service and ConfigMap wait for terminatingReplicas too (nil
+	// where the DeploymentReplicaSetTerminatingReplicas gate is off).
+	draining := o.hpa != nil || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 ||
+		o.deployment.Status.Replicas != 0 || ptr.Deref(o.deployment.Status.TerminatingReplicas, 0) != 0))
 	if !draining {
 		// Step two: nothing runs any more; an empty desired set deletes
 		// the rest.
