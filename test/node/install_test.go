@@ -41,17 +41,26 @@ const (
 // that the hooks answer through their Service.
 func TestInstall(t *testing.T) {
 	SkipUnlessPossible(t)
-	tm := NewTimings(t)
-	archives := buildImages(t, "")
-	tm.Phase("images built")
-	c := Start(t, tm, archives.Paths()...)
-	c.install(t)
-	tm.Phase("kubectl apply -k, hook pods Ready")
+	c, tm := startInstalled(t, "", (*Cluster).install, "kubectl apply -k, hook pods Ready")
 
 	t.Run("pods run as their securityContext says", func(t *testing.T) { c.checkHookProcesses(t) })
 	t.Run("hooks answer through the Service", func(t *testing.T) { c.checkFixturesThroughService(t) })
 	t.Run("cluster DNS answers cluster names only", func(t *testing.T) { c.checkDNS(t) })
 	tm.Phase("checks")
+}
+
+// startInstalled builds the images (the Metacontroller one when mcBin is
+// set), starts a cluster with them, runs install, and times both; phase
+// names the install's phase.
+func startInstalled(t *testing.T, mcBin string, install func(*Cluster, *testing.T), phase string) (*Cluster, *Timings) {
+	t.Helper()
+	tm := NewTimings(t)
+	archives := buildImages(t, mcBin)
+	tm.Phase("images built")
+	c := Start(t, tm, archives.Paths()...)
+	install(c, t)
+	tm.Phase(phase)
+	return c, tm
 }
 
 // buildImages builds the image archives, the Metacontroller one when mcBin
@@ -264,13 +273,19 @@ func (c *Cluster) serviceIP(t *testing.T, namespace, name string) string {
 // fixtures were made with), must answer each with its golden response.
 func (c *Cluster) checkFixturesThroughService(t *testing.T) {
 	base := "http://" + c.serviceIP(t, hooksNamespace, hooksName)
+	c.checkFixtures(t, base, &http.Client{Timeout: 10 * time.Second}, "")
+}
+
+// checkFixtures posts every golden fixture to base through client, with
+// token as a bearer token unless it is empty, and wants each answered with
+// its golden response.
+func (c *Cluster) checkFixtures(t *testing.T, base string, client *http.Client, token string) {
 	fixtures := filepath.Join(controlplane.RepoRoot(t), "fixtures")
 	requests, err := filepath.Glob(filepath.Join(fixtures, "*", "*", "*", "request.json"))
 	if err != nil || len(requests) == 0 {
 		t.Fatalf("no fixtures under %s: %v", fixtures, err)
 	}
 	slices.Sort(requests)
-	client := &http.Client{Timeout: 10 * time.Second}
 	for _, req := range requests {
 		dir := filepath.Dir(req)
 		rel, _ := filepath.Rel(fixtures, filepath.Dir(dir))
@@ -283,14 +298,12 @@ func (c *Cluster) checkFixturesThroughService(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := client.Post(base+path, "application/json", bytes.NewReader(body))
+		status, got, err := post(client, base+path, token, body)
 		if err != nil {
 			t.Fatalf("POST %s%s: %v", base, path, err)
 		}
-		got, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("POST %s (%s): status %d: %s", path, dir, resp.StatusCode, got)
+		if status != http.StatusOK {
+			t.Errorf("POST %s (%s): status %d: %s", path, dir, status, got)
 			continue
 		}
 		if diff := cmp.Diff(indent(t, want), indent(t, got)); diff != "" {
@@ -298,6 +311,26 @@ func (c *Cluster) checkFixturesThroughService(t *testing.T) {
 		}
 	}
 	t.Logf("%d fixtures answered through Service %s/%s (%s)", len(requests), hooksNamespace, hooksName, base)
+}
+
+// post POSTs a JSON body, with token as a bearer token unless it is empty,
+// and returns the answer's status and body.
+func post(client *http.Client, url, token string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	got, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, got, err
 }
 
 func indent(t *testing.T, raw []byte) string {

@@ -41,12 +41,7 @@ func TestMetacontrollerOnNode(t *testing.T) {
 		t.Skip(EnvMetacontrollerBin + " not set: skipping Metacontroller on the one-node cluster; see docs/testing.md")
 	}
 	SkipUnlessPossible(t)
-	tm := NewTimings(t)
-	archives := buildImages(t, mcBin)
-	tm.Phase("images built")
-	c := Start(t, tm, archives.Paths()...)
-	c.install(t)
-	tm.Phase("kubectl apply -k, hook pods Ready")
+	c, tm := startInstalled(t, mcBin, (*Cluster).install, "kubectl apply -k, hook pods Ready")
 	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
 	// Also when a scenario fails: a refused request is the likeliest cause.
@@ -56,34 +51,14 @@ func TestMetacontrollerOnNode(t *testing.T) {
 	tm.Phase("node health reported to Cluster Control")
 
 	const ns, name, class = "node-ws", "acme", "node-standard"
-	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
-	c.apply(t, &v1alpha1.ClusterClass{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "ClusterClass"},
-		ObjectMeta: metav1.ObjectMeta{Name: class},
-		Spec:       v1alpha1.ClusterClassSpec{SLA: "99.9", Scaling: v1alpha1.Scaling{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](2), ScaleToZero: true}},
-	})
-	c.apply(t, &v1alpha1.Workspace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.WorkspaceSpec{
-			Owner:        "acme-corp",
-			Region:       "ap-southeast-3",
-			ClusterClass: class,
-			Environment:  "production",
-			Version:      WorkspaceVersion,
-			Config:       map[string]string{"LOG_LEVEL": "info"},
-		},
-	})
-
-	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
-	c.waitDeploymentReady(t, ns, name)
-	if got := c.podEnv(t, ns, name); !strings.Contains(got, "WORKSPACE_ID="+name+"\n") || !strings.Contains(got, "LOG_LEVEL=info\n") {
-		t.Errorf("the workspace pod's environment lacks WORKSPACE_ID=%s or LOG_LEVEL=info:\n%s", name, got)
-	}
+	c.checkWorkspaceReady(t, ns, name, class)
 	tm.Phase("Workspace Ready on real pods")
 
 	c.checkArtifactHashRolls(t, ns, name)
 	tm.Phase("new artifact hash rolls the pods")
+
+	c.checkClassChangeRolls(t, ns, name, class)
+	tm.Phase("ClusterClass change rolls the pods")
 
 	c.patch(t, v1alpha1.APIVersion, "Workspace", ns, name, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationIdle: "true"}},
@@ -102,6 +77,36 @@ func TestMetacontrollerOnNode(t *testing.T) {
 
 	c.checkCredentialsInPod(t, class)
 	tm.Phase("claim credentials in the pod, then revoked")
+}
+
+// checkWorkspaceReady creates a ClusterClass and a Workspace of the
+// stand-in version in a new namespace, and waits for the Workspace to turn
+// Ready from its pod's real readiness, with its environment in the pod.
+func (c *Cluster) checkWorkspaceReady(t *testing.T, ns, name, class string) {
+	t.Helper()
+	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	c.apply(t, &v1alpha1.ClusterClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "ClusterClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec:       v1alpha1.ClusterClassSpec{SLA: "99.9", Scaling: v1alpha1.Scaling{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](2), ScaleToZero: true}},
+	})
+	c.apply(t, &v1alpha1.Workspace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.WorkspaceSpec{
+			Owner:        "acme-corp",
+			Region:       "ap-southeast-3",
+			ClusterClass: class,
+			Environment:  "production",
+			Version:      WorkspaceVersion,
+			Config:       map[string]string{"LOG_LEVEL": "info"},
+		},
+	})
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
+	c.waitDeploymentReady(t, ns, name)
+	if got := c.podEnv(t, ns, name); !strings.Contains(got, "WORKSPACE_ID="+name+"\n") || !strings.Contains(got, "LOG_LEVEL=info\n") {
+		t.Errorf("the workspace pod's environment lacks WORKSPACE_ID=%s or LOG_LEVEL=info:\n%s", name, got)
+	}
 }
 
 // checkMetacontrollerAllowed reads Metacontroller's log (kubectl logs, as an
@@ -361,13 +366,43 @@ func (c *Cluster) httpGet(t *testing.T, url string) string {
 // pods must be replaced by new ones that turn Ready.
 func (c *Cluster) checkArtifactHashRolls(t *testing.T, namespace, name string) {
 	t.Helper()
+	c.checkRolls(t, namespace, name, func() {
+		c.patch(t, v1alpha1.APIVersion, "Workspace", namespace, name, map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationArtifactBinaryHash: "sha256:0d1e2f"}},
+		})
+	})
+}
+
+// checkClassChangeRolls labels the node with a node type and gives the
+// Workspace's ClusterClass that node type: the pods must be replaced by
+// new ones, placed by the class's node selector, that turn Ready.
+func (c *Cluster) checkClassChangeRolls(t *testing.T, namespace, name, class string) {
+	t.Helper()
+	const nodeType = "node-test"
+	c.patch(t, "v1", "Node", "", NodeName, map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{workspace.LabelNodeType: nodeType}},
+	})
+	c.checkRolls(t, namespace, name, func() {
+		c.patch(t, v1alpha1.APIVersion, "ClusterClass", "", class, map[string]any{"spec": map[string]any{"nodeType": nodeType}})
+	})
+	d, err := c.Client().Get("apps/v1", "Deployment", namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stringField(d, "spec", "template", "spec", "nodeSelector", workspace.LabelNodeType); got != nodeType {
+		t.Errorf("Deployment %s/%s selects %s=%q, want %q", namespace, name, workspace.LabelNodeType, got, nodeType)
+	}
+}
+
+// checkRolls makes a change and waits until every pod of the Workspace is
+// a new one, the Deployment is ready and the Workspace Ready again.
+func (c *Cluster) checkRolls(t *testing.T, namespace, name string, change func()) {
+	t.Helper()
 	before, err := c.pods(namespace, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.patch(t, v1alpha1.APIVersion, "Workspace", namespace, name, map[string]any{
-		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationArtifactBinaryHash: "sha256:0d1e2f"}},
-	})
+	change()
 	c.waitFor(t, "the pods of Workspace "+namespace+"/"+name+" replaced", func() (bool, string) {
 		pods, err := c.pods(namespace, name)
 		if err != nil {
