@@ -25,7 +25,9 @@ const chartDir = "deploy/helm/formspec-hooks"
 // the generated CA, a request carrying the generated token and refuses one
 // without. With METACONTROLLER_BIN, Metacontroller in its pod drives a
 // Workspace to Ready and a claim's credentials into its pod, calling the
-// hooks over TLS with the token as the chart's controllers tell it.
+// hooks over TLS with the token as the chart's controllers tell it, and
+// the chart's reporter sidecar reports the node's health to Cluster
+// Control.
 func TestHelmInstall(t *testing.T) {
 	SkipUnlessPossible(t)
 	mcBin := os.Getenv(EnvMetacontrollerBin)
@@ -38,9 +40,12 @@ func TestHelmInstall(t *testing.T) {
 		t.Log(EnvMetacontrollerBin + " not set: skipping Metacontroller over TLS and a token; see docs/testing.md")
 		return
 	}
+	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
 	t.Cleanup(func() { c.checkMetacontrollerAllowed(t) })
 	tm.Phase("Metacontroller Ready")
+	c.checkNodeHealthReported(t, admin)
+	tm.Phase("node health reported to Cluster Control")
 	const class = "node-standard"
 	c.checkWorkspaceReady(t, "node-ws", "acme", class)
 	tm.Phase("Workspace Ready over TLS + token")

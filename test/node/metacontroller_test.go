@@ -524,11 +524,17 @@ func (c *Cluster) checkNodeHealthReported(t *testing.T, admin string) {
 			return false, err.Error()
 		}
 		r := st.LastNodeHealth
-		if r == nil || len(r.Nodes) != 1 {
+		if r == nil {
 			return false, body
 		}
-		n := r.Nodes[0]
-		ok := strings.HasPrefix(r.Reporter, hooksName+"-") && n.Name == NodeName && n.Health == "healthy" && n.Capacity.CPU == cpu
-		return ok, body
+		// Only this node, unless fixtures posted through the Service
+		// showed the sidecar made-up nodes, which it reports until they
+		// go stale.
+		for _, n := range r.Nodes {
+			if n.Name == NodeName {
+				return strings.HasPrefix(r.Reporter, hooksName+"-") && n.Health == "healthy" && n.Capacity.CPU == cpu, body
+			}
+		}
+		return false, body
 	}, hooksNamespace)
 }
