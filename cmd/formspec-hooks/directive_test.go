@@ -1,119 +1,132 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net"
-	"net/http/httptest"
+	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/reporter"
 	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
-// TestRestartDirectiveRollsPods follows a restart_required directive from
-// Cluster Control through the real reporter and the real hook server: the
-// workspace's pod template takes the new artifact hash, and once the pods
-// run it the next status reports the directive consumed.
-func TestRestartDirectiveRollsPods(t *testing.T) {
+// TestRestartAnnotationRollsPods follows a restart through the real hook
+// server: the reporter writes Cluster Control's restart_required hash onto
+// the Workspace as formspec.dev/artifact-binary-hash; the sync stamps it on
+// the pod template; once the pods run it the status reports it; and when
+// the annotation is removed the pods keep the hash instead of rolling back.
+func TestRestartAnnotationRollsPods(t *testing.T) {
 	const hash = "sha256:9c41be"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	h := fixtureHandler(t)
+	req := fixtureRequest(t, "steady-ready")
+	annotations := map[string]any{"formspec.dev/artifact-binary-hash": hash}
+	req["parent"].(map[string]any)["metadata"].(map[string]any)["annotations"] = annotations
 
-	cc := clustercontrol.New(clustercontrol.Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cc.Serve(ctx, ln) }()
-	cc.SetDirective("team-a", "acme", hash)
-
-	rep, err := reporter.New(reporter.Config{
-		ClusterControlURL:    "http://" + ln.Addr().String(),
-		Reporter:             "reporter-0",
-		NodeHealthInterval:   time.Hour,
-		DeployStatusInterval: 10 * time.Millisecond,
-		RequestTimeout:       5 * time.Second,
-		BackoffBase:          time.Millisecond,
-		BackoffMax:           10 * time.Millisecond,
-		NodeStaleIntervals:   4,
-		PodStaleAfter:        time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = rep.Run(ctx) }()
-	sidecar := httptest.NewServer(rep.LocalHandler())
-	defer sidecar.Close()
-	client, err := handoff.New(sidecar.URL, handoff.Options{DirectiveTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = client.Run(ctx) }()
-
-	cfg := fixtureConfig()
-	cfg.reports = client
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "the reporter to fetch the directive", func() bool {
-		_, ok := client.RestartDirective(ctx, "team-a", "acme")
-		return ok
-	})
-
-	// The sync stamps the directive's hash on the pod template.
-	desired := templateHash(t, post(h, "/v1/workspace/sync", body, nil).Body.Bytes())
-	if desired != hash {
-		t.Fatalf("pod template artifact hash: got %q, want the directive's %q", desired, hash)
+	if got := templateHash(t, syncBody(t, h, req)); got != hash {
+		t.Fatalf("pod template artifact hash: got %q, want the annotation's %q", got, hash)
 	}
 
 	// The Deployment has rolled: the observed template carries the hash.
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatal(err)
-	}
 	dep := req["children"].(map[string]any)["Deployment.apps/v1"].(map[string]any)["team-a/acme"].(map[string]any)
 	tmplMeta := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
 	tmplMeta["annotations"].(map[string]any)["formspec.dev/artifact-binary-hash"] = hash
-	rolled, _ := json.Marshal(req)
-	rec := post(h, "/v1/workspace/sync", rolled, nil)
 	var resp struct {
 		Status struct {
 			ArtifactHash string `json:"artifactHash"`
 		} `json:"status"`
 	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+	if err := json.Unmarshal(syncBody(t, h, req), &resp); err != nil {
 		t.Fatal(err)
 	}
-	if resp.Status.ArtifactHash != hash {
-		t.Fatalf("status.artifactHash after the rollout: got %q, want %q", resp.Status.ArtifactHash, hash)
+	if diff := cmp.Diff(hash, resp.Status.ArtifactHash); diff != "" {
+		t.Fatalf("status.artifactHash after the rollout: -want, +got:\n%s", diff)
 	}
 
-	waitUntil(t, "Cluster Control to hear the directive was consumed", func() bool { return len(cc.Consumed()) > 0 })
-	want := []clustercontrol.Consumption{{Namespace: "team-a", Name: "acme", ArtifactHash: hash}}
-	if diff := cmp.Diff(want, cc.Consumed()); diff != "" {
-		t.Errorf("consumed: -want, +got:\n%s", diff)
+	// The annotation is gone; the pods keep the hash they run.
+	delete(annotations, "formspec.dev/artifact-binary-hash")
+	if got := templateHash(t, syncBody(t, h, req)); got != hash {
+		t.Errorf("after the annotation is removed the pod template must keep %q, got %q", hash, got)
 	}
-	// The directive is gone, but the next sync keeps the hash the pods run.
-	waitUntil(t, "the reporter to drop the consumed directive", func() bool {
-		_, ok := client.RestartDirective(ctx, "team-a", "acme")
-		return !ok
-	})
-	if got := templateHash(t, post(h, "/v1/workspace/sync", rolled, nil).Body.Bytes()); got != hash {
-		t.Errorf("after the directive is consumed the pod template must keep %q, got %q", hash, got)
+}
+
+// TestSyncMakesNoNetworkCall serves Workspace syncs with the reporter
+// hand-off pointed at a listener that fails the test on any connection.
+// The hand-off's sender is not started, so nothing may connect: a sync
+// reads only its request, and handing its observation over only queues it.
+func TestSyncMakesNoNetworkCall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	var connects atomic.Int32
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connects.Add(1)
+			conn.Close()
+		}
+	}()
+	defer ln.Close()
+	client, err := handoff.New("http://"+ln.Addr().String(), handoff.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fixtureConfig()
+	cfg.reporterURL, cfg.reports = "http://"+ln.Addr().String(), client
+	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"steady-ready", "artifact-hash-change", "credentials-mixed", "cluster-class-missing"} {
+		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", name, "request.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec := post(h, "/v1/workspace/sync", body, nil); rec.Code != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", name, rec.Code, rec.Body)
+		}
+	}
+	// A connection that was dialled is accepted within this grace period;
+	// it is a wait for a late arrival, not a timing assertion.
+	time.Sleep(50 * time.Millisecond)
+	if n := connects.Load(); n != 0 {
+		t.Errorf("the sync hooks opened %d connections; want none", n)
+	}
+}
+
+func fixtureRequest(t *testing.T, name string) map[string]any {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", name, "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func syncBody(t *testing.T, h http.Handler, req map[string]any) []byte {
+	t.Helper()
+	body, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := post(h, "/v1/workspace/sync", body, nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	return rec.Body.Bytes()
 }
 
 func templateHash(t *testing.T, body []byte) string {

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
@@ -207,9 +209,19 @@ func TestUndecodableObject(t *testing.T) {
 			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":{"clusterClass":"c"}},"children":{"Deployment.apps/v1":{"n/a":{"spec":{"replicas":"two"}}}},"related":{}}`,
 		},
 		"Customize": {
-			reason: "A customize request whose parent spec is a list.",
+			reason: "A customize request whose parent metadata is a list.",
 			path:   "/v1/workspace/customize",
-			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":[]}}`,
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":[],"spec":{}}}`,
+		},
+		"ChildNotObjectClassMissing": {
+			reason: "A child that is not a JSON object, in a sync that would freeze the children because the class is missing.",
+			path:   "/v1/workspace/sync",
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":{"clusterClass":"gone"}},"children":{"ConfigMap.v1":{"n/a-config":7}},"related":{}}`,
+		},
+		"ChildNotObjectFinalize": {
+			reason: "A child that is not a JSON object, in finalize.",
+			path:   "/v1/workspace/finalize",
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n","deletionTimestamp":"2026-01-11T08:00:00Z"},"spec":{"clusterClass":"c"}},"children":{"Deployment.apps/v1":{"n/a":"x"}},"related":{},"finalizing":true}`,
 		},
 	}
 	for name, tc := range cases {
@@ -222,5 +234,45 @@ func TestUndecodableObject(t *testing.T) {
 				t.Errorf("%s\nerror body %q: want one line", tc.reason, got)
 			}
 		})
+	}
+}
+
+// TestInvalidSpecIsADecision shows that a Workspace whose spec does not fit
+// its types (a passthrough field of the wrong type, which the API server
+// may let through) is answered with a 200: customize still asks for what it
+// can read, and sync reports InvalidSpec and keeps the children.
+func TestInvalidSpecIsADecision(t *testing.T) {
+	h := fixtureHandler(t)
+	parent := `{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":{"clusterClass":"c","pod":{"tolerations":[{"key":"k","tolerationSeconds":"abc"}]}}}`
+	custom := post(h, "/v1/workspace/customize", []byte(`{"parent":`+parent+`}`), nil)
+	if diff := cmp.Diff(`{"relatedResources":[{"apiVersion":"formspec.dev/v1alpha1","resource":"clusterclasses","names":["c"]}]}`, strings.TrimSpace(custom.Body.String())); custom.Code != http.StatusOK || diff != "" {
+		t.Errorf("customize: status %d, body -want, +got:\n%s", custom.Code, diff)
+	}
+	children := `{"ConfigMap.v1":{"n/a-config":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a-config","namespace":"n"},"data":{"k":"v"}}}}`
+	rec := post(h, "/v1/workspace/sync", []byte(`{"parent":`+parent+`,"children":`+children+`,"related":{}}`), nil)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("sync: status %d, body %q; want 200", rec.Code, rec.Body)
+	}
+	var resp struct {
+		Status struct {
+			Phase      string             `json:"phase"`
+			Conditions []metav1.Condition `json:"conditions"`
+		} `json:"status"`
+		Children []map[string]any `json:"children"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	degraded := meta.FindStatusCondition(resp.Status.Conditions, "Degraded")
+	got := []string{resp.Status.Phase}
+	if degraded != nil {
+		got = append(got, degraded.Reason, degraded.Message)
+	}
+	want := []string{"Degraded", "InvalidSpec", "spec.pod.tolerations.tolerationSeconds must be int64, not string; existing children are kept unchanged until the spec is fixed"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sync status: -want, +got:\n%s", diff)
+	}
+	if len(resp.Children) != 1 || resp.Children[0]["kind"] != "ConfigMap" {
+		t.Errorf("sync children: got %v, want the observed ConfigMap kept", resp.Children)
 	}
 }

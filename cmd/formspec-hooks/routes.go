@@ -25,7 +25,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 	// A nil *handoff.Client must not become a non-nil interface.
 	var sink observe.Sink = discard{}
 	if cfg.reports != nil {
-		wsCfg.Directives, wsCfg.Reports, sink = cfg.reports, cfg.reports, cfg.reports
+		wsCfg.Reports, sink = cfg.reports, cfg.reports
 	}
 	ws := workspace.New(wsCfg)
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})

@@ -184,7 +184,8 @@ func TestSlowWorkspaceStatusDoesNotStallNodeHealth(t *testing.T) {
 }
 
 // TestRestartDirectiveRoundTrip follows a directive from Cluster Control,
-// through the reporter, to the hook's hand-off client and back as consumed.
+// through the reporter, and back as consumed once the hand-off client
+// reports pods running its hash.
 func TestRestartDirectiveRoundTrip(t *testing.T) {
 	const hash = "sha256:0f1e2d"
 	cc, url := startCC(t, clustercontrol.Options{Tokens: []string{"s3cret"}})
@@ -198,7 +199,7 @@ func TestRestartDirectiveRoundTrip(t *testing.T) {
 	go func() { _ = r.Run(ctx) }()
 	sidecar := httptest.NewServer(r.LocalHandler())
 	defer sidecar.Close()
-	client, err := handoff.New(sidecar.URL, handoff.Options{DirectiveTimeout: 5 * time.Second})
+	client, err := handoff.New(sidecar.URL, handoff.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +208,10 @@ func TestRestartDirectiveRoundTrip(t *testing.T) {
 	// The workspace exists, running an older artifact.
 	client.Send(wsObs("team-a", "shop", "Ready", 2, "sha256:old"))
 	waitFor(t, "the directive to reach the hook client", func() bool {
-		_, ok := client.RestartDirective(ctx, "team-a", "shop")
+		_, ok := r.RestartDirective("team-a", "shop")
 		return ok
 	})
-	if got, _ := client.RestartDirective(ctx, "team-a", "shop"); got != hash {
+	if got, _ := r.RestartDirective("team-a", "shop"); got != hash {
 		t.Fatalf("RestartDirective: got %q, want %q", got, hash)
 	}
 
@@ -226,7 +227,7 @@ func TestRestartDirectiveRoundTrip(t *testing.T) {
 	if diff := cmp.Diff([]ccapi.Directive{}, cc.Directives(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("directives left in Cluster Control (-want, +got):\n%s", diff)
 	}
-	if h, ok := client.RestartDirective(ctx, "team-a", "shop"); ok {
+	if h, ok := r.RestartDirective("team-a", "shop"); ok {
 		t.Errorf("the reporter still serves a consumed directive: %q", h)
 	}
 }

@@ -1,6 +1,6 @@
 // Package handoff is the client the hook server uses to hand observations to
-// the reporter sidecar on localhost, without ever blocking a hook, and to ask
-// it for restart directives. The wire types are in
+// the reporter sidecar on localhost, without ever blocking a hook. It only
+// sends: no hook waits for an answer from the sidecar. The wire types are in
 // hooks/reporter/observation, so that the hooks can build observations
 // without importing this HTTP client.
 package handoff
@@ -32,9 +32,6 @@ type Options struct {
 	BatchSize int
 	// PostTimeout bounds one POST to the sidecar (default 2s).
 	PostTimeout time.Duration
-	// DirectiveTimeout bounds RestartDirective (default 200ms): a sync must
-	// not wait on the sidecar.
-	DirectiveTimeout time.Duration
 	// RetryDelay is the pause after a failed POST (default 1s), so a sidecar
 	// that is down is not hammered while the queue sheds old entries.
 	RetryDelay time.Duration
@@ -45,8 +42,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Client hands observations to the reporter sidecar and asks it for restart
-// directives. It is safe for concurrent use; Send never blocks.
+// Client hands observations to the reporter sidecar. It is safe for concurrent use; Send never blocks.
 type Client struct {
 	base  *url.URL
 	opts  Options
@@ -78,9 +74,6 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}
 	if opts.PostTimeout <= 0 {
 		opts.PostTimeout = 2 * time.Second
-	}
-	if opts.DirectiveTimeout <= 0 {
-		opts.DirectiveTimeout = 200 * time.Millisecond
 	}
 	if opts.RetryDelay <= 0 {
 		opts.RetryDelay = time.Second
@@ -250,32 +243,4 @@ func (c *Client) post(ctx context.Context, batch []observation.Observation) erro
 		return fmt.Errorf("reporter answered %s", resp.Status)
 	}
 	return nil
-}
-
-// RestartDirective returns the artifact hash of the restart_required
-// directive the sidecar holds for the workspace. Any failure — sidecar down,
-// slow, or answering garbage — is "no directive": a directive only triggers
-// a rollout, and a sync must never fail or stall because of it.
-func (c *Client) RestartDirective(ctx context.Context, namespace, name string) (string, bool) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.DirectiveTimeout)
-	defer cancel()
-	u := c.base.JoinPath(observation.PathRestartDirectives, namespace, name)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return "", false
-	}
-	resp, err := c.opts.HTTPClient.Do(req)
-	if err != nil {
-		return "", false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return "", false
-	}
-	var d observation.Directive
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&d); err != nil || d.ArtifactHash == "" {
-		return "", false
-	}
-	return d.ArtifactHash, true
 }
