@@ -65,7 +65,7 @@ func fixtureCases(t *testing.T) []fixtureCase {
 	return out
 }
 
-func fixtureHandler(t *testing.T) http.Handler {
+func fixtureHandler(t testing.TB) http.Handler {
 	t.Helper()
 	h, err := server.NewRouter(hookRoutes(fixtureConfig()), server.RouterConfig{})
 	if err != nil {
@@ -268,7 +268,7 @@ func TestInvalidSpecIsADecision(t *testing.T) {
 	if degraded != nil {
 		got = append(got, degraded.Reason, degraded.Message)
 	}
-	want := []string{"Degraded", "InvalidSpec", "spec.pod.tolerations.tolerationSeconds must be int64, not string; existing children are kept unchanged until the spec is fixed"}
+	want := []string{"Degraded", "InvalidSpec", "spec.pod.tolerations.0.tolerationSeconds must be int64, not string; existing children are kept unchanged until the spec is fixed"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sync status: -want, +got:\n%s", diff)
 	}

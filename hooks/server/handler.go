@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	json "github.com/goccy/go-json"
 )
 
 // DefaultMaxBodyBytes is the request body limit when none is configured.

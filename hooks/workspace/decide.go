@@ -40,10 +40,11 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 		// at the replica count it runs now: an HPA may have moved it since
 		// the last apply, and sending the old count would make
 		// Metacontroller fight the HPA for as long as the problem lasts.
-		return &desired{
-			status:   h.status(o, bindings, stop),
-			children: frozen(o.children, freeze{keepObservedReplicas: true}),
-		}, nil
+		children, err := frozen(o.children, freeze{keepObservedReplicas: true})
+		if err != nil {
+			return nil, err
+		}
+		return &desired{status: h.status(o, bindings, stop), children: children}, nil
 	}
 
 	var observedReplicas *int32
@@ -79,21 +80,24 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 // pod shutdown; once no pod is left, everything else goes, and once nothing
 // is observed the workspace is finalized. Credentials Secrets are the
 // claims' attachments, not the workspace's children, and stay.
-func (h *Hooks) decideFinalize(o *observed) *desired {
+func (h *Hooks) decideFinalize(o *observed) (*desired, error) {
 	d := &desired{status: h.status(o, bindingsFor(o.ws, o.claims), nil), children: []any{}}
 	if o.children.count() == 0 {
 		d.finalized = true
-		return d
+		return d, nil
 	}
 	d.resync = finalizeResync
-	draining := o.hpa != nil || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 || o.deployment.Status.Replicas != 0))
+	draining := o.hasHPA || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 || o.deployment.Status.Replicas != 0))
 	if draining {
 		// Step one: everything but the HPA as last applied, with the
 		// Deployment at zero replicas. Step two (not draining) is the
 		// empty desired set, which deletes the rest.
-		d.children = frozen(o.children, freeze{dropHPAs: true, replicas: ptr.To[int32](0)})
+		var err error
+		if d.children, err = frozen(o.children, freeze{dropHPAs: true, replicas: ptr.To[int32](0)}); err != nil {
+			return nil, err
+		}
 	}
-	return d
+	return d, nil
 }
 
 // artifactHash picks the binary hash for the pod template: the workspace's

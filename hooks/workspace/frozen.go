@@ -1,9 +1,11 @@
 package workspace
 
 import (
-	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
+
+	json "github.com/goccy/go-json"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,32 +35,42 @@ type freeze struct {
 // child without a usable last-applied annotation is kept as observed;
 // encode.go then sends only its name, namespace, labels, annotations and
 // spec (or data), never what the API server owns.
-func frozen(c *Children, f freeze) []any {
-	out := []any{}
+func frozen(c *Children, f freeze) ([]any, error) {
+	var out []any
 	add := func(obj any) { out = append(out, obj) }
 	// The kinds in the order of their keys.
-	freezeEach(c.ConfigMaps, add, nil)
-	freezeEach(c.Deployments, add, func(d *appsv1.Deployment) *int32 {
-		if f.keepObservedReplicas {
-			return d.Spec.Replicas
-		}
-		return f.replicas
-	})
-	if !f.dropHPAs {
-		freezeEach(c.HPAs, add, nil)
+	errs := []error{
+		freezeEach(c.ConfigMaps, keyConfigMap, add, nil),
+		freezeEach(c.Deployments, keyDeployment, add, func(d *appsv1.Deployment) *int32 {
+			if f.keepObservedReplicas {
+				return d.Spec.Replicas
+			}
+			return f.replicas
+		}),
 	}
-	freezeEach(c.PDBs, add, nil)
-	freezeEach(c.Services, add, nil)
-	return out
+	if !f.dropHPAs {
+		errs = append(errs, freezeEach(c.HPAs, keyHPA, add, nil))
+	}
+	errs = append(errs, freezeEach(c.PDBs, keyPDB, add, nil), freezeEach(c.Services, keyService, add, nil))
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return out, nil
 }
 
-// freezeEach adds each child of one kind, by name. replicas, when set,
-// gives the spec.replicas to write (nil: leave it as it is).
-func freezeEach[T any](children map[string]*T, add func(any), replicas func(*T) *int32) {
+// freezeEach adds each child of one kind, by name, decoding it in full.
+// replicas, when set, gives the spec.replicas to write (nil: leave it).
+func freezeEach[T any](children map[string]*Observed[T], key string, add func(any), replicas func(*T) *int32) error {
 	for _, name := range slices.Sorted(maps.Keys(children)) {
-		child := children[name]
-		if child == nil {
+		if children[name] == nil {
 			continue
+		}
+		child, err := children[name].Object(key + " " + name)
+		if err != nil {
+			return err
 		}
 		var r *int32
 		if replicas != nil {
@@ -68,9 +80,8 @@ func freezeEach[T any](children map[string]*T, add func(any), replicas func(*T) 
 		switch {
 		case applied == nil && r != nil:
 			// Only Deployments have a replicas rule.
-			d := *any(child).(*appsv1.Deployment)
-			d.Spec.Replicas = ptr.To(*r)
-			add(&d)
+			any(child).(*appsv1.Deployment).Spec.Replicas = ptr.To(*r)
+			add(child)
 		case applied == nil:
 			add(child)
 		case r != nil:
@@ -85,6 +96,7 @@ func freezeEach[T any](children map[string]*T, add func(any), replicas func(*T) 
 			add(applied)
 		}
 	}
+	return nil
 }
 
 // lastApplied recovers what was last applied for an observed child, or nil

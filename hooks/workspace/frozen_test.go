@@ -52,8 +52,11 @@ func TestFrozen(t *testing.T) {
 			if err := json.Unmarshal([]byte(tc.children), &c); err != nil {
 				t.Fatal(err)
 			}
-			d := &desired{children: frozen(&c, tc.freeze)}
-			got, err := json.Marshal(d.response().Children)
+			children, err := frozen(&c, tc.freeze)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal((&desired{children: children}).response().Children)
 			if err != nil {
 				t.Fatal(err)
 			}

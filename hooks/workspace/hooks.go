@@ -2,7 +2,8 @@ package workspace
 
 import (
 	"context"
-	"encoding/json"
+
+	json "github.com/goccy/go-json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,7 +16,10 @@ import (
 // observe (observed.go) → decide (decide.go) → hand the observed status to
 // the reporter → answer (encode.go).
 func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.CompositeResponse, error) {
-	o := observe(req)
+	o, err := observe(req)
+	if err != nil {
+		return nil, err
+	}
 	d, err := h.decideSync(o)
 	if err != nil {
 		return nil, err
@@ -27,8 +31,14 @@ func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.Composite
 // Finalize tears the workspace down in order (decideFinalize), and tells
 // the reporter once nothing is left.
 func (h *Hooks) Finalize(_ context.Context, req *Request) (*metacontroller.CompositeResponse, error) {
-	o := observe(req)
-	d := h.decideFinalize(o)
+	o, err := observe(req)
+	if err != nil {
+		return nil, err
+	}
+	d, err := h.decideFinalize(o)
+	if err != nil {
+		return nil, err
+	}
 	if d.finalized {
 		h.report(observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: o.ws.Namespace, Name: o.ws.Name}})
 	} else {

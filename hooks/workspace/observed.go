@@ -1,11 +1,13 @@
 package workspace
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+
+	json "github.com/goccy/go-json"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -70,11 +72,83 @@ type Parent struct {
 // each by "namespace/name". A kind Metacontroller sends but the controller
 // does not declare cannot occur.
 type Children struct {
-	Deployments map[string]*appsv1.Deployment                     `json:"Deployment.apps/v1"`
-	Services    map[string]*corev1.Service                        `json:"Service.v1"`
-	ConfigMaps  map[string]*corev1.ConfigMap                      `json:"ConfigMap.v1"`
-	HPAs        map[string]*autoscalingv2.HorizontalPodAutoscaler `json:"HorizontalPodAutoscaler.autoscaling/v2"`
-	PDBs        map[string]*policyv1.PodDisruptionBudget          `json:"PodDisruptionBudget.policy/v1"`
+	Deployments map[string]*Observed[appsv1.Deployment]                     `json:"Deployment.apps/v1"`
+	Services    map[string]*Observed[corev1.Service]                        `json:"Service.v1"`
+	ConfigMaps  map[string]*Observed[corev1.ConfigMap]                      `json:"ConfigMap.v1"`
+	HPAs        map[string]*Observed[autoscalingv2.HorizontalPodAutoscaler] `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	PDBs        map[string]*Observed[policyv1.PodDisruptionBudget]          `json:"PodDisruptionBudget.policy/v1"`
+}
+
+// Observed is one observed child, held as the JSON object Metacontroller
+// sent. A sync reads little of most children (that the Service exists, the
+// Deployment's replicas and status), so each is decoded only as far as a
+// hook needs it, and at most once in full (Object), when the children are
+// frozen.
+type Observed[T any] struct {
+	raw []byte
+}
+
+// UnmarshalJSON keeps the child; anything but an object is a broken
+// request.
+func (o *Observed[T]) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return errors.New("an observed child must be a JSON object")
+	}
+	o.raw = bytes.Clone(b)
+	return nil
+}
+
+// MarshalJSON writes the child as it was received.
+func (o *Observed[T]) MarshalJSON() ([]byte, error) {
+	if o == nil || o.raw == nil {
+		return []byte("null"), nil
+	}
+	return o.raw, nil
+}
+
+// Object decodes the whole child.
+func (o *Observed[T]) Object(what string) (*T, error) {
+	out := new(T)
+	if err := json.Unmarshal(o.raw, out); err != nil {
+		return nil, &metacontroller.InvalidObjectError{What: what, Err: err}
+	}
+	return out, nil
+}
+
+// deploymentView is the part of an observed Deployment that a sync reads:
+// its replicas, the hashes on its pod template, and its status.
+type deploymentView struct {
+	Metadata struct {
+		Name       string `json:"name"`
+		Namespace  string `json:"namespace"`
+		Generation int64  `json:"generation"`
+	} `json:"metadata"`
+	Spec struct {
+		Replicas *int32 `json:"replicas"`
+		Template struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		} `json:"template"`
+	} `json:"spec"`
+	Status appsv1.DeploymentStatus `json:"status"`
+}
+
+// deployment decodes the view of an observed Deployment into the fields of
+// an appsv1.Deployment it covers.
+func (o *Observed[T]) deployment(what string) (*appsv1.Deployment, error) {
+	var v deploymentView
+	if err := json.Unmarshal(o.raw, &v); err != nil {
+		return nil, &metacontroller.InvalidObjectError{What: what, Err: err}
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: v.Metadata.Name, Namespace: v.Metadata.Namespace, Generation: v.Metadata.Generation},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: v.Spec.Replicas,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: v.Spec.Template.Metadata.Annotations}},
+		},
+		Status: v.Status,
+	}, nil
 }
 
 // Related are the related objects of a Workspace: its ClusterClass and the
@@ -104,21 +178,21 @@ type observed struct {
 	class       *v1alpha1.ClusterClass
 	claims      []*v1alpha1.ResourceClaim
 
-	// The workspace's own children, by the names the hooks give them.
+	// deployment is the workspace's Deployment as far as deploymentView
+	// reads it.
 	deployment *appsv1.Deployment
-	service    *corev1.Service
-	configMap  *corev1.ConfigMap
-	hpa        *autoscalingv2.HorizontalPodAutoscaler
-	pdb        *policyv1.PodDisruptionBudget
+	// hasService and hasHPA say whether the workspace's own Service and
+	// HPA are observed.
+	hasService, hasHPA bool
 
 	// children are every observed child, for teardown and freezing.
 	children *Children
 }
 
 // observe reads a decoded request into the observed state. It fails only
-// when the request is not a Workspace request at all; a spec that does not
-// decode is recorded in invalidSpec.
-func observe(req *Request) *observed {
+// when an object the hooks read does not fit its type (a broken request);
+// a spec that does not decode is a decision, recorded in invalidSpec.
+func observe(req *Request) (*observed, error) {
 	p := req.Parent
 	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta, Status: p.Status}
 	o := &observed{ws: ws, children: &req.Children}
@@ -131,12 +205,15 @@ func observe(req *Request) *observed {
 	}
 	o.claims = claimsIn(req.Related.ResourceClaims)
 	name := metacontroller.Name(ws.Namespace, ws.Name)
-	o.deployment = req.Children.Deployments[name]
-	o.service = req.Children.Services[name]
-	o.configMap = req.Children.ConfigMaps[metacontroller.Name(ws.Namespace, configMapName(ws.Name))]
-	o.hpa = req.Children.HPAs[name]
-	o.pdb = req.Children.PDBs[name]
-	return o
+	if dep := req.Children.Deployments[name]; dep != nil {
+		var err error
+		if o.deployment, err = dep.deployment(keyDeployment + " " + name); err != nil {
+			return nil, err
+		}
+	}
+	o.hasService = req.Children.Services[name] != nil
+	o.hasHPA = req.Children.HPAs[name] != nil
+	return o, nil
 }
 
 // decodeSpec decodes a Workspace spec, describing a failure in terms of the
@@ -183,7 +260,7 @@ func (c *Children) count() int {
 	return countOf(c.Deployments) + countOf(c.Services) + countOf(c.ConfigMaps) + countOf(c.HPAs) + countOf(c.PDBs)
 }
 
-func countOf[T any](m map[string]*T) int {
+func countOf[T any](m map[string]*Observed[T]) int {
 	n := 0
 	for _, v := range m {
 		if v != nil {

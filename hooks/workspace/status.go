@@ -32,8 +32,8 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 		st.UpdatedReplicas = dep.Status.UpdatedReplicas
 		st.ArtifactHash = dep.Spec.Template.Annotations[v1alpha1.AnnotationArtifactBinaryHash]
 	}
-	if o.service != nil {
-		st.ServiceName = o.service.Name
+	if o.hasService {
+		st.ServiceName = o.ws.Name
 	}
 	for _, b := range bindings {
 		st.Datastores = append(st.Datastores, b.status)
