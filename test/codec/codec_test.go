@@ -118,10 +118,6 @@ func answer(t testing.TB, body []byte) any {
 // most of each child undecoded).
 func BenchmarkDecode(b *testing.B) {
 	fs := fixtures(b)
-	var n int64
-	for _, f := range fs {
-		n += int64(len(f.body))
-	}
 	for _, target := range []struct {
 		name string
 		new  func() any
@@ -129,12 +125,22 @@ func BenchmarkDecode(b *testing.B) {
 		{"full", func() any { return new(fullRequest) }},
 		{"server", func() any { return new(workspace.Request) }},
 	} {
+		// Only the bodies that encoding/json takes (the invalid-spec
+		// fixture's spec does not fit the full type).
+		var ok []fixture
+		var n int64
+		for _, f := range fs {
+			if stdjson.Unmarshal(f.body, target.new()) == nil {
+				ok = append(ok, f)
+				n += int64(len(f.body))
+			}
+		}
 		for _, c := range codecs {
 			b.Run(target.name+"/"+strings.ReplaceAll(c.name, "/", "_"), func(b *testing.B) {
 				b.SetBytes(n)
 				b.ReportAllocs()
 				for b.Loop() {
-					for _, f := range fs {
+					for _, f := range ok {
 						if err := c.unmarshal(f.body, target.new()); err != nil {
 							b.Fatal(err)
 						}
