@@ -3,6 +3,7 @@ module github.com/formspec/formspec-hooks
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/goccy/go-json v0.12.0
 	github.com/google/go-cmp v0.7.0

@@ -13,12 +13,12 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
@@ -49,13 +49,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("cannot read --token-file: %w", err)
 		}
-		for line := range strings.Lines(string(raw)) {
-			if t := strings.TrimSpace(line); t != "" {
-				tokens = append(tokens, t)
-			}
-		}
-		if len(tokens) == 0 {
-			return fmt.Errorf("--token-file %s holds no token", *tokenFile)
+		// The project's one token-file format; read once, as befits a
+		// reference server for tests and demos.
+		if tokens, err = filereload.ParseTokens(raw); err != nil {
+			return fmt.Errorf("cannot read --token-file %s: %w", *tokenFile, err)
 		}
 	}
 	srv := clustercontrol.New(clustercontrol.Options{Tokens: tokens, Logger: log})

@@ -107,4 +107,18 @@ func TestServeBinaryAnswersFixtures(t *testing.T) {
 			t.Errorf("POST %s (%s): -want, +got:\n%s", fc.path, fc.dir, diff)
 		}
 	}
+
+	// The probes answer on the metrics listener only (docs/security.md):
+	// the hook listener, which Metacontroller reaches, has none to answer
+	// without a token.
+	for _, p := range []string{"/healthz", "/readyz"} {
+		resp, err := client.Get("http://" + listen + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if diff := cmp.Diff(http.StatusNotFound, resp.StatusCode); diff != "" {
+			t.Errorf("GET %s on the hook listener: -want, +got:\n%s", p, diff)
+		}
+	}
 }

@@ -21,16 +21,7 @@ import (
 // password (plain or base64) and the grant's signature must appear in no
 // log line, no error body, no status and no metric.
 func TestNoSecretLeaks(t *testing.T) {
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	metrics := server.NewMetrics()
-	cfg := fixtureConfig()
-	cfg.logger, cfg.decisions = logger, metrics
-	cfg.handlerOptions = []server.HandlerOption{server.WithLogger(logger)}
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{Logger: logger, Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, logs, metrics := observedHandler(t)
 
 	claim := claimstest.SignClaim(claimstest.Claim(), claimstest.Owner)
 	denied := claimstest.SignClaim(claimstest.Claim(), claimstest.Stranger)
@@ -114,6 +105,23 @@ func TestNoSecretLeaks(t *testing.T) {
 	if logs.Len() == 0 {
 		t.Errorf("debug logging produced nothing: the test would prove nothing")
 	}
+}
+
+// observedHandler is the fixture server with debug logs written to a
+// buffer and its own metrics, for tests that search both.
+func observedHandler(t *testing.T) (http.Handler, *bytes.Buffer, *server.Metrics) {
+	t.Helper()
+	logs := &bytes.Buffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	metrics := server.NewMetrics()
+	cfg := fixtureConfig()
+	cfg.logger, cfg.decisions = logger, metrics
+	cfg.handlerOptions = []server.HandlerOption{server.WithLogger(logger)}
+	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{Logger: logger, Metrics: metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, logs, metrics
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {

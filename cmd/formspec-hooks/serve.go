@@ -7,11 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
+	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
+	"github.com/formspec/formspec-hooks/hooks/filereload"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
@@ -42,8 +48,10 @@ type serveFlags struct {
 	listen, metricsListen                    string
 	resourceImage, defaultVersion            string
 	controlClusterURL, reporterURL           string
-	maxBodyBytes                             int64
-	maxInFlight                              int
+	maxBodyBytes, maxInFlightBytes           int64
+	maxInFlight, maxObjects                  int
+	maxConns, maxConnsPerClient, maxIdle     int
+	bodyTimeout                              time.Duration
 	tlsCertFile, tlsKeyFile, tlsClientCAFile string
 	authTokenFile                            string
 	shutdownDelay, shutdownTimeout           time.Duration
@@ -59,7 +67,13 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.controlClusterURL, "control-cluster-url", "", "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL")
 	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8181", "URL of the reporter sidecar")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
-	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests served at once; more get 429 (0: no limit)")
+	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests worked on at once, counted once their body is read; more get 429 (0: no limit)")
+	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "request-body bytes held at once; more get 429 (default: an eighth of the memory limit from GOMEMLIMIT or the cgroup, at least --max-body-bytes; 64 MiB without a limit)")
+	fs.IntVar(&f.maxObjects, "max-objects", server.DefaultMaxObjects, "most children, attachments and related objects in one request; more get 413")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time to receive one request body; slower clients get 408")
+	fs.IntVar(&f.maxConns, "max-connections", httpserve.DefaultMaxConns, "open connections on each listener (hooks, metrics); beyond it new ones wait")
+	fs.IntVar(&f.maxConnsPerClient, "max-connections-per-client", httpserve.DefaultMaxConnsPerClient, "open connections from one client address; beyond it new ones are closed")
+	fs.IntVar(&f.maxIdle, "max-idle-connections", httpserve.DefaultMaxIdleConns, "kept-alive connections waiting for a request; beyond it idle ones are closed")
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve hooks over TLS with this certificate (reloaded when it changes)")
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
 	fs.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "require client certificates signed by these CAs (mTLS; reloaded when it changes)")
@@ -99,24 +113,34 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if f.maxBodyBytes <= 0 {
 		return errors.New("--max-body-bytes must be positive")
 	}
-	if f.maxInFlight < 0 {
-		return errors.New("--max-inflight must not be negative")
+	if f.maxInFlight < 0 || f.maxInFlightBytes < 0 {
+		return errors.New("--max-inflight and --max-inflight-bytes must not be negative")
+	}
+	if f.maxObjects <= 0 || f.bodyTimeout <= 0 || f.maxConns <= 0 || f.maxConnsPerClient <= 0 || f.maxIdle <= 0 {
+		return errors.New("--max-objects, --body-timeout and the --max-*connections* flags must be positive")
+	}
+	if f.maxInFlightBytes == 0 {
+		f.maxInFlightBytes = defaultInFlightBytes(memoryLimit(), f.maxBodyBytes)
 	}
 	if f.shutdownDelay < 0 || f.shutdownTimeout <= 0 {
 		return errors.New("--shutdown-delay must not be negative and --shutdown-timeout must be positive")
 	}
 
 	cfg := server.Config{
-		Addr:            f.listen,
-		MetricsAddr:     f.metricsListen,
-		Logger:          logger,
-		Metrics:         server.NewMetrics(),
-		MaxInFlight:     f.maxInFlight,
-		ShutdownDelay:   f.shutdownDelay,
-		ShutdownTimeout: f.shutdownTimeout,
+		Addr:             f.listen,
+		MetricsAddr:      f.metricsListen,
+		Logger:           logger,
+		Metrics:          server.NewMetrics(),
+		MaxInFlight:      f.maxInFlight,
+		MaxInFlightBytes: f.maxInFlightBytes,
+		MaxBodyBytes:     f.maxBodyBytes,
+		BodyTimeout:      f.bodyTimeout,
+		Conns:            httpserve.ConnLimits{Max: f.maxConns, PerClient: f.maxConnsPerClient, Idle: f.maxIdle},
+		ShutdownDelay:    f.shutdownDelay,
+		ShutdownTimeout:  f.shutdownTimeout,
 	}
 	if f.tlsCertFile != "" || f.tlsKeyFile != "" {
-		cfg.TLS, err = server.TLSConfig(f.tlsCertFile, f.tlsKeyFile, f.tlsClientCAFile)
+		cfg.TLS, cfg.Credentials, err = server.TLSConfig(f.tlsCertFile, f.tlsKeyFile, f.tlsClientCAFile, logger)
 		if err != nil {
 			return fmt.Errorf("cannot set up TLS: %w", err)
 		}
@@ -124,8 +148,10 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
 	}
 	if f.authTokenFile != "" {
-		cfg.Tokens, err = server.NewTokenFile(f.authTokenFile)
-		if err != nil {
+		cfg.Tokens = filereload.NewTokens(f.authTokenFile, filereload.Options{Name: "auth-tokens", Logger: logger})
+		// A file broken at start stops the server rather than refusing
+		// every request; switching auth off is done by dropping the flag.
+		if err := cfg.Tokens.Err(); err != nil {
 			return fmt.Errorf("cannot set up bearer tokens: %w", err)
 		}
 	}
@@ -168,6 +194,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		decisions:         cfg.Metrics,
 		handlerOptions: []server.HandlerOption{
 			server.WithMaxBodyBytes(f.maxBodyBytes),
+			server.WithMaxObjects(f.maxObjects),
 			server.WithLogger(logger),
 		},
 	})
@@ -207,6 +234,38 @@ func resolveImage(image, defaultVersion string) (repository, version string, err
 		version = "latest"
 	}
 	return repository, version, nil
+}
+
+// memoryLimit is the process's memory limit: GOMEMLIMIT (which the
+// deployment sets to the container's limit), else the cgroup v2 limit,
+// else 0 for none.
+func memoryLimit() int64 {
+	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
+		return l
+	}
+	raw, err := os.ReadFile("/sys/fs/cgroup/memory.max")
+	if err != nil {
+		return 0
+	}
+	l, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil || l <= 0 {
+		// "max": no limit.
+		return 0
+	}
+	return l
+}
+
+// defaultInFlightBytes budgets an eighth of the memory limit for request
+// bodies: a decoded request and its response take a few times the body's
+// bytes, and the rest is the runtime, the hand-off queue and headroom
+// below GOMEMLIMIT. At 256 MiB that is 32 MiB, four maximum-size bodies at
+// once. The budget never falls below one maximum-size body, or such a
+// body could never be served.
+func defaultInFlightBytes(limit, maxBody int64) int64 {
+	if limit <= 0 {
+		return max(64<<20, maxBody)
+	}
+	return max(limit/8, maxBody)
 }
 
 func checkURL(flagName, raw string, optional bool) error {

@@ -43,6 +43,10 @@ func TestRunServeFlags(t *testing.T) {
 		"ImageDigest":       {reason: "Hooks append a tag, so a digest cannot work.", args: []string{"--resource-image", "r/img@sha256:abc"}, want: cmpopts.AnyError},
 		"ZeroBodyLimit":     {reason: "A zero body limit would reject every request.", args: []string{"--max-body-bytes", "0"}, want: cmpopts.AnyError},
 		"NegativeInFlight":  {reason: "A negative in-flight limit means nothing.", args: []string{"--max-inflight", "-1"}, want: cmpopts.AnyError},
+		"NegativeBytes":     {reason: "A negative byte budget means nothing.", args: []string{"--max-inflight-bytes", "-1"}, want: cmpopts.AnyError},
+		"ZeroObjects":       {reason: "A zero object limit would reject every request.", args: []string{"--max-objects", "0"}, want: cmpopts.AnyError},
+		"ZeroBodyTimeout":   {reason: "No time to read a body would reject every request.", args: []string{"--body-timeout", "0"}, want: cmpopts.AnyError},
+		"ZeroConnections":   {reason: "No connections would serve nobody.", args: []string{"--max-connections-per-client", "0"}, want: cmpopts.AnyError},
 		"CertWithoutKey":    {reason: "TLS needs both files.", args: []string{"--tls-cert-file", "tls.crt"}, want: cmpopts.AnyError},
 		"ClientCAWithoutTLS": {
 			reason: "Client certificates need TLS.",
@@ -101,6 +105,26 @@ func TestResolveImage(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, want{repo, version}); diff != "" {
 				t.Errorf("%s\nimage: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDefaultInFlightBytes(t *testing.T) {
+	cases := map[string]struct {
+		reason         string
+		limit, maxBody int64
+		want           int64
+	}{
+		"PodLimit":   {reason: "An eighth of the deployment's 256 Mi limit.", limit: 256 << 20, maxBody: 8 << 20, want: 32 << 20},
+		"SmallLimit": {reason: "Never below one maximum-size body, or such a body could never be served.", limit: 32 << 20, maxBody: 8 << 20, want: 8 << 20},
+		"NoLimit":    {reason: "Without a memory limit, a fixed 64 MiB.", maxBody: 8 << 20, want: 64 << 20},
+		"HugeBody":   {reason: "Without a limit, still at least one body.", maxBody: 100 << 20, want: 100 << 20},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, defaultInFlightBytes(tc.limit, tc.maxBody)); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

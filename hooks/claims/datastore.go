@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // Reasons a Datastore is or is not Validated. They are the reasons of the
@@ -22,6 +23,7 @@ const (
 	ReasonValidated         = "Validated"
 	ReasonUnsupportedDriver = "UnsupportedDriver"
 	ReasonInvalidPublicKey  = "InvalidPublicKey"
+	ReasonWeakPublicKey     = "WeakPublicKey"
 	ReasonInvalidTenant     = "InvalidTenant"
 	ReasonSecretNotFound    = "SecretNotFound"
 	ReasonSecretNotLabeled  = "SecretNotLabeled"
@@ -127,11 +129,11 @@ func PublicKeys(ds *v1alpha1.Datastore) ([][]byte, error) {
 	}
 	raw = append(raw, ds.Spec.OwnerPublicKeys...)
 	if len(raw) == 0 {
-		return nil, fmt.Errorf("%w: the Datastore has neither ownerPublicKey nor ownerPublicKeys", ErrMalformedPublicKey)
+		return nil, fmt.Errorf("%w: the Datastore has neither ownerPublicKey nor ownerPublicKeys", grant.ErrMalformedPublicKey)
 	}
 	keys := make([][]byte, 0, len(raw))
 	for i, s := range raw {
-		k, err := ParsePublicKey(s)
+		k, err := grant.ParsePublicKey(s)
 		if err != nil {
 			return nil, fmt.Errorf("owner key %d of %d: %w", i+1, len(raw), err)
 		}
@@ -193,7 +195,13 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 		return deny(ReasonUnsupportedDriver, "spec.driver %q is not one of postgres, mysql, redis, mongodb", ds.Spec.Driver)
 	}
 	if _, err := PublicKeys(ds); err != nil {
-		return deny(ReasonInvalidPublicKey, "%v; every owner key must be 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
+		// One weak key refuses the whole Datastore, not just that key: the
+		// Datastore would otherwise report Validated while listing a key
+		// anyone can sign with, and its owner would not look.
+		if errors.Is(err, grant.ErrWeakPublicKey) {
+			return deny(ReasonWeakPublicKey, "%v; such a key must never verify a grant: remove it, and list only keys made by formspec-hooks claim keygen", err)
+		}
+		return deny(ReasonInvalidPublicKey, "%v; every owner key must be an ed25519 public key in 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
 	}
 	for _, t := range ds.Spec.AllowedTenants {
 		if err := CheckTenant(t); err != nil {
@@ -357,6 +365,6 @@ func CredentialsHash(data map[string][]byte) string {
 	for _, k := range SortedKeys(data) {
 		fields = append(fields, k, string(data[k]))
 	}
-	sum := sha256.Sum256(pae(fields...))
+	sum := sha256.Sum256(grant.PAE(fields...))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -58,12 +58,16 @@ func TestProject(t *testing.T) {
 	}
 }
 
+// checkCase is one CheckDatastore case: a change to the valid Datastore
+// and Secret, and the reason it should end with.
+type checkCase struct {
+	reason string
+	change func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret
+	want   string
+}
+
 func TestCheckDatastore(t *testing.T) {
-	cases := map[string]struct {
-		reason string
-		change func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret
-		want   string
-	}{
+	cases := map[string]checkCase{
 		"Valid": {
 			reason: "The test world's Datastore is valid.",
 			change: func(_ *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret { return s },
@@ -78,6 +82,14 @@ func TestCheckDatastore(t *testing.T) {
 			reason: "Every listed key must parse, not just the first.",
 			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
 				ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, "abc")
+				return s
+			},
+			want: claims.ReasonInvalidPublicKey,
+		},
+		"KeyNotAPoint": {
+			reason: "64 hex characters that are no point of the curve verify nothing: invalid.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, claimstest.NotAPointKey)
 				return s
 			},
 			want: claims.ReasonInvalidPublicKey,
@@ -162,6 +174,26 @@ func TestCheckDatastore(t *testing.T) {
 			},
 			want: claims.ReasonValidated,
 		},
+	}
+	// One weak key refuses the whole Datastore, whether it is the only
+	// key, the first or a rotated one beside sound keys.
+	for _, k := range claimstest.WeakKeys() {
+		cases["WeakOnlyKey"+k.Name] = checkCase{
+			reason: "A small-order or non-canonical key would verify forged grants.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.OwnerPublicKey, ds.Spec.OwnerPublicKeys = k.Hex, nil
+				return s
+			},
+			want: claims.ReasonWeakPublicKey,
+		}
+		cases["WeakRotatedKey"+k.Name] = checkCase{
+			reason: "A weak key beside sound ones refuses the Datastore all the same.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, k.Hex)
+				return s
+			},
+			want: claims.ReasonWeakPublicKey,
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

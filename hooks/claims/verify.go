@@ -1,15 +1,25 @@
+// Package claims decides ResourceClaims and Datastores: whether a claim
+// may receive its Datastore's credentials (Verify), whether a Datastore is
+// valid (CheckDatastore), and what a granted claim receives (Project,
+// CredentialsHash, Endpoint). The cryptography it relies on, keys, signed
+// messages and signature verification, is package grant; the hooks that
+// serve these decisions to Metacontroller are packages datastore and
+// resourceclaim, configured with HookOptions.
+//
+// Nothing here reads a clock or the network; callers pass "now". Nothing
+// here returns secret material or signature bytes in an error, a Decision
+// or any other string: those end up in statuses, Events and logs.
 package claims
 
 import (
-	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // Reasons a ResourceClaim is granted or denied. They are the reasons of the
@@ -27,8 +37,8 @@ const (
 	ReasonTenantNotAllowed        = "TenantNotAllowed"
 	ReasonGrantedInFuture         = "GrantedInFuture"
 	ReasonExpired                 = "Expired"
-	// ReasonSecretNotFound and ReasonSecretNotLabeled are shared with the
-	// Datastore checks.
+	// ReasonWeakPublicKey, ReasonSecretNotFound and ReasonSecretNotLabeled
+	// are shared with the Datastore checks.
 )
 
 // MaxClockSkew is how far in the future a grantedAt may lie: enough for
@@ -59,8 +69,11 @@ type Decision struct {
 //
 //  1. the grant's own form (signatureVersion, fields, timestamps);
 //  2. the Datastore exists;
-//  3. authenticity: the signature parses and verifies against one of the
-//     Datastore's well-formed owner keys, and then every owner key parses;
+//  3. authenticity: the signature parses and verifies (grant.Verify)
+//     against one of the Datastore's owner keys that grant.ParsePublicKey
+//     accepts, and then every owner key must be accepted: a Datastore
+//     listing a weak key is refused whole, even for grants signed by its
+//     sound keys;
 //  4. authorization: namespace/workspace is in allowedTenants;
 //  5. time: grantedAt within the clock skew, expiresAt in the future;
 //  6. the Datastore validates now, endpoint Secret included (CheckDatastore).
@@ -83,21 +96,21 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	deny := func(reason, format string, args ...any) Decision {
 		return Decision{Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
-	version := Version(claim)
+	version := grant.Version(claim)
 	if version != v1alpha1.SignatureV1 && version != v1alpha1.SignatureV2 {
 		return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
 	}
 	if claim.Namespace == "" {
 		return deny(ReasonInvalidGrant, "the claim has no namespace")
 	}
-	g := GrantOf(claim)
+	g := grant.Of(claim)
 	times, err := g.Check(version)
 	if err != nil {
 		return deny(ReasonInvalidGrant, "%v", err)
 	}
 	msg, err := g.Message(version)
 	if err != nil {
-		if errors.Is(err, ErrUnknownVersion) {
+		if errors.Is(err, grant.ErrUnknownVersion) {
 			return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
 		}
 		return deny(ReasonInvalidGrant, "%v", err)
@@ -112,7 +125,7 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	if claim.Spec.Signature == "" {
 		return deny(ReasonMalformedSignature, "spec.signature is empty; sign the claim with the Datastore owner's key (formspec-hooks claim sign)")
 	}
-	sig, err := ParseSignature(claim.Spec.Signature)
+	sig, err := grant.ParseSignature(claim.Spec.Signature)
 	if err != nil {
 		return deny(ReasonMalformedSignature, "spec.signature: %v", err)
 	}
@@ -127,6 +140,9 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	if _, err := PublicKeys(ds); err != nil {
 		// Signed by the owner, yet another of the listed keys is broken:
 		// the Datastore does not validate, and its owner is the reader.
+		if errors.Is(err, grant.ErrWeakPublicKey) {
+			return deny(ReasonWeakPublicKey, "Datastore %s: %v; the Datastore is refused until its owner removes that key", dsRef, err)
+		}
 		return deny(ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
 	}
 
@@ -149,7 +165,7 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	// Datastore's endpoint Secret looked at and described.
 	if d := CheckDatastore(ds, secret); !d.Allowed {
 		switch d.Reason {
-		case ReasonSecretNotFound, ReasonSecretNotLabeled:
+		case ReasonSecretNotFound, ReasonSecretNotLabeled, ReasonWeakPublicKey:
 			return deny(d.Reason, "Datastore %s: %s", dsRef, d.Message)
 		case ReasonInvalidPublicKey:
 			return deny(ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
@@ -166,62 +182,16 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 }
 
 // verifies reports whether sig is a signature of msg by one of the
-// Datastore's owner keys. Keys that do not parse are skipped rather than
-// reported, so that a claim without a valid signature cannot tell a
-// Datastore with a broken key from one without.
+// Datastore's owner keys. Keys that do not parse, weak ones included, are
+// skipped rather than reported, so that a claim without a valid signature
+// cannot tell a Datastore with a broken key from one without, and a
+// signature "by" a weak key verifies nothing.
 func verifies(ds *v1alpha1.Datastore, msg, sig []byte) bool {
 	for _, s := range append([]string{ds.Spec.OwnerPublicKey}, ds.Spec.OwnerPublicKeys...) {
-		k, err := ParsePublicKey(s)
-		if err == nil && ed25519.Verify(k, msg, sig) {
+		k, err := grant.ParsePublicKey(s)
+		if err == nil && grant.Verify(k, msg, sig) {
 			return true
 		}
 	}
 	return false
-}
-
-// Decisions counts decisions, typically into a metrics counter labelled by
-// hook, decision and reason. Implementations must be safe for concurrent
-// use.
-type Decisions interface {
-	Record(hook, decision, reason string)
-}
-
-// Decision labels passed to Decisions.Record.
-const (
-	DecisionGranted   = "granted"
-	DecisionDenied    = "denied"
-	DecisionValidated = "validated"
-)
-
-// Count calls d.Record unless d is nil, so hooks can take an optional
-// counter. The server's metrics (server.Metrics) are one Decisions.
-func Count(d Decisions, hook, decision, reason string) {
-	if d != nil {
-		d.Record(hook, decision, reason)
-	}
-}
-
-// HookOptions configures the datastore and resourceclaim hooks. Every field
-// is optional.
-type HookOptions struct {
-	// Clock is "now" for expiry, skew, resyncAfterSeconds and the condition
-	// transitions a request cannot date (see conditions.Stamp); time.Now
-	// when nil.
-	Clock func() time.Time
-	// Logger gets one debug line per decision (never a value of a Secret);
-	// discarded when nil.
-	Logger *slog.Logger
-	// Decisions counts decisions by reason.
-	Decisions Decisions
-}
-
-// WithDefaults fills in the clock and a discarding logger.
-func (o HookOptions) WithDefaults() HookOptions {
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return o
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // world is one Verify input. Cases start from a valid one and break it.
@@ -144,9 +145,9 @@ func TestVerify(t *testing.T) {
 				legacy.Spec.SignatureVersion = v1alpha1.SignatureV1
 				legacy.Spec.GrantedBy = "admin|ops"
 				// Signed without Check, as a tool that never looked for "|" would.
-				sig := ed25519.Sign(claimstest.Owner, claims.MessageV1(claims.GrantOf(legacy)))
+				sig := ed25519.Sign(claimstest.Owner, grant.MessageV1(grant.Of(legacy)))
 				w.claim = legacy
-				w.claim.Spec.Signature = claims.FormatSignature(sig)
+				w.claim.Spec.Signature = grant.FormatSignature(sig)
 				w.claim.Spec.Workspace, w.claim.Spec.Permission, w.claim.Spec.GrantedBy = "shop|read", v1alpha1.PermissionAdmin, "ops"
 			},
 			want: outcome{reason: claims.ReasonInvalidGrant},
@@ -301,6 +302,34 @@ func TestVerify(t *testing.T) {
 			want:   outcome{reason: claims.ReasonInvalidGrant},
 		},
 	}
+	// Forgeries: for every weak key as the Datastore's only key, a claim
+	// "signed" without a private key (R = small-order point, S = 0), which
+	// plain ed25519 verification accepts. Denied as any bad signature is,
+	// saying nothing about the key to an unauthenticated claim.
+	weak := append(append([]claimstest.WeakKey{}, claimstest.SmallOrderKeys...), claimstest.NonCanonicalSmallOrderKeys...)
+	for _, k := range weak {
+		cases["Forged"+k.Name] = verifyCase{
+			reason: "A grant forged for a small-order owner key does not verify.",
+			change: func(w *world) {
+				w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = k.Hex, nil
+				w.claim = claimstest.Forge(claimstest.Claim(), k.Hex)
+			},
+			want: outcome{reason: claims.ReasonInvalidSignature},
+		}
+		cases["ForgedBesideSoundKey"+k.Name] = verifyCase{
+			reason: "A weak rotated key beside the owner's does not let a forgery through either.",
+			change: func(w *world) {
+				w.ds.Spec.OwnerPublicKeys = []string{k.Hex}
+				w.claim = claimstest.Forge(claimstest.Claim(), k.Hex)
+			},
+			want: outcome{reason: claims.ReasonInvalidSignature},
+		}
+		cases["SignedBesideWeakKey"+k.Name] = verifyCase{
+			reason: "The owner's own grant on a Datastore that lists a weak key is denied, and told why: the Datastore is refused whole.",
+			change: func(w *world) { w.ds.Spec.OwnerPublicKeys = []string{k.Hex} },
+			want:   outcome{reason: claims.ReasonWeakPublicKey},
+		}
+	}
 	// Each signed field tampered in turn, in both versions.
 	tamper := map[string]func(c *v1alpha1.ResourceClaim){
 		"DatastoreName":      func(c *v1alpha1.ResourceClaim) { c.Spec.Datastore.Name = "orders-db2" },
@@ -436,6 +465,12 @@ func TestVerifyUnauthenticated(t *testing.T) {
 			reason: "Whether its keys are well formed.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKeys = append(w.ds.Spec.OwnerPublicKeys, "abc") },
 		},
+		"WeakKey": {
+			reason: "Whether one of its keys is weak.",
+			change: func(w *world) {
+				w.ds.Spec.OwnerPublicKeys = append(w.ds.Spec.OwnerPublicKeys, claimstest.IdentityKey)
+			},
+		},
 		"NoKeys": {
 			reason: "Whether it has keys at all.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = "", nil },
@@ -458,7 +493,7 @@ func TestVerifyUnauthenticated(t *testing.T) {
 		claimstest.SecretName, "Secret", "secret", "label", v1alpha1.LabelDatastore,
 		"host", "port", "username", "password", "database", "missing",
 		"allowedTenants", "tenant", "team-a/", "team-b/", "not a tenant entry",
-		"ownerPublicKey", "public key", "driver", "oracle", "postgres",
+		"ownerPublicKey", "public key", "weak", "small order", "driver", "oracle", "postgres",
 	}
 	for sigName, sc := range signatures {
 		for dsName, bc := range breakages {

@@ -10,9 +10,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -379,21 +376,7 @@ func appendBounded[T any](list []T, v T) []T {
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
-		return nil, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body exceeds %d bytes", limit))
-			return nil, false
-		}
-		writeError(w, http.StatusBadRequest, "cannot read body")
-		return nil, false
-	}
-	return body, true
+	return httpserve.ReadJSON(w, r, limit)
 }
 
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
@@ -409,11 +392,9 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	httpserve.WriteJSON(w, code, v)
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, ccapi.Error{Error: msg})
+	httpserve.WriteError(w, code, msg)
 }

@@ -60,6 +60,10 @@ func syncRequests(t *testing.T) map[string]any {
 	// before and is denied now would take the clock.
 	badKey := claimstest.Datastore()
 	badKey.Spec.OwnerPublicKeys = []string{"not-a-key"}
+	// A Datastore listing the identity point beside its sound keys: with
+	// it anyone could sign grants, so the whole Datastore is refused.
+	weakKey := claimstest.Datastore()
+	weakKey.Spec.OwnerPublicKeys = append(weakKey.Spec.OwnerPublicKeys, claimstest.IdentityKey)
 	badTenant := claimstest.Datastore()
 	badTenant.Spec.AllowedTenants = []string{"*/shop"}
 	redis := claimstest.Datastore()
@@ -75,6 +79,7 @@ func syncRequests(t *testing.T) map[string]any {
 		"denied-missing-keys":       request(t, claimstest.Datastore(), missingKeys),
 		"denied-invalid-public-key": request(t, badKey, claimstest.Secret()),
 		"denied-invalid-tenant":     request(t, badTenant, claimstest.Secret()),
+		"denied-weak-public-key":    request(t, weakKey, claimstest.Secret()),
 	}
 }
 

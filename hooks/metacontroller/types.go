@@ -148,3 +148,12 @@ func (r *CustomizeRequest) Validate() error {
 func errMissing(field string) error {
 	return fmt.Errorf("request has no %s object", field)
 }
+
+// ObjectCount is how many objects the request carries besides its parent;
+// the transport caps it (server.WithMaxObjects) so that a hook's work stays
+// bounded whatever the request holds.
+func (r *CompositeRequest) ObjectCount() int { return r.Children.Count() + r.Related.Count() }
+
+// ObjectCount is how many objects the request carries besides its object;
+// see CompositeRequest.ObjectCount.
+func (r *DecoratorRequest) ObjectCount() int { return r.Attachments.Count() + r.Related.Count() }

@@ -6,7 +6,7 @@ package observe
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
@@ -33,19 +33,26 @@ func empty(finalizing bool) *metacontroller.DecoratorResponse {
 	}
 }
 
+// invalid reports a request no observation can be made from. It is an
+// *metacontroller.InvalidObjectError, so the transport answers 400: the
+// request is at fault, not the hook.
+func invalid(what string, err error) error {
+	return &metacontroller.InvalidObjectError{What: what, Err: err}
+}
+
 // NodeHealth returns the node-health hook: it hands every Node it is shown
 // to sink.
 func NodeHealth(sink Sink) Hook {
 	return func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
 		if err := req.Validate(); err != nil {
-			return nil, err
+			return nil, invalid("request", err)
 		}
 		var node corev1.Node
 		if err := metacontroller.Decode(req.Object, &node, "Node"); err != nil {
 			return nil, err
 		}
 		if node.Name == "" {
-			return nil, fmt.Errorf("node has no name")
+			return nil, invalid("Node", errors.New("the object has no name"))
 		}
 		// The image list and managed fields are the bulk of a Node and the
 		// reporter uses neither; shedding them keeps the hand-off queue small.
@@ -66,7 +73,7 @@ func NodeHealth(sink Sink) Hook {
 func WorkspacePods(sink Sink) Hook {
 	return func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
 		if err := req.Validate(); err != nil {
-			return nil, err
+			return nil, invalid("request", err)
 		}
 		var pod corev1.Pod
 		if err := metacontroller.Decode(req.Object, &pod, "Pod"); err != nil {

@@ -12,7 +12,6 @@ package reporter
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -122,13 +122,13 @@ func New(cfg Config) (*Reporter, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		if hc, err = newHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile); err != nil {
+		if hc, err = newHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}
 	var tok *fileToken
 	if cfg.TokenFile != "" {
-		if tok, err = newFileToken(cfg.TokenFile); err != nil {
+		if tok, err = newFileToken(cfg.TokenFile, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -386,18 +386,12 @@ func (r *Reporter) LocalHandler() http.Handler {
 }
 
 func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
-	if ct := req.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, "content type must be application/json")
+	raw, ok := httpserve.ReadJSON(w, req, observationsLimit)
+	if !ok {
 		return
 	}
 	var b observation.Batch
-	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, observationsLimit))
-	if err := dec.Decode(&b); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "batch too large")
-			return
-		}
+	if err := json.Unmarshal(raw, &b); err != nil {
 		writeError(w, http.StatusBadRequest, "cannot decode observations")
 		return
 	}
@@ -440,7 +434,5 @@ func (r *Reporter) OpsHandler() http.Handler {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(ccapi.Error{Error: msg})
+	httpserve.WriteError(w, code, msg)
 }

@@ -30,22 +30,27 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 // TestTokenFileIsReRead checks that a rotated token is used without a
-// restart, and that a token file gone missing keeps the last good token.
+// restart, and that a token file gone missing or empty sends no token at
+// all rather than the last one read (a revoked token is never sent again).
 func TestTokenFileIsReRead(t *testing.T) {
 	p := writeFile(t, "token", "first\n")
-	tok, err := newFileToken(p)
+	tok, err := newFileToken(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	steps := []struct {
-		reason string
-		write  *string
-		remove bool
-		want   string
+		reason  string
+		write   *string
+		remove  bool
+		want    string
+		wantErr error
 	}{
 		{reason: "initial token", want: "first"},
 		{reason: "rotated token (different size, so the change is seen even within one mtime tick)", write: ptr("second-token"), want: "second-token"},
-		{reason: "file removed mid-rotation keeps the last good token", remove: true, want: "second-token"},
+		{reason: "an emptied file sends no token", write: ptr(""), wantErr: errNoToken},
+		{reason: "a token written again is sent", write: ptr("third-token\n"), want: "third-token"},
+		{reason: "two tokens are not guessed between", write: ptr("a\nb\n"), wantErr: cmpopts.AnyError},
+		{reason: "a removed file sends no token", remove: true, wantErr: errNoToken},
 	}
 	for _, s := range steps {
 		if s.write != nil {
@@ -59,11 +64,11 @@ func TestTokenFileIsReRead(t *testing.T) {
 			}
 		}
 		got, err := tok.get()
-		if err != nil {
-			t.Fatalf("%s: %v", s.reason, err)
+		if diff := cmp.Diff(s.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+			t.Errorf("%s: error: -want, +got:\n%s", s.reason, diff)
 		}
-		if got != s.want {
-			t.Errorf("%s: got %q, want %q", s.reason, got, s.want)
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("%s: token: -want, +got:\n%s", s.reason, diff)
 		}
 	}
 }
@@ -104,7 +109,7 @@ func TestTokenFileAtStart(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tok, err := newFileToken(tc.path)
+			tok, err := newFileToken(tc.path, nil)
 			if diff := cmp.Diff(tc.wantNew, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nnewFileToken: -want, +got:\n%s", tc.reason, diff)
 			}

@@ -10,14 +10,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/filereload"
 )
 
 // outcome is what the reporter does after a call to Cluster Control.
@@ -166,8 +167,10 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 	return res
 }
 
-// fileToken is a bearer token read from a file and re-read whenever the
-// file changes, so a rotated Secret takes effect without a restart.
+// fileToken is the bearer token for Cluster Control, read from a token file
+// (filereload's format, exactly one token) under filereload's rules: re-read
+// when it changes, nothing kept from it once it is broken, so a revoked
+// token is never sent again.
 //
 // The file may be missing or empty: the Secret behind it is optional, so a
 // default install runs without one, and the kubelet fills the mount in when
@@ -176,31 +179,14 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 // (permissions, a directory) is a mistake in the pod spec that will not fix
 // itself, and stops the reporter at start.
 type fileToken struct {
-	path string
-	mu   sync.Mutex
-	tok  string
-	seen fileStamp
+	tokens *filereload.Tokens
 }
 
-// errNoToken is get's answer while the token file is missing or empty and
-// no token was ever read from it.
+// errNoToken is get's answer while the token file is missing or empty.
 var errNoToken = errors.New("no bearer token yet")
 
-type fileStamp struct {
-	mod  time.Time
-	size int64
-}
-
-func stamp(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{mod: fi.ModTime(), size: fi.Size()}, nil
-}
-
-func newFileToken(path string) (*fileToken, error) {
-	t := &fileToken{path: path}
+func newFileToken(path string, logger *slog.Logger) (*fileToken, error) {
+	t := &fileToken{tokens: filereload.NewTokens(path, filereload.Options{Name: "cluster-control-token", Logger: logger})}
 	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
 		return nil, err
 	}
@@ -209,101 +195,74 @@ func newFileToken(path string) (*fileToken, error) {
 
 // get returns the current token. A stat per request is cheap next to the
 // request itself and catches Kubernetes' symlink swap of a mounted Secret.
-// Once a token has been read, a file that goes missing, empty or unreadable
-// keeps it: that is a rotation in progress, not a revocation.
 func (t *fileToken) get() (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, err := stamp(t.path)
-	if err != nil {
-		if t.tok != "" {
-			return t.tok, nil
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: token file %s does not exist", errNoToken, t.path)
-		}
-		return "", fmt.Errorf("cannot read token file: %w", err)
+	tok, err := t.tokens.Single()
+	switch {
+	case err == nil:
+		return tok, nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, filereload.ErrEmpty):
+		return "", fmt.Errorf("%w: %w", errNoToken, err)
+	default:
+		return "", err
 	}
-	if st == t.seen && t.tok != "" {
-		return t.tok, nil
-	}
-	raw, err := os.ReadFile(t.path)
-	if err != nil {
-		if t.tok != "" {
-			return t.tok, nil
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: token file %s does not exist", errNoToken, t.path)
-		}
-		return "", fmt.Errorf("cannot read token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(raw))
-	if tok == "" {
-		if t.tok != "" {
-			return t.tok, nil
-		}
-		return "", fmt.Errorf("%w: token file %s is empty", errNoToken, t.path)
-	}
-	t.tok, t.seen = tok, st
-	return tok, nil
-}
-
-// clientCert serves the client certificate for mTLS, reloading the pair
-// when either file changes so certificate rotation needs no restart.
-type clientCert struct {
-	certFile, keyFile string
-	mu                sync.Mutex
-	cert              *tls.Certificate
-	seen              [2]fileStamp
-}
-
-func (c *clientCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cs, err1 := stamp(c.certFile)
-	ks, err2 := stamp(c.keyFile)
-	if err1 == nil && err2 == nil && c.cert != nil && c.seen == [2]fileStamp{cs, ks} {
-		return c.cert, nil
-	}
-	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
-	if err != nil {
-		if c.cert != nil {
-			// Half-written during rotation: keep the old pair for now.
-			return c.cert, nil
-		}
-		return nil, fmt.Errorf("cannot load client certificate: %w", err)
-	}
-	c.cert, c.seen = &pair, [2]fileStamp{cs, ks}
-	return c.cert, nil
 }
 
 // newHTTPClient builds the client towards Cluster Control: optional CA
-// bundle and client certificate on top of Go's defaults.
-func newHTTPClient(caFile, certFile, keyFile string) (*http.Client, error) {
+// bundle and client certificate on top of Go's defaults. Both are read
+// under filereload's rules for every new connection, so rotating them needs
+// no restart, and a broken file fails the handshake instead of presenting
+// or trusting stale material.
+func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", caFile)
-		}
-		tlsCfg.RootCAs = pool
-	}
 	if (certFile == "") != (keyFile == "") {
 		return nil, fmt.Errorf("client certificate and key must be given together")
 	}
 	if certFile != "" {
-		cc := &clientCert{certFile: certFile, keyFile: keyFile}
-		if _, err := cc.get(nil); err != nil {
+		pair := filereload.NewKeyPair(certFile, keyFile, filereload.Options{Name: "cluster-control-client-cert", Logger: logger})
+		if err := pair.Err(); err != nil {
 			return nil, err
 		}
-		tlsCfg.GetClientCertificate = cc.get
+		tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return pair.Get()
+		}
+	}
+	if caFile != "" {
+		roots := filereload.NewCertPool(caFile, filereload.Options{Name: "cluster-control-ca", Logger: logger})
+		pool, err := roots.Get()
+		if err != nil {
+			return nil, err
+		}
+		// Through an HTTPS proxy the transport does the handshake itself
+		// with this config: the bundle as it was at start.
+		tlsCfg.RootCAs = pool
+		tr.DialTLSContext = dialTLSWith(tlsCfg, roots)
 	}
 	tr.TLSClientConfig = tlsCfg
 	return &http.Client{Transport: tr}, nil
+}
+
+// dialTLSWith dials TLS connections that verify the server, in Go's usual
+// way, against the CA bundle as roots holds it at dial time: a client's
+// RootCAs cannot change under a running transport, so each connection gets
+// a config of its own.
+func dialTLSWith(base *tls.Config, roots *filereload.Reloader[*x509.CertPool]) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		pool, err := roots.Get()
+		if err != nil {
+			return nil, err
+		}
+		cfg := base.Clone()
+		cfg.RootCAs = pool
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, fmt.Errorf("cannot dial %q: %w", addr, err)
+			}
+			cfg.ServerName = host
+		}
+		d := &tls.Dialer{Config: cfg}
+		return d.DialContext(ctx, network, addr)
+	}
 }

@@ -1,6 +1,7 @@
 package resourceclaim_test
 
 import (
+	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
@@ -51,6 +52,33 @@ func validatedDatastore() *v1alpha1.Datastore {
 	return ds
 }
 
+// exposedCondition is the CredentialsExposed condition of a claim whose
+// credentials Secret carries the last-applied annotation.
+func exposedCondition(since metav1.Time) metav1.Condition {
+	return metav1.Condition{
+		Type: resourceclaim.ConditionCredentialsExposed, Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since,
+		Reason: resourceclaim.ReasonLastAppliedAnnotation,
+		Message: "the credentials Secret team-a/orders-credentials carries the annotation metacontroller.k8s.io/last-applied-configuration, " +
+			"a copy of the whole Secret, data included, visible to anyone who can read its metadata (kubectl describe prints it); " +
+			"Metacontroller writes it with its default --apply-strategy=dynamic-apply. " +
+			"Run Metacontroller with --apply-strategy=server-side-apply, then delete the Secret so that it is recreated without the copy",
+	}
+}
+
+// checkedStatus is the status the datastore hook gives a Datastore that it
+// first saw three days ago and that has not changed since.
+func checkedStatus(ds *v1alpha1.Datastore, secret *corev1.Secret) v1alpha1.DatastoreStatus {
+	d := claims.CheckDatastore(ds, secret)
+	since := metav1.NewTime(claimstest.Now.Add(-72 * time.Hour))
+	return v1alpha1.DatastoreStatus{
+		ObservedGeneration: ds.Generation,
+		Conditions: []metav1.Condition{
+			{Type: "Validated", Status: metav1.ConditionFalse, ObservedGeneration: ds.Generation, LastTransitionTime: since, Reason: d.Reason, Message: d.Message},
+			{Type: "Denied", Status: metav1.ConditionTrue, ObservedGeneration: ds.Generation, LastTransitionTime: since, Reason: d.Reason, Message: d.Message},
+		},
+	}
+}
+
 // granted marks the claim as granted by an earlier sync and adds the
 // Secret that sync created, as Metacontroller observes it.
 func (s scene) granted() scene {
@@ -65,6 +93,10 @@ func (s scene) granted() scene {
 		Conditions: []metav1.Condition{
 			{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonGranted, Message: msg},
 			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonGranted, Message: msg},
+			{
+				Type: resourceclaim.ConditionCredentialsExposed, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since,
+				Reason: resourceclaim.ReasonNoCopy, Message: "the credentials Secret carries no copy of its data in its annotations",
+			},
 		},
 	}
 	s.attachment = &corev1.Secret{
@@ -84,6 +116,34 @@ func (s scene) granted() scene {
 		Data: maps.Clone(data),
 	}
 	return s
+}
+
+// exposed adds to the observed credentials Secret what Metacontroller's
+// default --apply-strategy=dynamic-apply writes on it: the annotation
+// holding the whole Secret as applied, data included.
+func (s scene) exposed() scene {
+	applied := credentialsAsApplied(s.attachment)
+	s.attachment.Annotations = maps.Clone(s.attachment.Annotations)
+	s.attachment.Annotations[resourceclaim.LastAppliedAnnotation] = applied
+	return s
+}
+
+// credentialsAsApplied is the value Metacontroller's dynamic apply puts in
+// the last-applied annotation: the object the hook returned, as JSON.
+func credentialsAsApplied(secret *corev1.Secret) string {
+	applied := &corev1.Secret{
+		TypeMeta: secret.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: secret.Name, Namespace: secret.Namespace, Labels: secret.Labels,
+		},
+		Type: secret.Type,
+		Data: secret.Data,
+	}
+	b, err := json.Marshal(applied)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 func (s scene) request(t *testing.T) *metacontroller.DecoratorRequest {
@@ -147,6 +207,19 @@ func syncRequests(t *testing.T) map[string]any {
 			return s
 		}().request(t),
 		"granted-unchanged": world().granted().request(t),
+		// Metacontroller runs with its default --apply-strategy=dynamic-apply,
+		// so the credentials Secret carries a copy of itself in an
+		// annotation. The claim already says so (this is a later sync), and
+		// still does; the copy is not repeated anywhere in the answer.
+		"granted-credentials-exposed": func() scene {
+			s := world().granted().exposed()
+			for i, c := range s.claim.Status.Conditions {
+				if c.Type == resourceclaim.ConditionCredentialsExposed {
+					s.claim.Status.Conditions[i] = exposedCondition(c.LastTransitionTime)
+				}
+			}
+			return s
+		}().request(t),
 		// The Secret of the earlier grant is observed and left out of the
 		// answer, so Metacontroller deletes it. The claim has no status:
 		// a granted status flipping to Denied would take the clock, while
@@ -189,6 +262,18 @@ func syncRequests(t *testing.T) map[string]any {
 		"denied-malformed-signature": func() scene {
 			s := world()
 			s.claim.Spec.Signature = strings.Repeat("A", 40)
+			return s
+		}().request(t),
+		// The reported forgery: the Datastore's only key is the identity
+		// point, and the admin claim's signature R = identity, S = 0 was
+		// made with no private key; plain ed25519 verification accepts it.
+		// The Datastore is as its own hook left it: refused, WeakPublicKey.
+		"denied-forged-identity-key": func() scene {
+			s := world()
+			s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = claimstest.IdentityKey, nil
+			s.ds.Status = checkedStatus(s.ds, s.secret)
+			s.claim.Spec.Permission = v1alpha1.PermissionAdmin
+			claimstest.Forge(s.claim, claimstest.IdentityKey)
 			return s
 		}().request(t),
 		"denied-datastore-missing": func() scene {

@@ -9,6 +9,7 @@ package resourceclaim
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"math"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/internal/conditions"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
@@ -28,10 +30,30 @@ import (
 const HookName = "resourceclaim"
 
 // Condition types of a ResourceClaim. A workspace injects a claim's
-// credentials only while Ready is True.
+// credentials only while Ready is True. CredentialsExposed is reported
+// while the claim is granted and its credentials Secret has been observed:
+// True when the Secret carries a copy of its own data in an annotation
+// (see LastAppliedAnnotation).
 const (
-	ConditionReady  = "Ready"
-	ConditionDenied = "Denied"
+	ConditionReady              = "Ready"
+	ConditionDenied             = "Denied"
+	ConditionCredentialsExposed = "CredentialsExposed"
+)
+
+// LastAppliedAnnotation is the annotation Metacontroller's default
+// --apply-strategy=dynamic-apply writes on every object it manages: the
+// whole object as last applied, so for the credentials Secret its data,
+// in an annotation that "kubectl describe" and many tools show freely.
+// With --apply-strategy=server-side-apply it writes none. The hook only
+// ever looks at whether the annotation is there, never at its value.
+const LastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
+
+// Reasons of the CredentialsExposed condition. ReasonLastAppliedAnnotation
+// also labels the decisions counter (decision claims.DecisionExposed), so
+// an alert can fire on it.
+const (
+	ReasonLastAppliedAnnotation = "LastAppliedAnnotation"
+	ReasonNoCopy                = "NoCopy"
 )
 
 // Labels of the credentials Secret.
@@ -75,7 +97,7 @@ func (h *Hook) Customize(ctx context.Context, req *metacontroller.CustomizeReque
 	if err != nil {
 		return nil, err
 	}
-	g := claims.GrantOf(claim)
+	g := grant.Of(claim)
 	resp := &metacontroller.CustomizeResponse{}
 	if g.DatastoreName == "" || g.DatastoreNamespace == "" {
 		return resp, nil
@@ -106,7 +128,7 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	if err != nil {
 		return nil, err
 	}
-	g := claims.GrantOf(claim)
+	g := grant.Of(claim)
 	var ds *v1alpha1.Datastore
 	var secret *corev1.Secret
 	if g.DatastoreName != "" {
@@ -140,22 +162,64 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		status.Binding = &v1alpha1.Binding{Name: claim.Name + SecretSuffix}
 		status.CredentialsHash = claims.CredentialsHash(data)
 	}
-	status.Conditions = conditions.Stamp(claim.Status.Conditions, claim.CreationTimestamp, now,
-		metav1.Condition{
+	conds := []metav1.Condition{
+		{
 			Type: ConditionReady, Status: conditions.Status(d.Allowed),
 			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
 		},
-		metav1.Condition{
+		{
 			Type: ConditionDenied, Status: conditions.Status(!d.Allowed),
 			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
-		})
+		},
+	}
+	exposed := false
+	if d.Allowed {
+		// A denied claim's Secret is being deleted: nothing to fix.
+		observed, err := metacontroller.Get[metav1.PartialObjectMetadata](req.Attachments,
+			metacontroller.Key("v1", "Secret"), metacontroller.Name(claim.Namespace, claim.Name+SecretSuffix))
+		if err != nil {
+			return nil, err
+		}
+		if observed != nil {
+			c := credentialsExposed(observed)
+			c.ObservedGeneration = claim.Generation
+			conds = append(conds, c)
+			exposed = c.Status == metav1.ConditionTrue
+		}
+	}
+	status.Conditions = conditions.Stamp(claim.Status.Conditions, claim.CreationTimestamp, now, conds...)
 	if !d.RecheckAt.IsZero() {
 		resp.ResyncAfterSeconds = resyncAfter(d.RecheckAt.Sub(now))
 	}
 	claims.Count(h.decisions, HookName, decision, d.Reason)
 	h.log.DebugContext(ctx, "claim verified", "hook", HookName,
 		"namespace", claim.Namespace, "name", claim.Name, "decision", decision, "reason", d.Reason, "message", d.Message)
+	if exposed {
+		claims.Count(h.decisions, HookName, claims.DecisionExposed, ReasonLastAppliedAnnotation)
+		h.log.WarnContext(ctx, "credentials Secret carries a copy of its data in an annotation; run Metacontroller with --apply-strategy=server-side-apply",
+			"hook", HookName, "namespace", claim.Namespace, "name", claim.Name+SecretSuffix, "annotation", LastAppliedAnnotation)
+	}
 	return resp, nil
+}
+
+// credentialsExposed is the CredentialsExposed condition for the observed
+// credentials Secret. Only the Secret's metadata is decoded, never its
+// data, and of the annotation only its presence is read: its value goes
+// nowhere.
+func credentialsExposed(secret *metav1.PartialObjectMetadata) metav1.Condition {
+	if _, ok := secret.Annotations[LastAppliedAnnotation]; !ok {
+		return metav1.Condition{
+			Type: ConditionCredentialsExposed, Status: metav1.ConditionFalse, Reason: ReasonNoCopy,
+			Message: "the credentials Secret carries no copy of its data in its annotations",
+		}
+	}
+	return metav1.Condition{
+		Type: ConditionCredentialsExposed, Status: metav1.ConditionTrue, Reason: ReasonLastAppliedAnnotation,
+		Message: fmt.Sprintf("the credentials Secret %s/%s carries the annotation %s, a copy of the whole Secret, data included, "+
+			"visible to anyone who can read its metadata (kubectl describe prints it); Metacontroller writes it with its default --apply-strategy=dynamic-apply. "+
+			"Run Metacontroller with --apply-strategy=server-side-apply, then delete the Secret so that it is recreated without the copy",
+			secret.Namespace, secret.Name, LastAppliedAnnotation),
+	}
 }
 
 // credentials is the attachment Secret. Its type tells Service Binding

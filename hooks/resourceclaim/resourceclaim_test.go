@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -13,11 +14,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 )
@@ -41,11 +44,12 @@ func TestAdversarial(t *testing.T) {
 	tamper := func(change func(c *v1alpha1.ResourceClaim)) func(s *scene) {
 		return func(s *scene) { change(s.claim) }
 	}
-	cases := map[string]struct {
+	type attack struct {
 		reason string
 		attack func(s *scene)
 		want   string
-	}{
+	}
+	cases := map[string]attack{
 		"StrangerKey": {
 			reason: "Signed by a key the Datastore does not list.",
 			attack: func(s *scene) { claimstest.SignClaim(s.claim, claimstest.Stranger) },
@@ -75,7 +79,7 @@ func TestAdversarial(t *testing.T) {
 			attack: func(s *scene) {
 				s.claim.Spec.SignatureVersion = v1alpha1.SignatureV1
 				s.claim.Spec.GrantedBy = "admin|ops"
-				s.claim.Spec.Signature = claims.FormatSignature(signRaw(claims.MessageV1(claims.GrantOf(s.claim))))
+				s.claim.Spec.Signature = grant.FormatSignature(signRaw(grant.MessageV1(grant.Of(s.claim))))
 				s.claim.Spec.Workspace, s.claim.Spec.Permission, s.claim.Spec.GrantedBy = "shop|read", "admin", "ops"
 			},
 			want: claims.ReasonInvalidGrant,
@@ -102,6 +106,25 @@ func TestAdversarial(t *testing.T) {
 		"KeyWrongLength":      {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{"abcd"} }, want: claims.ReasonMalformedPublicKey},
 		"KeyNotHex":           {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{strings.Repeat("x", 64)} }, want: claims.ReasonMalformedPublicKey},
 		"SigningKeyMalformed": {reason: "The signing key is the malformed one: nothing verifies, and nothing more is said.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = "abcd" }, want: claims.ReasonInvalidSignature},
+		"ForgedWithIdentityKey": {
+			reason: "The reported forgery: ownerPublicKey is the identity point, and R = identity, S = 0 (made with no private key) passes plain ed25519 verification for an admin grant. Denied, and told nothing about the key.",
+			attack: func(s *scene) {
+				identity := claimstest.IdentityKey
+				s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = identity, nil
+				s.claim.Spec.Permission = v1alpha1.PermissionAdmin
+				s.claim.Spec.Signature = base64.StdEncoding.EncodeToString(append([]byte{1}, make([]byte, 63)...))
+				msg, err := grant.Of(s.claim).Message(grant.Version(s.claim))
+				if err != nil || !ed25519.Verify(mustHex(identity), msg, mustB64(s.claim.Spec.Signature)) {
+					panic("the forgery does not pass plain ed25519: the case would prove nothing")
+				}
+			},
+			want: claims.ReasonInvalidSignature,
+		},
+		"OwnerGrantBesideWeakKey": {
+			reason: "The owner's own grant on a Datastore that also lists a small-order key: the Datastore is refused whole, and the owner is told why.",
+			attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{claimstest.Order2Key} },
+			want:   claims.ReasonWeakPublicKey,
+		},
 		"UnsignedSecretMissing": {
 			reason: "An unsigned claim does not learn that the Secret is missing.",
 			attack: func(s *scene) { s.claim.Spec.Signature, s.secret = "", nil },
@@ -133,6 +156,26 @@ func TestAdversarial(t *testing.T) {
 			attack: func(s *scene) { delete(s.secret.Labels, v1alpha1.LabelDatastore) },
 			want:   claims.ReasonSecretNotLabeled,
 		},
+	}
+	// A forgery for every weak key of the corpus, as the Datastore's only
+	// key and beside the owner's.
+	for _, k := range append(append([]claimstest.WeakKey{}, claimstest.SmallOrderKeys...), claimstest.NonCanonicalSmallOrderKeys...) {
+		cases["Forged"+k.Name] = attack{
+			reason: "A claim forged for a small-order owner key.",
+			attack: func(s *scene) {
+				s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = k.Hex, nil
+				claimstest.Forge(s.claim, k.Hex)
+			},
+			want: claims.ReasonInvalidSignature,
+		}
+		cases["ForgedBesideOwner"+k.Name] = attack{
+			reason: "A claim forged for a small-order key listed beside the owner's.",
+			attack: func(s *scene) {
+				s.ds.Spec.OwnerPublicKeys = []string{k.Hex}
+				claimstest.Forge(s.claim, k.Hex)
+			},
+			want: claims.ReasonInvalidSignature,
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -173,6 +216,22 @@ func TestAdversarial(t *testing.T) {
 	}
 }
 
+func mustHex(s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func mustB64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
 func signRaw(msg []byte) []byte {
 	return ed25519.Sign(claimstest.Owner, msg)
 }
@@ -187,6 +246,7 @@ func TestNoLeaks(t *testing.T) {
 		"Denied":        func() scene { s := world(); s.claim.Spec.Workspace = "blog"; return s },
 		"MalformedSig":  func() scene { s := world(); s.claim.Spec.Signature = claimstest.Password; return s },
 		"PasswordInKey": func() scene { s := world(); s.ds.Spec.OwnerPublicKey = claimstest.Password; return s },
+		"Exposed":       func() scene { return world().granted().exposed() },
 		"BrokenSecret": func() scene {
 			s := world()
 			s.secret.Data["uri"] = []byte("postgres://u:" + claimstest.Password + "@%zz")
@@ -228,6 +288,95 @@ func TestNoLeaks(t *testing.T) {
 						t.Errorf("%s contains secret material %q:\n%s", where, secret[:6]+"…", text)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestCredentialsExposed: while a claim is granted and its credentials
+// Secret is observed, CredentialsExposed says whether the Secret carries
+// Metacontroller's last-applied annotation (a copy of its data), and each
+// sync that finds it counts it; a denied claim's Secret is being deleted
+// and gets no verdict. The annotation's value reaches nothing.
+func TestCredentialsExposed(t *testing.T) {
+	now := claimstest.Now
+	since := metav1.NewTime(now.Add(-50 * time.Minute))
+	type want struct {
+		Status      metav1.ConditionStatus // "" for no condition
+		Reason      string
+		Transition  metav1.Time
+		Counts      string
+		Attachments int
+	}
+	cases := map[string]struct {
+		reason string
+		scene  func() scene
+		want   want
+	}{
+		"NoCopy": {
+			reason: "Under server-side apply the Secret carries no copy.",
+			scene:  func() scene { return world().granted() },
+			want:   want{Status: metav1.ConditionFalse, Reason: resourceclaim.ReasonNoCopy, Transition: since, Counts: "resourceclaim/granted/Granted", Attachments: 1},
+		},
+		"FirstFound": {
+			reason: "Under dynamic apply it does; the condition turns True now, and the finding is counted.",
+			scene:  func() scene { return world().granted().exposed() },
+			want: want{
+				Status: metav1.ConditionTrue, Reason: resourceclaim.ReasonLastAppliedAnnotation, Transition: metav1.NewTime(now),
+				Counts: "resourceclaim/granted/Granted,resourceclaim/exposed/LastAppliedAnnotation", Attachments: 1,
+			},
+		},
+		"StillThere": {
+			reason: "On later syncs it keeps its transition time and is counted again.",
+			scene: func() scene {
+				s := world().granted().exposed()
+				s.claim.Status.Conditions[2] = exposedCondition(since)
+				return s
+			},
+			want: want{
+				Status: metav1.ConditionTrue, Reason: resourceclaim.ReasonLastAppliedAnnotation, Transition: since,
+				Counts: "resourceclaim/granted/Granted,resourceclaim/exposed/LastAppliedAnnotation", Attachments: 1,
+			},
+		},
+		"Fixed": {
+			reason: "Once the Secret is recreated without the copy, the condition turns False now.",
+			scene: func() scene {
+				s := world().granted()
+				s.claim.Status.Conditions[2] = exposedCondition(since)
+				return s
+			},
+			want: want{Status: metav1.ConditionFalse, Reason: resourceclaim.ReasonNoCopy, Transition: metav1.NewTime(now), Counts: "resourceclaim/granted/Granted", Attachments: 1},
+		},
+		"NotYetCreated": {
+			reason: "Before Metacontroller created the Secret there is nothing to judge.",
+			scene:  func() scene { return world() },
+			want:   want{Counts: "resourceclaim/granted/Granted", Attachments: 1},
+		},
+		"Denied": {
+			reason: "A denied claim's Secret, copy and all, is left out of the answer and deleted: no verdict, no count.",
+			scene: func() scene {
+				s := world().granted().exposed()
+				claimstest.SignClaim(s.claim, claimstest.Stranger)
+				return s
+			},
+			want: want{Counts: "resourceclaim/denied/InvalidSignature"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &counter{}
+			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return now }, Decisions: c})
+			resp, err := h.Sync(t.Context(), tc.scene().request(t))
+			if err != nil {
+				t.Fatalf("Sync(): %v", err)
+			}
+			status := resp.Status.(*v1alpha1.ResourceClaimStatus)
+			got := want{Counts: strings.Join(c.calls, ","), Attachments: len(resp.Attachments)}
+			if cond := meta.FindStatusCondition(status.Conditions, resourceclaim.ConditionCredentialsExposed); cond != nil {
+				got.Status, got.Reason, got.Transition = cond.Status, cond.Reason, cond.LastTransitionTime
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nSync(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

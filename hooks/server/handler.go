@@ -3,10 +3,11 @@
 // Workspaces — decoding, body limits, authentication, overload protection,
 // ETags, metrics, TLS, health probes and graceful shutdown.
 //
-// Error responses are always exactly one stable line of text, because
-// Metacontroller copies a failed hook's body into an Event on the user's
-// object: they never echo request bytes (a request may carry Secrets) and
-// never carry Go error details that change from one call to the next.
+// Error responses are always one stable line in httpserve's error format,
+// {"error":"..."}, because Metacontroller copies a failed hook's body into
+// an Event on the user's object: they never echo request bytes (a request
+// may carry Secrets) and never carry Go error details that change from one
+// call to the next.
 package server
 
 import (
@@ -16,13 +17,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strings"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
 // DefaultMaxBodyBytes is the request body limit when none is configured.
@@ -41,7 +42,32 @@ type HandlerOption func(*handlerConfig)
 
 type handlerConfig struct {
 	maxBodyBytes int64
+	maxObjects   int
 	logger       *slog.Logger
+}
+
+// DefaultMaxObjects is the most objects (children, attachments and related
+// objects together) a request may carry when none is configured. A
+// Workspace names at most 32 datastores and its namespace's claims come as
+// related objects; 4096 leaves room for a crowded namespace while keeping
+// each request's work bounded, whatever a forged request holds.
+const DefaultMaxObjects = 4096
+
+// WithMaxObjects sets the object limit (see DefaultMaxObjects) of request
+// types that count their objects; n <= 0 keeps the default.
+func WithMaxObjects(n int) HandlerOption {
+	return func(c *handlerConfig) {
+		if n > 0 {
+			c.maxObjects = n
+		}
+	}
+}
+
+// objectCounter is implemented by request types that carry other objects
+// besides their parent (metacontroller.CompositeRequest and
+// DecoratorRequest).
+type objectCounter interface {
+	ObjectCount() int
 }
 
 // WithMaxBodyBytes sets the request body limit; n <= 0 keeps
@@ -63,10 +89,6 @@ func WithLogger(l *slog.Logger) HandlerOption {
 	}
 }
 
-// validator is implemented by request types that can tell a request that
-// cannot be served at all (no parent object) from one a hook must decide
-// about. Its error text is sent to the caller, so it must be stable and must
-// not quote the request.
 // badRequest is an error a hook returns for a request it cannot serve
 // because of what the request holds (metacontroller.InvalidObjectError is
 // one); the transport answers it with a 400 instead of a 500.
@@ -75,13 +97,17 @@ type badRequest interface {
 	BadRequest() bool
 }
 
+// validator is implemented by request types that can tell a request that
+// cannot be served at all (no parent object) from one a hook must decide
+// about. Its error text is sent to the caller, so it must be stable and must
+// not quote the request.
 type validator interface {
 	Validate() error
 }
 
 // Handler adapts a hook to HTTP. name identifies the hook in logs.
 func Handler[Req, Resp any](name string, h Hook[Req, Resp], opts ...HandlerOption) http.Handler {
-	cfg := handlerConfig{maxBodyBytes: DefaultMaxBodyBytes, logger: slog.New(slog.DiscardHandler)}
+	cfg := handlerConfig{maxBodyBytes: DefaultMaxBodyBytes, maxObjects: DefaultMaxObjects, logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -95,20 +121,27 @@ type hookHandler[Req, Resp any] struct {
 }
 
 func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !isJSON(r.Header.Get("Content-Type")) {
+	if !httpserve.IsJSON(r.Header.Get("Content-Type")) {
 		writeError(w, http.StatusBadRequest, "content type must be application/json")
 		return
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", tooLarge.Limit))
+	raw, ok := bodyBytes(r)
+	if !ok {
+		// Served without the router (tests, embedding): read the body here,
+		// with no budget or deadline but the same limit.
+		if httpserve.ContentLengthOver(r, hh.cfg.maxBodyBytes) {
+			refuseBody(w, &http.MaxBytesError{Limit: hh.cfg.maxBodyBytes})
 			return
 		}
-		// The client went away or sent a broken chunked body; nobody is
-		// likely to read the answer, but it must still be a stable line.
-		writeError(w, http.StatusBadRequest, "cannot read request body")
+		var err error
+		if raw, _, err = readAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes), nil); err != nil {
+			refuseBody(w, err)
+			return
+		}
+	}
+	if int64(len(raw)) > hh.cfg.maxBodyBytes {
+		// The router's limit may be larger than this hook's.
+		refuseBody(w, &http.MaxBytesError{Limit: hh.cfg.maxBodyBytes})
 		return
 	}
 	req := new(Req)
@@ -118,9 +151,15 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 	}
 	if v, ok := any(req).(validator); ok {
 		if err := v.Validate(); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid request: "+oneLine(err.Error()))
+			writeError(w, http.StatusBadRequest, "invalid request: "+err.Error())
 			return
 		}
+	}
+	if c, ok := any(req).(objectCounter); ok && c.ObjectCount() > hh.cfg.maxObjects {
+		// Refused before the hook runs, so that no request, however it
+		// was made, costs more than a bounded amount of hook work.
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request carries more than %d objects", hh.cfg.maxObjects))
+		return
 	}
 
 	resp, err := hh.hook(r.Context(), req)
@@ -207,19 +246,7 @@ func ifNoneMatch(headers []string, etag string) bool {
 	return false
 }
 
-// isJSON accepts application/json with any parameters (charset=utf-8 is what
-// most clients add); mime also lowercases the type.
-func isJSON(contentType string) bool {
-	mediaType, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mediaType == "application/json"
-}
-
-// writeError answers with one line of plain text. http.Error already sets
-// text/plain; charset=utf-8 and nosniff, and appends the newline.
+// writeError answers with one stable line in httpserve's error format.
 func writeError(w http.ResponseWriter, code int, msg string) {
-	http.Error(w, msg, code)
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	httpserve.WriteError(w, code, msg)
 }

@@ -92,7 +92,13 @@ func replyOf(rec *httptest.ResponseRecorder, withBody bool) reply {
 	return got
 }
 
-const textPlain = "text/plain; charset=utf-8"
+const jsonType = "application/json"
+
+// errBody is the one error-body format (httpserve.WriteError).
+func errBody(msg string) string {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return string(b) + "\n"
+}
 
 func TestHandlerErrors(t *testing.T) {
 	secret := `"data":{"password":"czNjcjN0"}`
@@ -104,60 +110,65 @@ func TestHandlerErrors(t *testing.T) {
 		"MalformedJSON": {
 			reason: "A body that is not JSON is the caller's fault, and its bytes (which may hold a Secret) are not echoed.",
 			req:    request{path: "/v1/echo/sync", contentType: "application/json", body: `{"parent":{` + secret},
-			want:   reply{Code: 400, ContentType: textPlain, Body: "invalid JSON request body\n"},
+			want:   reply{Code: 400, ContentType: jsonType, Body: errBody("invalid JSON request body")},
 		},
 		"TrailingGarbage": {
 			reason: "Two JSON values in one body are not one request.",
 			req:    request{path: "/v1/echo/sync", contentType: "application/json", body: validBody + `{}`},
-			want:   reply{Code: 400, ContentType: textPlain, Body: "invalid JSON request body\n"},
+			want:   reply{Code: 400, ContentType: jsonType, Body: errBody("invalid JSON request body")},
 		},
 		"WrongContentType": {
 			reason: "Only application/json is decoded.",
 			req:    request{path: "/v1/echo/sync", contentType: "text/plain", body: validBody},
-			want:   reply{Code: 400, ContentType: textPlain, Body: "content type must be application/json\n"},
+			want:   reply{Code: 400, ContentType: jsonType, Body: errBody("content type must be application/json")},
 		},
 		"NoContentType": {
 			reason: "A missing content type is as wrong as a different one.",
 			req:    request{path: "/v1/echo/sync", body: validBody},
-			want:   reply{Code: 400, ContentType: textPlain, Body: "content type must be application/json\n"},
+			want:   reply{Code: 400, ContentType: jsonType, Body: errBody("content type must be application/json")},
 		},
 		"Oversized": {
 			reason: "A body over the limit gets 413 naming the limit, not the size sent.",
 			req:    request{path: "/v1/echo/sync", contentType: "application/json", body: `{"parent":{"pad":"` + strings.Repeat("x", 2048) + `"}}`},
-			want:   reply{Code: 413, ContentType: textPlain, Body: "request body exceeds 1024 bytes\n"},
+			want:   reply{Code: 413, ContentType: jsonType, Body: errBody("request body exceeds 1024 bytes")},
 		},
 		"MissingParent": {
 			reason: "A request Validate rejects is a 400 with Validate's stable message.",
 			req:    request{path: "/v1/echo/sync", contentType: "application/json", body: `{"children":{}}`},
-			want:   reply{Code: 400, ContentType: textPlain, Body: "invalid request: request has no parent object\n"},
+			want:   reply{Code: 400, ContentType: jsonType, Body: errBody("invalid request: request has no parent object")},
 		},
 		"NullParent": {
 			reason: "An explicit null parent is as missing as an absent one.",
 			req:    request{path: "/v1/echo/sync", contentType: "application/json", body: `{"parent":null}`},
-			want:   reply{Code: 400, ContentType: textPlain, Body: "invalid request: request has no parent object\n"},
+			want:   reply{Code: 400, ContentType: jsonType, Body: errBody("invalid request: request has no parent object")},
 		},
 		"HookError": {
 			reason: "A hook error is a bug: 500 with a line that does not carry the error's varying details.",
 			req:    request{path: "/v1/fail/sync", contentType: "application/json", body: validBody},
-			want:   reply{Code: 500, ContentType: textPlain, Body: "hook fail failed\n"},
+			want:   reply{Code: 500, ContentType: jsonType, Body: errBody("hook fail failed")},
 		},
 		"Panic": {
 			reason: "A panicking hook is recovered into a 500 with one line.",
 			req:    request{path: "/v1/panic/sync", contentType: "application/json", body: validBody},
-			want:   reply{Code: 500, ContentType: textPlain, Body: "internal error in hook panic\n"},
+			want:   reply{Code: 500, ContentType: jsonType, Body: errBody("internal error in hook panic")},
 		},
 		"UnknownPath": {
 			reason: "Unknown paths get a one-line 404.",
 			req:    request{path: "/v1/nope/sync", contentType: "application/json", body: validBody},
-			want:   reply{Code: 404, ContentType: textPlain, Body: "no such hook\n"},
+			want:   reply{Code: 404, ContentType: jsonType, Body: errBody("no such hook")},
+		},
+		"TooManyObjects": {
+			reason: "Children and related objects together over the limit are refused before the hook runs, so its work stays bounded.",
+			req:    request{path: "/v1/echo/sync", contentType: "application/json", body: `{"parent":{},"children":{"A.v1":{"a":{},"b":{}}},"related":{"B.v1":{"c":{}}}}`},
+			want:   reply{Code: 413, ContentType: jsonType, Body: errBody("request carries more than 2 objects")},
 		},
 		"WrongMethod": {
 			reason: "Hooks are POST only.",
 			req:    request{method: http.MethodGet, path: "/v1/echo/sync"},
-			want:   reply{Code: 405, ContentType: textPlain, Body: "method not allowed\n"},
+			want:   reply{Code: 405, ContentType: jsonType, Body: errBody("method not allowed")},
 		},
 	}
-	h := testRouter(t, RouterConfig{}, WithMaxBodyBytes(1024))
+	h := testRouter(t, RouterConfig{}, WithMaxBodyBytes(1024), WithMaxObjects(2))
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := replyOf(do(h, tc.req), true)

@@ -39,6 +39,9 @@ type Metrics struct {
 	panics    *prometheus.CounterVec
 	inFlight  prometheus.Gauge
 	decisions *prometheus.CounterVec
+	// inFlightBytes is the request-body memory held right now (see
+	// RouterConfig.MaxInFlightBytes).
+	inFlightBytes prometheus.Gauge
 }
 
 // NewMetrics creates the collectors and registers them, with the Go runtime
@@ -81,11 +84,16 @@ func NewMetrics() *Metrics {
 			Name:      "decisions_total",
 			Help:      "Decisions hooks made about users' objects, by hook, decision and reason.",
 		}, []string{"hook", "decision", "reason"}),
+		inFlightBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "formspec_hooks",
+			Name:      "in_flight_request_bytes",
+			Help:      "Request-body buffer bytes held by hook requests being served.",
+		}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.duration, m.size, m.panics, m.inFlight, m.decisions,
+		m.requests, m.duration, m.size, m.panics, m.inFlight, m.decisions, m.inFlightBytes,
 	)
 	return m
 }
@@ -106,6 +114,28 @@ func (m *Metrics) Register(cs ...prometheus.Collector) error {
 	for _, c := range cs {
 		if err := m.registry.Register(c); err != nil {
 			return fmt.Errorf("cannot register collector: %w", err)
+		}
+	}
+	return nil
+}
+
+// watchCredentials exports formspec_hooks_credentials_file_ok{file}: 1
+// while the file loads, 0 while it is broken, checked at each scrape.
+func (m *Metrics) watchCredentials(files []Credential) error {
+	for _, f := range files {
+		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace:   "formspec_hooks",
+			Name:        "credentials_file_ok",
+			Help:        "1 while a credentials file (tokens, TLS pair, client CA) loads, 0 while it is broken and refused.",
+			ConstLabels: prometheus.Labels{"file": f.Name()},
+		}, func() float64 {
+			if f.Err() != nil {
+				return 0
+			}
+			return 1
+		})
+		if err := m.registry.Register(g); err != nil {
+			return fmt.Errorf("cannot watch credentials file %s: %w", f.Name(), err)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/formspec/formspec-hooks/hooks/filereload"
 )
 
 // Route is one hook endpoint. Name labels its metrics and log lines, so it
@@ -24,42 +27,76 @@ type Route struct {
 }
 
 // RouterConfig is what the router wraps every hook route with. The zero
-// value serves without authentication, limit, logs or metrics.
+// value serves without authentication, limits, logs or metrics.
 type RouterConfig struct {
 	// Logger gets one line per request; nil discards.
 	Logger *slog.Logger
 	// Metrics records requests per hook; nil records nothing.
 	Metrics *Metrics
 	// Tokens, when set, is required as a bearer token on hook routes.
-	Tokens *TokenFile
-	// MaxInFlight bounds concurrent hook requests; beyond it they get 429
-	// so that Metacontroller backs off instead of piling up requests that
-	// would all time out. Zero means no bound.
+	Tokens *filereload.Tokens
+	// MaxInFlight bounds hook requests being worked on; beyond it they get
+	// 429 so that Metacontroller backs off instead of piling up requests
+	// that would all time out. A request takes its slot only once its body
+	// is read, so a client that trickles a body holds no slot. Zero means
+	// no bound.
 	MaxInFlight int
-	// Health answers /healthz and /readyz; nil means always ready.
-	Health *Health
+	// MaxInFlightBytes bounds the request bodies held in memory at once,
+	// counted as they are read; a request that would go over it gets 429.
+	// Zero means no bound.
+	MaxInFlightBytes int64
+	// MaxBodyBytes bounds one body; a larger Content-Length is refused
+	// before anything is read. Zero takes DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// BodyTimeout bounds reading one body, apart from the server's read
+	// timeout. Zero takes DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // Health answers the liveness and readiness probes. Readiness fails once
 // draining starts, so that the endpoints controller takes the pod out of the
-// Service before the listener closes.
+// Service before the listener closes, and while a credentials file is
+// broken, so that a replica that refuses every caller leaves the Service.
 type Health struct {
 	draining atomic.Bool
+	files    []Credential
+}
+
+// Credential is a file the server needs in order to serve, such as a
+// *filereload.Tokens.
+type Credential interface {
+	// Name identifies the file in probes and metrics; never secret.
+	Name() string
+	// Err is nil while the file loads.
+	Err() error
 }
 
 // StartDraining makes /readyz fail from now on.
 func (h *Health) StartDraining() { h.draining.Store(true) }
 
-// Ready reports whether the server still wants new requests.
-func (h *Health) Ready() bool { return !h.draining.Load() }
+// Ready reports whether the server still wants new requests, and if not,
+// why.
+func (h *Health) Ready() error {
+	if h.draining.Load() {
+		return errors.New("shutting down")
+	}
+	for _, f := range h.files {
+		if f.Err() != nil {
+			// The name only: the error may name a path, and probes are
+			// unauthenticated.
+			return fmt.Errorf("credentials file %s is broken", f.Name())
+		}
+	}
+	return nil
+}
 
 func (h *Health) mount(r chi.Router) {
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
 	})
 	r.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !h.Ready() {
-			writeText(w, http.StatusServiceUnavailable, "shutting down")
+		if err := h.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, err.Error())
 			return
 		}
 		writeText(w, http.StatusOK, "ok")
@@ -67,21 +104,26 @@ func (h *Health) mount(r chi.Router) {
 }
 
 // NewRouter mounts the hook routes, each behind logging, metrics, panic
-// recovery, authentication and the in-flight limit (in that order, so that
-// rejected and failed requests are still logged and counted), plus the
-// health probes, which are never behind authentication: the kubelet has no
-// token.
+// recovery, authentication, body reading and the in-flight limit (in that
+// order, so that rejected and failed requests are still logged and counted,
+// nothing is read for a caller without a token, and a slot is taken only
+// for the hook's own work). The probes are not here: they answer on the
+// metrics listener only (Server.MetricsHandler).
 func NewRouter(routes []Route, cfg RouterConfig) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Health == nil {
-		cfg.Health = &Health{}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	var slots chan struct{}
 	if cfg.MaxInFlight > 0 {
 		slots = make(chan struct{}, cfg.MaxInFlight)
 	}
+	budget := newByteBudget(cfg.MaxInFlightBytes, cfg.Metrics)
 
 	r := chi.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
@@ -90,7 +132,6 @@ func NewRouter(routes []Route, cfg RouterConfig) (http.Handler, error) {
 	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 	})
-	cfg.Health.mount(r)
 
 	seen := map[string]bool{}
 	for _, rt := range routes {
@@ -105,6 +146,7 @@ func NewRouter(routes []Route, cfg RouterConfig) (http.Handler, error) {
 
 		h := rt.Handler
 		h = limitInFlight(slots, h)
+		h = readBody(cfg.MaxBodyBytes, cfg.BodyTimeout, budget, h)
 		if cfg.Tokens != nil {
 			h = requireToken(cfg.Tokens, h)
 		}
@@ -123,8 +165,6 @@ func checkRoute(rt Route) error {
 		return fmt.Errorf("route %q has no handler", rt.Name)
 	case !strings.HasPrefix(rt.Path, "/"):
 		return fmt.Errorf("route %q: path %q must start with /", rt.Name, rt.Path)
-	case rt.Path == "/healthz" || rt.Path == "/readyz":
-		return fmt.Errorf("route %q: path %q is reserved for probes", rt.Name, rt.Path)
 	}
 	switch rt.Method {
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:

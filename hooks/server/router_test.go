@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 
@@ -53,14 +53,11 @@ func TestMaxInFlight(t *testing.T) {
 	<-block.entered
 
 	rejected := do(h, req)
-	if diff := cmp.Diff(reply{Code: 429, ContentType: textPlain, Body: "too many requests in flight\n"}, replyOf(rejected, true)); diff != "" {
+	if diff := cmp.Diff(reply{Code: 429, ContentType: jsonType, Body: errBody("too many requests in flight")}, replyOf(rejected, true)); diff != "" {
 		t.Errorf("request over the limit: -want, +got:\n%s", diff)
 	}
 	if diff := cmp.Diff("1", rejected.Header().Get("Retry-After")); diff != "" {
 		t.Errorf("Retry-After: -want, +got:\n%s", diff)
-	}
-	if diff := cmp.Diff(200, do(h, request{method: http.MethodGet, path: "/readyz"}).Code); diff != "" {
-		t.Errorf("probes are not limited: -want, +got:\n%s", diff)
 	}
 
 	close(block.release)
@@ -87,12 +84,9 @@ func writeFile(t *testing.T, path, content string, mtime time.Time) {
 func TestBearerTokens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "# rotated monthly\ntoken-old\n\n  token-new  \n", time.Unix(1000, 0))
-	tokens, err := NewTokenFile(path)
-	if err != nil {
-		t.Fatalf("NewTokenFile: %v", err)
-	}
+	tokens := filereload.NewTokens(path, filereload.Options{Name: "auth-tokens"})
 	h := testRouter(t, RouterConfig{Tokens: tokens})
-	unauthorized := reply{Code: 401, ContentType: textPlain, Body: "missing or invalid bearer token\n"}
+	unauthorized := reply{Code: 401, ContentType: jsonType, Body: errBody("missing or invalid bearer token")}
 
 	cases := map[string]struct {
 		reason        string
@@ -110,8 +104,8 @@ func TestBearerTokens(t *testing.T) {
 		"OldToken":        {reason: "Either of the listed tokens is accepted.", path: "/v1/echo/sync", authorization: "Bearer token-old", want: 200},
 		"NewToken":        {reason: "Either of the listed tokens is accepted; surrounding spaces in the file are not part of it.", path: "/v1/echo/sync", authorization: "Bearer token-new", want: 200},
 		"LowerCaseScheme": {reason: "The scheme is case-insensitive.", path: "/v1/echo/sync", authorization: "bearer token-new", want: 200},
-		"Healthz":         {reason: "The kubelet has no token.", method: http.MethodGet, path: "/healthz", want: 200},
-		"Readyz":          {reason: "The kubelet has no token.", method: http.MethodGet, path: "/readyz", want: 200},
+		"Healthz":         {reason: "Probes answer on the metrics listener only, not unauthenticated here.", method: http.MethodGet, path: "/healthz", want: 404},
+		"Readyz":          {reason: "Probes answer on the metrics listener only, not unauthenticated here.", method: http.MethodGet, path: "/readyz", want: 404},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -135,67 +129,45 @@ func TestBearerTokens(t *testing.T) {
 	}
 }
 
+// TestTokenFileRotation rotates the token file under a router: tokens are
+// added and removed without a restart, and a file that breaks refuses
+// every token until it is fixed (fail closed).
 func TestTokenFileRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "token-a\n", time.Unix(1000, 0))
-	tokens, err := NewTokenFile(path)
-	if err != nil {
-		t.Fatalf("NewTokenFile: %v", err)
-	}
+	h := testRouter(t, RouterConfig{Tokens: filereload.NewTokens(path, filereload.Options{Name: "auth-tokens"})})
 	type check struct{ A, B, C bool }
 	accepted := func() check {
-		return check{A: tokens.Check("token-a"), B: tokens.Check("token-b"), C: tokens.Check("token-c")}
+		ok := func(tok string) bool {
+			return do(h, request{path: "/v1/echo/sync", contentType: "application/json", body: validBody,
+				header: map[string]string{"Authorization": "Bearer " + tok}}).Code == http.StatusOK
+		}
+		return check{A: ok("token-a"), B: ok("token-b"), C: ok("token-c")}
 	}
 
 	steps := []struct {
 		reason  string
-		content string
+		content *string
 		mtime   int64
 		want    check
 	}{
-		{reason: "Only the first token at start.", content: "token-a\n", mtime: 1000, want: check{A: true}},
-		{reason: "Adding a token keeps the old one during rotation.", content: "token-a\ntoken-b\n", mtime: 1001, want: check{A: true, B: true}},
-		{reason: "Removing the old token finishes the rotation.", content: "token-b\n", mtime: 1002, want: check{B: true}},
-		{reason: "Same size and content length, new token: a changed mtime is enough.", content: "token-c\n", mtime: 1003, want: check{C: true}},
-		{reason: "An emptied file keeps the last good tokens instead of locking everyone out.", content: "\n", mtime: 1004, want: check{C: true}},
+		{reason: "Only the first token at start.", content: ptr("token-a\n"), mtime: 1000, want: check{A: true}},
+		{reason: "Adding a token keeps the old one during rotation.", content: ptr("token-a\ntoken-b\n"), mtime: 1001, want: check{A: true, B: true}},
+		{reason: "Removing the old token finishes the rotation.", content: ptr("token-b\n"), mtime: 1002, want: check{B: true}},
+		{reason: "Same size and content length, new token: a changed mtime is enough.", content: ptr("token-c\n"), mtime: 1003, want: check{C: true}},
+		{reason: "An emptied file refuses every token, the old ones included.", content: ptr("\n"), mtime: 1004, want: check{}},
+		{reason: "A fixed file is accepted again.", content: ptr("token-c\n"), mtime: 1005, want: check{C: true}},
+		{reason: "A deleted file refuses every token.", mtime: 1006, want: check{}},
 	}
 	for i, s := range steps {
-		writeFile(t, path, s.content, time.Unix(s.mtime, 0))
+		if s.content != nil {
+			writeFile(t, path, *s.content, time.Unix(s.mtime, 0))
+		} else if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
 		if diff := cmp.Diff(s.want, accepted()); diff != "" {
 			t.Errorf("step %d: %s\naccepted tokens: -want, +got:\n%s", i, s.reason, diff)
 		}
-	}
-
-	if err := os.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(check{C: true}, accepted()); diff != "" {
-		t.Errorf("a file that went away keeps the last good tokens: -want, +got:\n%s", diff)
-	}
-}
-
-func TestNewTokenFile(t *testing.T) {
-	dir := t.TempDir()
-	cases := map[string]struct {
-		reason  string
-		content *string
-		want    error
-	}{
-		"Missing": {reason: "A missing file is a configuration error at start.", want: cmpopts.AnyError},
-		"Empty":   {reason: "A file with no tokens would reject everyone.", content: new(string), want: cmpopts.AnyError},
-		"Valid":   {reason: "One token is enough.", content: ptr("t0ken\n")},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, name)
-			if tc.content != nil {
-				writeFile(t, path, *tc.content, time.Unix(1000, 0))
-			}
-			_, err := NewTokenFile(path)
-			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
-				t.Errorf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
-			}
-		})
 	}
 }
 

@@ -8,9 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/formspec/formspec-hooks/hooks/filereload"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
 // Defaults for Config fields left at zero.
@@ -22,11 +26,8 @@ const (
 	// DefaultShutdownTimeout bounds the wait for in-flight hooks. With the
 	// delay it stays under the default 30 s termination grace period.
 	DefaultShutdownTimeout = 20 * time.Second
-	// DefaultReadHeaderTimeout stops slow-header clients from holding
-	// connections.
-	DefaultReadHeaderTimeout = 5 * time.Second
-	// DefaultReadTimeout covers reading a body up to the limit from a
-	// client in the same cluster.
+	// DefaultReadTimeout covers reading a request, headers and body; the
+	// body alone has BodyTimeout.
 	DefaultReadTimeout = 30 * time.Second
 	// DefaultWriteTimeout is well past Metacontroller's hook timeout, so it
 	// only ever cuts off a client that stopped reading.
@@ -34,19 +35,17 @@ const (
 	// DefaultIdleTimeout lets Metacontroller reuse connections between
 	// resyncs without keeping dead ones forever.
 	DefaultIdleTimeout = 120 * time.Second
-	// DefaultMaxHeaderBytes is ample for a bearer token and a few ETags.
-	DefaultMaxHeaderBytes = 64 << 10
 )
 
 // Config configures a Server. Zero durations and sizes take the defaults
-// above, except ShutdownDelay.
+// above or httpserve's, except ShutdownDelay and the in-flight bounds.
 type Config struct {
 	// Addr is the hook listener's address, e.g. ":8080".
 	Addr string
 	// MetricsAddr is the address of the separate listener for /metrics and
-	// the probes. It is never behind TLS client verification or tokens, so
-	// that the kubelet and Prometheus can reach it; keep it off the Service
-	// Metacontroller uses.
+	// the probes, the only listener that answers them. It is never behind
+	// TLS client verification or tokens, so that the kubelet and
+	// Prometheus can reach it; keep it off the Service Metacontroller uses.
 	MetricsAddr string
 
 	// Routes are the hook endpoints.
@@ -56,11 +55,27 @@ type Config struct {
 	// Metrics is where requests are counted; nil creates a new set.
 	Metrics *Metrics
 	// Tokens, when set, is required on hook routes.
-	Tokens *TokenFile
+	Tokens *filereload.Tokens
 	// TLS, when set, serves the hook listener over TLS (see TLSConfig).
 	TLS *tls.Config
-	// MaxInFlight bounds concurrent hook requests; zero means no bound.
+	// Credentials are the files the server depends on besides Tokens (the
+	// TLS files): while one is broken, /readyz fails and
+	// formspec_hooks_credentials_file_ok is 0.
+	Credentials []Credential
+	// MaxInFlight bounds hook requests being worked on; zero means no
+	// bound. See RouterConfig.
 	MaxInFlight int
+	// MaxInFlightBytes bounds the request bodies held at once; zero means
+	// no bound. See RouterConfig.
+	MaxInFlightBytes int64
+	// MaxBodyBytes bounds one body; zero takes DefaultMaxBodyBytes. The
+	// hooks' own Handler limit should be the same.
+	MaxBodyBytes int64
+	// BodyTimeout bounds reading one body; zero takes DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// Conns caps each listener's connections; zero fields take
+	// httpserve's defaults.
+	Conns httpserve.ConnLimits
 
 	// ShutdownDelay is how long readiness fails before the listeners close.
 	// Unlike the other fields, zero means no delay (tests want that);
@@ -69,8 +84,8 @@ type Config struct {
 	// ShutdownTimeout bounds the wait for in-flight requests.
 	ShutdownTimeout time.Duration
 
-	// The http.Server limits of both listeners; see the Default constants
-	// for why each value.
+	// The limits of both listeners; see the Default constants here and in
+	// httpserve for why each value.
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
@@ -96,19 +111,26 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics = NewMetrics()
 	}
 	setDefault(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
-	setDefault(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&cfg.ReadTimeout, DefaultReadTimeout)
 	setDefault(&cfg.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
-	setDefault(&cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
 
-	health := &Health{}
+	files := slices.Clone(cfg.Credentials)
+	if cfg.Tokens != nil {
+		files = append(files, cfg.Tokens)
+	}
+	if err := cfg.Metrics.watchCredentials(files); err != nil {
+		return nil, err
+	}
+	health := &Health{files: files}
 	hooks, err := NewRouter(cfg.Routes, RouterConfig{
-		Logger:      cfg.Logger,
-		Metrics:     cfg.Metrics,
-		Tokens:      cfg.Tokens,
-		MaxInFlight: cfg.MaxInFlight,
-		Health:      health,
+		Logger:           cfg.Logger,
+		Metrics:          cfg.Metrics,
+		Tokens:           cfg.Tokens,
+		MaxInFlight:      cfg.MaxInFlight,
+		MaxInFlightBytes: cfg.MaxInFlightBytes,
+		MaxBodyBytes:     cfg.MaxBodyBytes,
+		BodyTimeout:      cfg.BodyTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot build hook routes: %w", err)
@@ -146,67 +168,74 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve serves hooks on hookLn and metrics on metricsLn until ctx is done,
 // then drains: readiness fails at once, new requests are still served for
 // ShutdownDelay while the pod leaves the Service's endpoints, and then the
-// listeners close and in-flight requests get up to ShutdownTimeout to
+// hook listener closes and in-flight requests get up to ShutdownTimeout to
 // finish. The metrics listener closes last, so the drain can be watched. It
 // returns nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, hookLn, metricsLn net.Listener) error {
-	hookSrv := s.httpServer(s.hooks)
-	hookSrv.TLSConfig = s.cfg.TLS
-	metricsSrv := s.httpServer(s.metrics)
+	hookCfg := s.listenerConfig()
+	hookCfg.TLS = s.cfg.TLS
+	// The metrics listener has the same caps: it has no authentication, so
+	// anyone who can reach the pod can open connections to it.
+	metricsCfg := s.listenerConfig()
 
-	errc := make(chan error, 2)
-	go func() {
-		if s.cfg.TLS != nil {
-			// The certificate comes from TLSConfig.GetCertificate.
-			errc <- hookSrv.ServeTLS(hookLn, "", "")
-			return
-		}
-		errc <- hookSrv.Serve(hookLn)
-	}()
-	go func() { errc <- metricsSrv.Serve(metricsLn) }()
+	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHooks()
+	metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMetrics()
+	hookDone, metricsDone := make(chan error, 1), make(chan error, 1)
+	go func() { hookDone <- httpserve.Serve(hookCtx, hookLn, s.hooks, hookCfg) }()
+	go func() { metricsDone <- httpserve.Serve(metricsCtx, metricsLn, s.metrics, metricsCfg) }()
 	s.cfg.Logger.Info("serving", "hooks", hookLn.Addr().String(), "metrics", metricsLn.Addr().String(), "tls", s.cfg.TLS != nil)
 
-	var failed error
+	// A listener that stops on its own ends the server; the error (or nil,
+	// if it was closed cleanly) is kept and the other one still drains.
+	var hookErr, metricsErr error
+	hookOpen, metricsOpen := true, true
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
-		failed = fmt.Errorf("listener stopped: %w", err)
+	case hookErr = <-hookDone:
+		hookOpen = false
+	case metricsErr = <-metricsDone:
+		metricsOpen = false
 	}
 
 	s.health.StartDraining()
-	if failed == nil && s.cfg.ShutdownDelay > 0 {
+	if hookOpen && metricsOpen && s.cfg.ShutdownDelay > 0 {
 		s.cfg.Logger.Info("draining", "delay", s.cfg.ShutdownDelay)
 		time.Sleep(s.cfg.ShutdownDelay)
 	}
-
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	defer cancel()
-	hookErr := hookSrv.Shutdown(shutdownCtx)
-	metricsErr := metricsSrv.Shutdown(shutdownCtx)
-	if hookErr != nil {
-		hookErr = fmt.Errorf("cannot finish in-flight hook requests within %s: %w", s.cfg.ShutdownTimeout, hookErr)
+	stopHooks()
+	if hookOpen {
+		hookErr = <-hookDone
 	}
-	if metricsErr != nil {
-		metricsErr = fmt.Errorf("cannot stop metrics listener: %w", metricsErr)
+	stopMetrics()
+	if metricsOpen {
+		metricsErr = <-metricsDone
 	}
-	if err := errors.Join(failed, hookErr, metricsErr); err != nil {
+	if err := errors.Join(hookErr, metricsErr); err != nil {
 		return err
+	}
+	if !hookOpen || !metricsOpen {
+		return errors.New("a listener stopped before shutdown")
 	}
 	s.cfg.Logger.Info("stopped")
 	return nil
 }
 
-func (s *Server) httpServer(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+func (s *Server) listenerConfig() httpserve.Config {
+	return httpserve.Config{
+		Timeouts: httpserve.Timeouts{
+			ReadHeader: s.cfg.ReadHeaderTimeout,
+			Read:       s.cfg.ReadTimeout,
+			Write:      s.cfg.WriteTimeout,
+			Idle:       s.cfg.IdleTimeout,
+		},
+		MaxHeaderBytes:  s.cfg.MaxHeaderBytes,
+		Conns:           s.cfg.Conns,
+		ShutdownTimeout: s.cfg.ShutdownTimeout,
 		// TLS handshake failures (a client without a certificate under
 		// mTLS) and other connection errors end up in the same log.
-		ErrorLog: slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+		Logger: s.cfg.Logger,
 	}
 }
 

@@ -2,15 +2,9 @@ package server
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/formspec/formspec-hooks/hooks/internal/testpki"
 )
 
 // startServer serves cfg on loopback listeners and returns their base URLs
@@ -133,132 +129,68 @@ func TestServeDrainsBeforeStopping(t *testing.T) {
 	}
 }
 
-// testPKI is a CA and the files of leaf certificates it signed.
-type testPKI struct {
-	dir    string
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
-	caFile string
-	pool   *x509.CertPool
-}
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "formspec test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testPKI{dir: t.TempDir(), ca: ca, caKey: key, pool: x509.NewCertPool()}
-	p.pool.AddCert(ca)
-	p.caFile = filepath.Join(p.dir, "ca.crt")
-	writePEM(t, p.caFile, "CERTIFICATE", der, time.Now())
-	return p
-}
-
-// issue signs a leaf with the given serial and writes it to name.crt and
-// name.key with the given modification time.
-func (p *testPKI) issue(t *testing.T, name string, serial int64, usage x509.ExtKeyUsage, mtime time.Time) (certFile, keyFile string, cert tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(p.dir, name+".crt"), filepath.Join(p.dir, name+".key")
-	writePEM(t, certFile, "CERTIFICATE", der, mtime)
-	writePEM(t, keyFile, "EC PRIVATE KEY", keyDER, mtime)
-	cert, err = tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, cert
-}
-
-func writePEM(t *testing.T, path, blockType string, der []byte, mtime time.Time) {
-	t.Helper()
-	writeFile(t, path, string(pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der})), mtime)
-}
-
-// servedSerial makes a fresh connection and returns the serial number of
-// the certificate the server presented.
+// servedSerial is tryTLS for a handshake that must succeed.
 func servedSerial(t *testing.T, url string, pool *x509.CertPool) int64 {
 	t.Helper()
+	serial, err := tryTLS(url, pool)
+	if err != nil {
+		t.Fatalf("GET over TLS: %v", err)
+	}
+	return serial
+}
+
+// tryTLS makes a fresh connection and returns the serial number of the
+// certificate the server presented.
+func tryTLS(url string, pool *x509.CertPool) (int64, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		DisableKeepAlives: true,
 	}}
-	resp, err := client.Get(url + "/healthz")
+	resp, err := client.Get(url + "/")
 	if err != nil {
-		t.Fatalf("GET over TLS: %v", err)
+		return 0, err
 	}
 	defer resp.Body.Close()
-	return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+	return resp.TLS.PeerCertificates[0].SerialNumber.Int64(), nil
 }
 
 func TestTLSReloadsCertificate(t *testing.T) {
-	pki := newTestPKI(t)
-	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
-	tlsCfg, err := TLSConfig(certFile, keyFile, "")
+	pki := testpki.New(t)
+	certFile, keyFile, _ := pki.Issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	tlsCfg, _, err := TLSConfig(certFile, keyFile, "", nil)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}
 	hookURL, _, _ := startServer(t, Config{TLS: tlsCfg})
 
-	if diff := cmp.Diff(int64(100), servedSerial(t, hookURL, pki.pool)); diff != "" {
+	if diff := cmp.Diff(int64(100), servedSerial(t, hookURL, pki.Pool)); diff != "" {
 		t.Errorf("certificate at start: -want, +got serial:\n%s", diff)
 	}
 
 	// A renewal writes new files in place, as cert-manager's volume does.
-	pki.issue(t, "server", 101, x509.ExtKeyUsageServerAuth, time.Unix(2000, 0))
-	if diff := cmp.Diff(int64(101), servedSerial(t, hookURL, pki.pool)); diff != "" {
+	pki.Issue(t, "server", 101, x509.ExtKeyUsageServerAuth, time.Unix(2000, 0))
+	if diff := cmp.Diff(int64(101), servedSerial(t, hookURL, pki.Pool)); diff != "" {
 		t.Errorf("certificate after renewal: -want, +got serial:\n%s", diff)
 	}
 
-	// A broken pair (key not yet written) keeps the last good certificate.
+	// A broken pair (the key not yet written) fails closed: no handshake
+	// with a certificate that no longer matches what the files say.
 	writeFile(t, keyFile, "not a key", time.Unix(3000, 0))
-	if diff := cmp.Diff(int64(101), servedSerial(t, hookURL, pki.pool)); diff != "" {
-		t.Errorf("certificate while the key file is broken: -want, +got serial:\n%s", diff)
+	if _, err := tryTLS(hookURL, pki.Pool); err == nil {
+		t.Errorf("handshake succeeded while the key file was broken")
+	}
+	// The next renewal is served again, without a restart.
+	pki.Issue(t, "server", 102, x509.ExtKeyUsageServerAuth, time.Unix(4000, 0))
+	if diff := cmp.Diff(int64(102), servedSerial(t, hookURL, pki.Pool)); diff != "" {
+		t.Errorf("certificate after the broken pair was fixed: -want, +got serial:\n%s", diff)
 	}
 }
 
 func TestMutualTLS(t *testing.T) {
-	pki := newTestPKI(t)
-	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
-	_, _, clientCert := pki.issue(t, "metacontroller", 200, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
-	tlsCfg, err := TLSConfig(certFile, keyFile, pki.caFile)
+	pki := testpki.New(t)
+	certFile, keyFile, _ := pki.Issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	_, _, clientCert := pki.Issue(t, "metacontroller", 200, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
+	tlsCfg, _, err := TLSConfig(certFile, keyFile, pki.CAFile, nil)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}
@@ -275,7 +207,7 @@ func TestMutualTLS(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-				TLSClientConfig: &tls.Config{RootCAs: pki.pool, Certificates: tc.certs, MinVersion: tls.VersionTLS12},
+				TLSClientConfig: &tls.Config{RootCAs: pki.Pool, Certificates: tc.certs, MinVersion: tls.VersionTLS12},
 			}}
 			resp, err := client.Get(hookURL + "/healthz")
 			if err == nil {
@@ -297,21 +229,21 @@ func TestMutualTLS(t *testing.T) {
 // certificate comes from a new CA is refused until the CA file holds the new
 // CA, then accepted without a restart.
 func TestMutualTLSReloadsClientCA(t *testing.T) {
-	pki := newTestPKI(t)
-	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
-	caFile := filepath.Join(pki.dir, "client-ca.crt")
-	writePEM(t, caFile, "CERTIFICATE", pki.ca.Raw, time.Unix(1000, 0))
-	tlsCfg, err := TLSConfig(certFile, keyFile, caFile)
+	pki := testpki.New(t)
+	certFile, keyFile, _ := pki.Issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	caFile := filepath.Join(pki.Dir, "client-ca.crt")
+	testpki.WritePEM(t, caFile, "CERTIFICATE", pki.CA.Raw, time.Unix(1000, 0))
+	tlsCfg, _, err := TLSConfig(certFile, keyFile, caFile, nil)
 	if err != nil {
 		t.Fatalf("TLSConfig: %v", err)
 	}
 	hookURL, _, _ := startServer(t, Config{TLS: tlsCfg})
 
-	next := newTestPKI(t)
-	_, _, clientCert := next.issue(t, "metacontroller", 300, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
+	next := testpki.New(t)
+	_, _, clientCert := next.Issue(t, "metacontroller", 300, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
 	try := func() error {
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig:   &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12},
+			TLSClientConfig:   &tls.Config{RootCAs: pki.Pool, Certificates: []tls.Certificate{clientCert}, MinVersion: tls.VersionTLS12},
 			DisableKeepAlives: true,
 		}}
 		resp, err := client.Get(hookURL + "/healthz")
@@ -323,16 +255,16 @@ func TestMutualTLSReloadsClientCA(t *testing.T) {
 	if err := try(); err == nil {
 		t.Fatal("a client certificate from a CA not yet in the file was accepted")
 	}
-	writePEM(t, caFile, "CERTIFICATE", next.ca.Raw, time.Unix(2000, 0))
+	testpki.WritePEM(t, caFile, "CERTIFICATE", next.CA.Raw, time.Unix(2000, 0))
 	if err := try(); err != nil {
 		t.Errorf("after the CA file was rotated: %v, want the new client accepted", err)
 	}
 }
 
 func TestTLSConfigErrors(t *testing.T) {
-	pki := newTestPKI(t)
-	certFile, keyFile, _ := pki.issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
-	notPEM := filepath.Join(pki.dir, "not-pem")
+	pki := testpki.New(t)
+	certFile, keyFile, _ := pki.Issue(t, "server", 100, x509.ExtKeyUsageServerAuth, time.Unix(1000, 0))
+	notPEM := filepath.Join(pki.Dir, "not-pem")
 	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -343,15 +275,15 @@ func TestTLSConfigErrors(t *testing.T) {
 		wantClientVerified bool
 	}{
 		"NoKey":       {reason: "A certificate needs its key.", cert: certFile, want: cmpopts.AnyError},
-		"MissingCert": {reason: "Files that do not exist stop the server at start.", cert: filepath.Join(pki.dir, "nope"), key: keyFile, want: cmpopts.AnyError},
+		"MissingCert": {reason: "Files that do not exist stop the server at start.", cert: filepath.Join(pki.Dir, "nope"), key: keyFile, want: cmpopts.AnyError},
 		"SwappedPair": {reason: "A key file that is not a key stops the server at start.", cert: certFile, key: certFile, want: cmpopts.AnyError},
 		"BadClientCA": {reason: "A client CA file without certificates would reject everyone.", cert: certFile, key: keyFile, cliCA: notPEM, want: cmpopts.AnyError},
 		"ServerOnly":  {reason: "Without a client CA, clients are not asked for certificates.", cert: certFile, key: keyFile},
-		"Mutual":      {reason: "With a client CA, client certificates are required and verified.", cert: certFile, key: keyFile, cliCA: pki.caFile, wantClientVerified: true},
+		"Mutual":      {reason: "With a client CA, client certificates are required and verified.", cert: certFile, key: keyFile, cliCA: pki.CAFile, wantClientVerified: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := TLSConfig(tc.cert, tc.key, tc.cliCA)
+			cfg, _, err := TLSConfig(tc.cert, tc.key, tc.cliCA, nil)
 			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
 				t.Fatalf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
 			}

@@ -28,6 +28,7 @@ func (b binding) injected() bool { return b.status.State == v1alpha1.DatastoreIn
 // everything else is reported so the workspace can say what it is waiting
 // for.
 func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []binding {
+	byStore := claimsByDatastore(ws, claims)
 	out := make([]binding, 0, len(ws.Spec.Datastores))
 	seen := map[string]bool{}
 	for _, ref := range ws.Spec.Datastores {
@@ -44,7 +45,7 @@ func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []bin
 		}
 		seen[ns+"/"+ref.Name] = true
 		b := binding{ref: ref, status: v1alpha1.WorkspaceDatastoreStatus{Name: ref.Name, State: v1alpha1.DatastoreMissing}}
-		if c := claimFor(ws, ref, claims); c != nil {
+		if c := bestClaim(byStore[ns+"/"+ref.Name]); c != nil {
 			b.status.Claim = c.Name
 			switch {
 			case claimReady(c):
@@ -62,30 +63,34 @@ func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []bin
 	return out
 }
 
-// claimFor picks the claim serving ref. When several match, a ready one
-// wins, then the first by name, so the choice does not depend on map order.
-func claimFor(ws *v1alpha1.Workspace, ref v1alpha1.DatastoreRef, claims []*v1alpha1.ResourceClaim) *v1alpha1.ResourceClaim {
-	wantNS := ref.Namespace
-	if wantNS == "" {
-		wantNS = ws.Namespace
-	}
-	var matches []*v1alpha1.ResourceClaim
+// claimsByDatastore groups the claims that name this workspace by the
+// datastore they ask for, "namespace/name". Matching every spec.datastores
+// entry through it stays linear in entries plus claims, however many of
+// each a request carries (a forged one is not held to the CRD's maxItems).
+func claimsByDatastore(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) map[string][]*v1alpha1.ResourceClaim {
+	out := map[string][]*v1alpha1.ResourceClaim{}
 	for _, c := range claims {
-		if c.Namespace != ws.Namespace || c.Spec.Workspace != ws.Name || c.Spec.Datastore.Name != ref.Name {
+		if c.Namespace != ws.Namespace || c.Spec.Workspace != ws.Name {
 			continue
 		}
 		ns := c.Spec.Datastore.Namespace
 		if ns == "" {
 			ns = c.Namespace
 		}
-		if ns == wantNS {
-			matches = append(matches, c)
-		}
+		key := ns + "/" + c.Spec.Datastore.Name
+		out[key] = append(out[key], c)
 	}
+	return out
+}
+
+// bestClaim picks the claim serving a datastore among those asking for it.
+// When several do, a ready one wins, then the first by name, so the choice
+// does not depend on map order.
+func bestClaim(matches []*v1alpha1.ResourceClaim) *v1alpha1.ResourceClaim {
 	if len(matches) == 0 {
 		return nil
 	}
-	slices.SortFunc(matches, func(a, b *v1alpha1.ResourceClaim) int {
+	return slices.MinFunc(matches, func(a, b *v1alpha1.ResourceClaim) int {
 		if ra, rb := claimReady(a), claimReady(b); ra != rb {
 			if ra {
 				return -1
@@ -94,7 +99,6 @@ func claimFor(ws *v1alpha1.Workspace, ref v1alpha1.DatastoreRef, claims []*v1alp
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return matches[0]
 }
 
 // claimReady is true when the claim's last verdict was Ready and names

@@ -313,6 +313,8 @@ type ProcessConfig struct {
 	// LogLines is how many of the log's last lines are written to the test
 	// log when the test fails (default 40).
 	LogLines int
+	// Env holds KEY=value pairs added to the test's environment.
+	Env []string
 }
 
 // StartProcess runs bin with the same hygiene as the control plane's own
@@ -325,7 +327,7 @@ func StartProcess(t testing.TB, cfg ProcessConfig, bin string, args ...string) *
 	if cfg.LogLines <= 0 {
 		cfg.LogLines = 40
 	}
-	return startProcessLines(t, cfg.Dir, cfg.LogLines, bin, args...)
+	return startProcessEnv(t, cfg.Dir, cfg.LogLines, cfg.Env, bin, args...)
 }
 
 // Done is closed when the process has exited.
@@ -349,10 +351,10 @@ func (p *Process) Stop() { p.stop() }
 // <dir>/<name>.log, and registers a cleanup that terminates the group.
 func startProcess(t testing.TB, dir, bin string, args ...string) *Process {
 	t.Helper()
-	return startProcessLines(t, dir, 40, bin, args...)
+	return startProcessEnv(t, dir, 40, nil, bin, args...)
 }
 
-func startProcessLines(t testing.TB, dir string, logLines int, bin string, args ...string) *Process {
+func startProcessEnv(t testing.TB, dir string, logLines int, env []string, bin string, args ...string) *Process {
 	t.Helper()
 	name := filepath.Base(bin)
 	p := &Process{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
@@ -364,6 +366,9 @@ func startProcessLines(t testing.TB, dir string, logLines int, bin string, args 
 	p.cmd.Stdout = logFile
 	p.cmd.Stderr = logFile
 	p.cmd.Dir = dir
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.SysProcAttr = sysProcAttr()
 	if err := p.cmd.Start(); err != nil {
 		_ = logFile.Close()

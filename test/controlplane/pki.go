@@ -25,6 +25,76 @@ type pki struct {
 	saKey       string // service-account signing key (private; its public half is derived)
 }
 
+// CA is a private certificate authority for tests, valid for a day.
+type CA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	// CertPEM is the CA certificate, PEM-encoded.
+	CertPEM []byte
+}
+
+// NewCA generates an ECDSA P-256 CA named commonName.
+func NewCA(commonName string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create CA certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{cert: cert, key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+}
+
+// IssueServing signs a serving certificate (digital signature, server
+// auth) for dnsNames and ips with a new ECDSA P-256 key, and returns both
+// PEM-encoded, the key in SEC 1 form.
+func (ca *CA) IssueServing(commonName string, dnsNames []string, ips []net.IP) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     dnsNames,
+		IPAddresses:  ips,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot create serving certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
 // writePKI generates a CA, an API server serving certificate for 127.0.0.1
 // and localhost signed by it, and a service-account signing key, all valid
 // for a day, and writes them under dir/pki.
@@ -33,68 +103,32 @@ func writePKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := NewCA("formspec-test-ca")
 	if err != nil {
 		return nil, err
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "formspec-test-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("cannot create CA certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
+	servingCert, servingKey, err := ca.IssueServing("kube-apiserver",
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
 	if err != nil {
 		return nil, err
 	}
-
-	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	servingTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	servingDER, err := x509.CreateCertificate(rand.Reader, servingTmpl, ca, &servingKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("cannot create serving certificate: %w", err)
-	}
-
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
 
 	p := &pki{
-		caCert:      pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		caCert:      ca.CertPEM,
 		caFile:      filepath.Join(pkiDir, "ca.crt"),
 		servingCert: filepath.Join(pkiDir, "apiserver.crt"),
 		servingKey:  filepath.Join(pkiDir, "apiserver.key"),
 		saKey:       filepath.Join(pkiDir, "sa.key"),
 	}
-	if err := os.WriteFile(p.caFile, p.caCert, 0o600); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(p.servingCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: servingDER}), 0o600); err != nil {
-		return nil, err
-	}
-	if err := writeECKey(p.servingKey, servingKey); err != nil {
-		return nil, err
+	for path, data := range map[string][]byte{p.caFile: p.caCert, p.servingCert: servingCert, p.servingKey: servingKey} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, err
+		}
 	}
 	if err := writeECKey(p.saKey, saKey); err != nil {
 		return nil, err

@@ -59,8 +59,15 @@ func MetacontrollerCRDs(t testing.TB) string {
 		return path
 	}
 	t.Logf("%s not found above the repository: using minimal Metacontroller CRDs that accept any spec", MetacontrollerCRDsFile)
-	path := filepath.Join(t.TempDir(), "metacontroller-crds.yaml")
-	if err := os.WriteFile(path, []byte(minimalMetacontrollerCRDs), 0o600); err != nil {
+	return tempFile(t, "metacontroller-crds.yaml", minimalMetacontrollerCRDs)
+}
+
+// tempFile writes content to a file named name in a temporary directory
+// removed after the test, and returns its path.
+func tempFile(t testing.TB, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

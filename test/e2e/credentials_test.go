@@ -18,6 +18,10 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
+// lastAppliedAnnotation is where Metacontroller's default apply strategy
+// (dynamic-apply) keeps the whole object it last applied.
+const lastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
+
 // testCredentials walks a Datastore's credentials into a workspace and out
 // again: a validated Datastore and a claim signed by its owner give a
 // credentials Secret, a Workspace that lists the Datastore gets it injected,
@@ -80,6 +84,9 @@ func testCredentials(t *testing.T, e *env) {
 		Type       corev1.SecretType
 		Keys       []string
 		Password   string
+		// LastApplied is the annotation Metacontroller's default apply
+		// strategy writes.
+		LastApplied string
 	}
 	wantSecret := secretShape{
 		Controller: "ResourceClaim/" + claimName,
@@ -88,8 +95,17 @@ func testCredentials(t *testing.T, e *env) {
 		// the Service Binding type and provider.
 		Keys:     []string{"database", "host", "password", "port", "provider", "type", "username"},
 		Password: claimstest.Password,
+		// Under server-side apply Metacontroller keeps no copy of what it
+		// applied: its default strategy would put the whole Secret, data
+		// included, into this annotation.
+		LastApplied: "",
 	}
-	gotSecret := secretShape{Controller: controller(creds.ObjectMeta), Type: creds.Type, Password: string(creds.Data["password"])}
+	gotSecret := secretShape{
+		Controller:  controller(creds.ObjectMeta),
+		Type:        creds.Type,
+		Password:    string(creds.Data["password"]),
+		LastApplied: creds.Annotations[lastAppliedAnnotation],
+	}
 	for k := range creds.Data {
 		gotSecret.Keys = append(gotSecret.Keys, k)
 	}

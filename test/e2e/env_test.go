@@ -16,6 +16,15 @@
 // Everything listens on 127.0.0.1 only, and every process is stopped when
 // the test ends.
 //
+// The install is the documented one, `kubectl apply -k deploy/`: the hook
+// server serves TLS and wants a bearer token, with the flags of
+// deploy/hooks/deployment.yaml, and the controllers of
+// compositecontrollers/ are applied unchanged, endpointConfigs and all.
+// Metacontroller reaches the Service name through a CONNECT proxy of the
+// test's (install_test.go), runs with --apply-strategy=server-side-apply as
+// docs/security.md says, and is restarted with a wrong token and a wrong
+// CA at the end.
+//
 // The control plane runs no deployment, replicaset or HPA controller and no
 // kubelet, so the tests play those parts themselves: they write a
 // Deployment's status and scale it the way the HPA would. That is what makes
@@ -24,17 +33,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,19 +68,33 @@ const fieldManager = "formspec-e2e-test"
 const startTimeout = 2 * time.Minute
 
 // env is one running control plane with the hook server and Metacontroller
-// wired to it.
+// wired to it as the documented install wires them.
 type env struct {
 	c     *controlplane.Client
 	hooks *controlplane.Process
 	mc    *controlplane.Process
-	// hookBase is the hook server's base URL, http://127.0.0.1:<port>.
-	hookBase string
+	// hookMetrics is the hook server's metrics listener,
+	// http://127.0.0.1:<port>.
+	hookMetrics string
+	// install is what the tests read from deploy/ and compositecontrollers/.
+	install install
+	// proxy stands in for cluster DNS and the hook Service.
+	proxy *serviceProxy
+	// mcArgs and mcEnv start Metacontroller; mcRuns counts the starts, so
+	// that each run logs to a directory of its own.
+	mcArgs, mcEnv []string
+	mcRuns        int
+	dir           string
+	healthURL     string
 }
 
-// startEnv brings up the control plane, installs the CRDs, builds and
-// starts the hook server, applies the controller definitions pointed at it
-// and starts Metacontroller. It skips the test when a prerequisite is
-// missing.
+// startEnv brings up the control plane, installs the CRDs, creates the
+// Secrets the documented install expects (playing cert-manager and the
+// user), builds and starts the hook server with the TLS and token flags of
+// deploy/hooks/deployment.yaml, applies the controller definitions exactly
+// as compositecontrollers/ has them, and starts Metacontroller with
+// server-side apply and the test's CONNECT proxy as HTTPS_PROXY. It skips
+// the test when a prerequisite is missing.
 func startEnv(t *testing.T) *env {
 	t.Helper()
 	mcBin := os.Getenv(EnvMetacontrollerBin)
@@ -99,7 +120,7 @@ func startEnv(t *testing.T) *env {
 	mcCRDs := controlplane.MetacontrollerCRDs(t)
 
 	cp := controlplane.Start(t)
-	e := &env{c: cp.Client()}
+	e := &env{c: cp.Client(), dir: t.TempDir()}
 	if err := e.c.InstallCRDs(mcCRDs); err != nil {
 		t.Fatalf("cannot install Metacontroller's CRDs: %v", err)
 	}
@@ -107,53 +128,55 @@ func startEnv(t *testing.T) *env {
 		t.Fatalf("cannot install deploy/crds: %v", err)
 	}
 
-	dir := t.TempDir()
+	e.install = readInstall(t, root, newTestCA(t, "formspec-hooks-ca"), randomToken(t))
+	e.namespace(t, str(field(e.install.deployment, "metadata", "namespace")))
+	for _, s := range e.install.secrets {
+		if _, err := e.c.Create(s); err != nil {
+			t.Fatalf("cannot create Secret %s: %v", objName(s), err)
+		}
+	}
+
 	ports := controlplane.FreePorts(t, 5)
 	hookPort, hookMetricsPort, reporterPort, mcMetricsPort, mcHealthPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-	e.hookBase = "http://127.0.0.1:" + strconv.Itoa(hookPort)
+	e.hookMetrics = "http://127.0.0.1:" + strconv.Itoa(hookMetricsPort)
 
-	bin := buildHooks(t, root, dir)
-	e.hooks = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: dir, LogLines: 200}, bin, "serve",
-		"--listen=127.0.0.1:"+strconv.Itoa(hookPort),
-		"--metrics-listen=127.0.0.1:"+strconv.Itoa(hookMetricsPort),
-		"--control-cluster-url="+controlClusterURL,
+	bin := buildHooks(t, root, e.dir)
+	args := append([]string{"serve",
+		"--listen=127.0.0.1:" + strconv.Itoa(hookPort),
+		"--metrics-listen=127.0.0.1:" + strconv.Itoa(hookMetricsPort),
+		"--control-cluster-url=" + controlClusterURL,
 		// Nothing listens there: the hand-off fails quietly and the
 		// restart-directive lookup answers "no directive", which is what
 		// the hooks must tolerate.
-		"--reporter-url=http://127.0.0.1:"+strconv.Itoa(reporterPort),
+		"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
 		"--shutdown-delay=0",
 		"--log-level=debug",
-	)
+	}, serverFileFlags(t, e.c, e.install.deployment, filepath.Join(e.dir, "mounts"))...)
+	e.hooks = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir, LogLines: 200}, bin, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	if err := e.hooks.WaitReady(ctx, func() bool {
-		return httpOK("http://127.0.0.1:" + strconv.Itoa(hookMetricsPort) + "/readyz")
-	}); err != nil {
+	if err := e.hooks.WaitReady(ctx, func() bool { return httpOK(e.hookMetrics + "/readyz") }); err != nil {
 		t.Fatalf("the hook server did not become ready: %v", err)
 	}
 
-	for _, f := range globYAML(t, filepath.Join(root, "compositecontrollers")) {
-		objs, err := controlplane.ReadYAMLFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, obj := range objs {
-			if err := loopbackWebhooks(obj, e.hookBase); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if _, err := e.c.Apply(obj, fieldManager); err != nil {
-				t.Fatalf("cannot apply %s: %v", f, err)
-			}
+	e.proxy = startServiceProxy(t, map[string]string{serviceHost(e.install.service): "127.0.0.1:" + strconv.Itoa(hookPort)})
+	for _, obj := range e.install.controllers {
+		if _, err := e.c.Apply(obj, fieldManager); err != nil {
+			t.Fatalf("cannot apply %v %s: %v", obj["kind"], objName(obj), err)
 		}
 	}
 
-	e.mc = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: dir, LogLines: 300}, mcBin,
-		"--kubeconfig="+cp.Kubeconfig,
+	e.mcArgs = []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		// What docs/security.md prescribes: the default (dynamic-apply)
+		// copies every applied object, credentials Secrets included, into
+		// an annotation.
+		"--apply-strategy=server-side-apply",
 		// New CRDs and controllers are found within a second rather than
 		// the default thirty.
 		"--discovery-interval=1s",
-		"--metrics-address=127.0.0.1:"+strconv.Itoa(mcMetricsPort),
-		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(mcHealthPort),
+		"--metrics-address=127.0.0.1:" + strconv.Itoa(mcMetricsPort),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(mcHealthPort),
 		"--pprof-address=0",
 		"--leader-election=false",
 		// The defaults (5 QPS, burst 10) would make the parallel cases
@@ -161,13 +184,50 @@ func startEnv(t *testing.T) *env {
 		"--client-go-qps=100",
 		"--client-go-burst=200",
 		"--zap-log-level=4",
-	)
-	if err := e.mc.WaitReady(ctx, func() bool {
-		return httpOK("http://127.0.0.1:" + strconv.Itoa(mcHealthPort) + "/readyz")
-	}); err != nil {
+	}
+	// The API server is on loopback, which Go never proxies; NO_PROXY
+	// says so again in case the environment says otherwise.
+	e.mcEnv = []string{"HTTPS_PROXY=" + e.proxy.URL(), "HTTP_PROXY=" + e.proxy.URL(), "NO_PROXY=127.0.0.1,localhost"}
+	e.healthURL = "http://127.0.0.1:" + strconv.Itoa(mcHealthPort) + "/readyz"
+	e.startMetacontroller(t, mcBin)
+	return e
+}
+
+// startMetacontroller starts Metacontroller and waits until it is ready;
+// each start logs to a directory of its own.
+func (e *env) startMetacontroller(t *testing.T, bin string) {
+	t.Helper()
+	e.mcRuns++
+	dir := filepath.Join(e.dir, "metacontroller-"+strconv.Itoa(e.mcRuns))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.mc = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: dir, LogLines: 300, Env: e.mcEnv}, bin, e.mcArgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := e.mc.WaitReady(ctx, func() bool { return httpOK(e.healthURL) }); err != nil {
 		t.Fatalf("Metacontroller did not become ready: %v", err)
 	}
-	return e
+}
+
+// restartMetacontroller stops Metacontroller, runs change, and starts it
+// again: Metacontroller reads the endpointConfigs Secrets only when it
+// starts a controller.
+func (e *env) restartMetacontroller(t *testing.T, change func()) {
+	t.Helper()
+	e.mc.Stop()
+	change()
+	e.startMetacontroller(t, os.Getenv(EnvMetacontrollerBin))
+}
+
+// randomToken is a bearer token as docs/security.md makes one.
+func randomToken(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }
 
 // buildHooks builds ./cmd/formspec-hooks into dir with the go command that
@@ -185,43 +245,6 @@ func buildHooks(t *testing.T, root, dir string) string {
 		t.Fatalf("go build ./cmd/formspec-hooks: %v\n%s", err, out)
 	}
 	return bin
-}
-
-// loopbackWebhooks rewrites every webhook of a CompositeController or
-// DecoratorController to call base (the hook server on loopback) at the
-// path the definition names, dropping service, path and url and keeping
-// everything else (timeouts, ETag settings, hook versions) as written.
-func loopbackWebhooks(obj controlplane.Object, base string) error {
-	spec, _ := obj["spec"].(map[string]any)
-	hooks, _ := spec["hooks"].(map[string]any)
-	if len(hooks) == 0 {
-		return fmt.Errorf("%v %v has no spec.hooks", obj["kind"], objName(obj))
-	}
-	for _, hookName := range slices.Sorted(maps.Keys(hooks)) {
-		hook, _ := hooks[hookName].(map[string]any)
-		webhook, _ := hook["webhook"].(map[string]any)
-		if webhook == nil {
-			return fmt.Errorf("%v %v: hook %s has no webhook", obj["kind"], objName(obj), hookName)
-		}
-		var path string
-		switch {
-		case webhook["url"] != nil:
-			u, err := url.Parse(fmt.Sprint(webhook["url"]))
-			if err != nil {
-				return fmt.Errorf("%v %v: hook %s: %w", obj["kind"], objName(obj), hookName, err)
-			}
-			path = u.Path
-		case webhook["path"] != nil:
-			path = fmt.Sprint(webhook["path"])
-		}
-		if !strings.HasPrefix(path, "/") {
-			return fmt.Errorf("%v %v: hook %s names no path", obj["kind"], objName(obj), hookName)
-		}
-		delete(webhook, "service")
-		delete(webhook, "path")
-		webhook["url"] = strings.TrimSuffix(base, "/") + path
-	}
-	return nil
 }
 
 func objName(obj controlplane.Object) string {

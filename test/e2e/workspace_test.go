@@ -16,9 +16,12 @@ import (
 )
 
 // TestMetacontroller runs every end-to-end case against one control plane,
-// hook server and Metacontroller: starting them takes seconds, and each
-// case works in its own namespaces and ClusterClasses, so the cases run in
-// parallel.
+// hook server and Metacontroller, installed as deploy/ installs them (TLS
+// and a bearer token) and with Metacontroller's server-side apply: starting
+// them takes seconds, and each case works in its own namespaces and
+// ClusterClasses, so the cases run in parallel. Then, one after the other
+// because each restarts Metacontroller, a wrong token and a wrong CA must
+// get no answer from the hooks.
 func TestMetacontroller(t *testing.T) {
 	e := startEnv(t)
 	t.Run("cases", func(t *testing.T) {
@@ -27,6 +30,8 @@ func TestMetacontroller(t *testing.T) {
 		t.Run("Idle", func(t *testing.T) { t.Parallel(); testIdle(t, e) })
 		t.Run("Credentials", func(t *testing.T) { t.Parallel(); testCredentials(t, e) })
 	})
+	t.Run("WrongToken", func(t *testing.T) { testWrongToken(t, e) })
+	t.Run("WrongCA", func(t *testing.T) { testWrongCA(t, e) })
 }
 
 // deploymentShape is what the lifecycle case checks of the Deployment.

@@ -12,7 +12,7 @@ import (
 
 // TestAPIServer installs what `helm install` would into a real
 // kube-apiserver, as far as a dry run goes: Metacontroller's CRDs (a
-// prerequisite), the chart's crds/ (Helm applies them first, for real), the
+// prerequisite), stand-ins for cert-manager's (controlplane.CertManagerCRDs), the chart's crds/ (Helm applies them first, for real), the
 // release namespace (--create-namespace), then every rendered object of
 // every release in releases, server-side applied with dryRun=All, so that
 // schemas, defaulting and validation (including Metacontroller's schema for
@@ -24,6 +24,10 @@ func TestAPIServer(t *testing.T) {
 	mc := controlplane.MetacontrollerCRDs(t)
 	if err := c.InstallCRDs(mc); err != nil {
 		t.Fatalf("cannot install Metacontroller CRDs from %s: %v", mc, err)
+	}
+	// The cert-manager releases render Issuers and Certificates.
+	if err := c.InstallCRDs(controlplane.CertManagerCRDs(t)); err != nil {
+		t.Fatalf("cannot install the cert-manager stand-in CRDs: %v", err)
 	}
 	crds, err := filepath.Glob(filepath.Join(chartDir(t), "crds", "*.yaml"))
 	if err != nil || len(crds) == 0 {

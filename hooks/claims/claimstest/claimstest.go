@@ -1,6 +1,8 @@
 // Package claimstest holds what tests and fixtures need to sign claims: key
-// pairs derived from fixed, public seeds, and a valid Datastore, endpoint
-// Secret and signed ResourceClaim to start each test case from.
+// pairs derived from fixed, public seeds, a valid Datastore, endpoint
+// Secret and signed ResourceClaim to start each test case from, and the
+// adversarial corpus of weak owner keys (small-order and non-canonical
+// points) with the forgery they allow.
 //
 // The keys are public knowledge by construction; they must never verify a
 // real grant. Deriving them from a seed means the repository stores no
@@ -11,13 +13,15 @@ package claimstest
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 // Key returns the private key derived from a name: the seed is
@@ -29,7 +33,7 @@ func Key(name string) ed25519.PrivateKey {
 
 // PublicHex returns a private key's public key as a Datastore carries it.
 func PublicHex(priv ed25519.PrivateKey) string {
-	return claims.FormatPublicKey(priv.Public().(ed25519.PublicKey))
+	return grant.FormatPublicKey(priv.Public().(ed25519.PublicKey))
 }
 
 // Fixed names, time and keys of the test world.
@@ -156,10 +160,122 @@ func Claim() *v1alpha1.ResourceClaim {
 // returns it. It panics on a claim that cannot be signed: a test that
 // wants a bad signature writes one by hand.
 func SignClaim(c *v1alpha1.ResourceClaim, priv ed25519.PrivateKey) *v1alpha1.ResourceClaim {
-	sig, err := claims.Sign(claims.GrantOf(c), claims.Version(c), priv)
+	sig, err := grant.Sign(grant.Of(c), grant.Version(c), priv)
 	if err != nil {
 		panic("claimstest: cannot sign claim: " + err.Error())
 	}
 	c.Spec.Signature = sig
 	return c
+}
+
+// WeakKey is a public key encoding that must never verify a grant.
+type WeakKey struct {
+	// Name says which point it is and how it is written.
+	Name string
+	// Hex is the key as a Datastore would carry it.
+	Hex string
+}
+
+// Canonical encodings of the points of order 4 and 8, written as every
+// point is: y in little-endian with the sign of x in the top bit. The
+// eight small-order points have y = 1 (the identity), p-1 (order 2), 0
+// (order 4, x = ±sqrt(-1)) and two values y8, p-y8 (order 8, two signs of
+// x each), where p = 2^255-19.
+var (
+	order4Hex  = strings.Repeat("00", 32)
+	order8aHex = "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"
+	order8bHex = "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"
+)
+
+// IdentityKey is the identity point as a public key, 01 then 62 zeros:
+// the key of the reported forgery, under which R = identity, S = 0
+// verifies every message with plain ed25519.
+var IdentityKey = "01" + strings.Repeat("00", 31)
+
+// Order2Key is the point of order 2 (y = p-1, x = 0) as a public key.
+var Order2Key = "ec" + strings.Repeat("ff", 30) + "7f"
+
+// SmallOrderKeys are the canonical encodings of the eight points of order
+// 1, 2, 4 and 8: with any of them as an owner key, a "signature" made
+// without a private key verifies under plain ed25519 (see Forge).
+var SmallOrderKeys = []WeakKey{
+	{"Identity", IdentityKey},
+	{"Order2", Order2Key},
+	{"Order4", order4Hex},
+	{"Order4Negative", withSign(order4Hex)},
+	{"Order8a", order8aHex},
+	{"Order8aNegative", withSign(order8aHex)},
+	{"Order8b", order8bHex},
+	{"Order8bNegative", withSign(order8bHex)},
+}
+
+// NonCanonicalSmallOrderKeys are the other encodings of small-order points
+// that decoders accept: the sign bit set where x = 0 (the identity and the
+// point of order 2), and y written as p or p+1 instead of 0 or 1. No other
+// exist: y8+p and p-1+p do not fit in 255 bits.
+var NonCanonicalSmallOrderKeys = []WeakKey{
+	{"IdentityNegativeZero", withSign(IdentityKey)},
+	{"Order2NegativeZero", withSign(Order2Key)},
+	{"IdentityYPlusP", "ee" + strings.Repeat("ff", 30) + "7f"},
+	{"IdentityYPlusPNegativeZero", "ee" + strings.Repeat("ff", 31)},
+	{"Order4YIsP", "ed" + strings.Repeat("ff", 30) + "7f"},
+	{"Order4YIsPNegative", "ed" + strings.Repeat("ff", 31)},
+}
+
+// NonCanonicalKey is a point of prime order written non-canonically, with
+// y = p+3 for the point whose y is 3: harmless to verify with, refused all
+// the same, so that a key has one spelling.
+var NonCanonicalKey = WeakKey{"YPlusP", "f0" + strings.Repeat("ff", 30) + "7f"}
+
+// NotAPointKey is 32 bytes that decode to no point of the curve (y = 2).
+var NotAPointKey = "02" + strings.Repeat("00", 31)
+
+// WeakKeys lists every weak key above: SmallOrderKeys,
+// NonCanonicalSmallOrderKeys and NonCanonicalKey.
+func WeakKeys() []WeakKey {
+	out := append([]WeakKey{}, SmallOrderKeys...)
+	out = append(out, NonCanonicalSmallOrderKeys...)
+	return append(out, NonCanonicalKey)
+}
+
+func withSign(h string) string {
+	b, _ := hex.DecodeString(h)
+	b[31] |= 0x80
+	return hex.EncodeToString(b)
+}
+
+// Forge signs the claim in place without any private key, for a
+// small-order owner key (hex): S = 0 and R one of the eight small-order
+// points, the one equal to -[k]A if any (k, the message hash, depends on
+// R). The result verifies under plain ed25519.Verify, which is the attack
+// package grant must refuse. With the identity key R = identity works for
+// every claim; with the others a given claim has a forgery only by chance
+// (one in two to one in eight), so Forge moves spec.grantedAt back a second
+// at a time until one exists, at most 64 times. It panics when none does,
+// which for a key not of small order is always.
+func Forge(c *v1alpha1.ResourceClaim, keyHex string) *v1alpha1.ResourceClaim {
+	pub, err := hex.DecodeString(keyHex)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		panic("claimstest: Forge needs a 64-hex-character key")
+	}
+	grantedAt, err := time.Parse(time.RFC3339, c.Spec.GrantedAt)
+	if err != nil {
+		panic("claimstest: Forge needs an RFC 3339 grantedAt")
+	}
+	for range 64 {
+		msg, err := grant.Of(c).Message(grant.Version(c))
+		if err != nil {
+			panic("claimstest: cannot forge claim: " + err.Error())
+		}
+		for _, r := range SmallOrderKeys {
+			sig, _ := hex.DecodeString(r.Hex + strings.Repeat("00", 32))
+			if ed25519.Verify(pub, msg, sig) {
+				c.Spec.Signature = grant.FormatSignature(sig)
+				return c
+			}
+		}
+		grantedAt = grantedAt.Add(-time.Second)
+		c.Spec.GrantedAt = grantedAt.UTC().Format(time.RFC3339)
+	}
+	panic("claimstest: no forgery for this key: it is not of small order")
 }

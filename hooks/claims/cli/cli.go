@@ -24,6 +24,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
@@ -66,7 +67,7 @@ Subcommands:
   sign --key FILE [--format v2|v1] [CLAIM]
                                          sign a ResourceClaim (YAML file, or stdin when CLAIM is absent or -), print it signed
   verify --claim FILE --datastore FILE --secret FILE [--now RFC3339]
-                                         decide the claim as the hook would; exit 1 when denied
+                                         decide the claim as the hook would, and say why the Datastore is refused if it is; exit 1 when denied
 `
 
 func flags(name string) *flag.FlagSet { return cliflag.New("claim " + name) }
@@ -85,7 +86,7 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 	if *out == "" || fs.NArg() > 0 {
 		return errors.New("keygen needs --out FILE and no arguments: the private key is only ever written to a file")
 	}
-	pub, priv, err := claims.GenerateKey(nil)
+	pub, priv, err := grant.GenerateKey(nil)
 	if err != nil {
 		return err
 	}
@@ -95,14 +96,14 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot create key file: %w", err)
 	}
-	if _, err := fmt.Fprintln(f, claims.FormatPrivateKey(priv)); err != nil {
+	if _, err := fmt.Fprintln(f, grant.FormatPrivateKey(priv)); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot write key file: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("cannot write key file: %w", err)
 	}
-	fmt.Fprintln(stdout, claims.FormatPublicKey(pub))
+	fmt.Fprintln(stdout, grant.FormatPublicKey(pub))
 	return nil
 }
 
@@ -123,7 +124,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if err != nil {
 		return fmt.Errorf("cannot read key file: %w", err)
 	}
-	priv, err := claims.ParsePrivateKey(string(keyText))
+	priv, err := grant.ParsePrivateKey(string(keyText))
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if err != nil {
 		return err
 	}
-	sig, err := claims.Sign(claims.GrantOf(claim), *format, priv)
+	sig, err := grant.Sign(grant.Of(claim), *format, priv)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if err != nil {
 		return fmt.Errorf("cannot encode the claim: %w", err)
 	}
-	fmt.Fprintf(stderr, "signed %s with public key %s\n", *format, claims.FormatPublicKey(priv.Public().(ed25519.PublicKey)))
+	fmt.Fprintf(stderr, "signed %s with public key %s\n", *format, grant.FormatPublicKey(priv.Public().(ed25519.PublicKey)))
 	_, err = stdout.Write(out)
 	return err
 }
@@ -223,6 +224,13 @@ func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func()
 	d := claims.Verify(claim, ds, secret, t)
 	if !d.Allowed {
 		fmt.Fprintf(stdout, "denied: %s: %s\n", d.Reason, d.Message)
+		// The hook tells a claim whose signature does not verify nothing
+		// about the Datastore; whoever runs this holds the Datastore's
+		// files, so say what is wrong with it too (a weak owner key, for
+		// one, under which a forged claim is merely InvalidSignature).
+		if dd := claims.CheckDatastore(ds, secret); !dd.Allowed {
+			fmt.Fprintf(stdout, "datastore refused: %s: %s\n", dd.Reason, dd.Message)
+		}
 		return fmt.Errorf("%w: %s", ErrDenied, d.Reason)
 	}
 	data := claims.Project(secret.Data, ds.Spec.Driver, claim.Spec.Permission)

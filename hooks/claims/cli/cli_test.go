@@ -15,8 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"sigs.k8s.io/yaml"
 
-	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 const claimYAML = `apiVersion: formspec.dev/v1alpha1
@@ -58,8 +58,8 @@ func files(t *testing.T) (dir string) {
 		"datastore.yaml": ds,
 		"secret.yaml":    sec,
 		"claim.yaml":     []byte(claimYAML),
-		"owner.key":      []byte(claims.FormatPrivateKey(claimstest.Owner) + "\n"),
-		"stranger.key":   []byte(claims.FormatPrivateKey(claimstest.Stranger)),
+		"owner.key":      []byte(grant.FormatPrivateKey(claimstest.Owner) + "\n"),
+		"stranger.key":   []byte(grant.FormatPrivateKey(claimstest.Stranger)),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestSignVerify(t *testing.T) {
 			if err != nil {
 				t.Fatalf("sign: %v\n%s", err, errOut)
 			}
-			seed := claims.FormatPrivateKey(claimstest.Owner)
+			seed := grant.FormatPrivateKey(claimstest.Owner)
 			if strings.Contains(signed+errOut, seed) {
 				t.Fatalf("sign printed the private key")
 			}
@@ -157,12 +157,15 @@ func TestKeygen(t *testing.T) {
 		t.Errorf("key file mode: -want, +got:\n%s", diff)
 	}
 	text, _ := os.ReadFile(keyFile)
-	priv, err := claims.ParsePrivateKey(string(text))
+	priv, err := grant.ParsePrivateKey(string(text))
 	if err != nil {
 		t.Fatalf("key file does not parse: %v", err)
 	}
 	if diff := cmp.Diff(claimstest.PublicHex(priv)+"\n", out); diff != "" {
 		t.Errorf("printed public key: -want, +got:\n%s", diff)
+	}
+	if _, err := grant.ParsePublicKey(strings.TrimSpace(out)); err != nil {
+		t.Errorf("keygen printed a public key a Datastore refuses: %v", err)
 	}
 	if strings.Contains(out+errOut, strings.TrimSpace(string(text))) {
 		t.Errorf("keygen printed the private key")
@@ -172,6 +175,43 @@ func TestKeygen(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, "", "keygen"); err == nil {
 		t.Errorf("keygen without --out: want an error (the key is never printed)")
+	}
+}
+
+// TestVerifyWeakKey: a claim forged for a Datastore whose owner key is a
+// small-order point (the identity) is refused, and verify says that the
+// Datastore's key is weak, while the hook tells the claim only that its
+// signature does not verify.
+func TestVerifyWeakKey(t *testing.T) {
+	dir := files(t)
+	ds := claimstest.Datastore()
+	identity := claimstest.IdentityKey
+	ds.Spec.OwnerPublicKey, ds.Spec.OwnerPublicKeys = identity, nil
+	claim := claimstest.Forge(claimstest.Claim(), identity)
+	for name, obj := range map[string]any{"weak-datastore.yaml": ds, "forged.yaml": claim} {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := runCLI(t, "", "verify", "--claim", filepath.Join(dir, "forged.yaml"),
+		"--datastore", filepath.Join(dir, "weak-datastore.yaml"), "--secret", filepath.Join(dir, "secret.yaml"))
+	if !errors.Is(err, ErrDenied) {
+		t.Errorf("verify of a forged claim: got err %v, want %v", err, ErrDenied)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var got []string
+	for _, l := range lines {
+		prefix, _, _ := strings.Cut(l, ": ")
+		reason, _, _ := strings.Cut(strings.TrimPrefix(l, prefix+": "), ":")
+		got = append(got, prefix+": "+reason)
+	}
+	want := []string{"denied: InvalidSignature", "datastore refused: WeakPublicKey"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("verify output: -want, +got:\n%s\n%s", diff, out)
 	}
 }
 

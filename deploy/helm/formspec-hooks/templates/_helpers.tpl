@@ -35,7 +35,34 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The Service port the controllers call: 443 with TLS, else 80. */}}
 {{- define "formspec-hooks.servicePort" -}}
-{{- if .Values.tls.secretName }}443{{ else }}80{{ end -}}
+{{- if .Values.tls.enabled }}443{{ else }}80{{ end -}}
+{{- end -}}
+
+{{/* The hook server's port inside the pod: 8443 with TLS, else 8080. */}}
+{{- define "formspec-hooks.listenPort" -}}
+{{- if .Values.tls.enabled }}8443{{ else }}8080{{ end -}}
+{{- end -}}
+
+{{/* The Secret holding the serving certificate and its CA. */}}
+{{- define "formspec-hooks.tlsSecretName" -}}
+{{- .Values.tls.secretName | default (printf "%s-tls" (include "formspec-hooks.fullname" .)) -}}
+{{- end -}}
+
+{{/* The Secret holding the hook bearer tokens. */}}
+{{- define "formspec-hooks.tokenSecretName" -}}
+{{- .Values.authToken.secretName | default (printf "%s-token" (include "formspec-hooks.fullname" .)) -}}
+{{- end -}}
+
+{{/*
+The names the serving certificate is for: Metacontroller calls a webhook
+service as <name>.<namespace>:<port>; the longer forms are for people and
+other clients. One per line.
+*/}}
+{{- define "formspec-hooks.dnsNames" -}}
+{{- $svc := printf "%s.%s" (include "formspec-hooks.fullname" .) .Release.Namespace -}}
+{{ $svc }}
+{{ $svc }}.svc
+{{ $svc }}.svc.cluster.local
 {{- end -}}
 
 {{/*
@@ -48,7 +75,7 @@ webhook:
     name: {{ include "formspec-hooks.fullname" .root }}
     namespace: {{ .root.Release.Namespace }}
     port: {{ include "formspec-hooks.servicePort" .root }}
-    {{- if .root.Values.tls.secretName }}
+    {{- if .root.Values.tls.enabled }}
     protocol: https
     {{- end }}
   path: {{ .path }}
@@ -61,22 +88,24 @@ Metacontroller trusts for the hook Service and which token it sends
 (Metacontroller v4.16+). Empty otherwise.
 */}}
 {{- define "formspec-hooks.endpointConfigs" -}}
-{{- if or .Values.tls.secretName .Values.authToken.secretName -}}
+{{- if or .Values.tls.enabled .Values.authToken.enabled -}}
+# The CA Metacontroller trusts for the hook Service and the bearer token
+# it sends (docs/security.md).
 endpointConfigs:
   - host: {{ include "formspec-hooks.fullname" . }}.{{ .Release.Namespace }}:{{ include "formspec-hooks.servicePort" . }}
-    {{- with .Values.tls.secretName }}
+    {{- if .Values.tls.enabled }}
     caBundle:
       secretRef:
-        name: {{ . }}
-        namespace: {{ $.Release.Namespace }}
-        key: {{ $.Values.tls.caKey }}
+        name: {{ include "formspec-hooks.tlsSecretName" . }}
+        namespace: {{ .Release.Namespace }}
+        key: {{ .Values.tls.caKey }}
     {{- end }}
-    {{- with .Values.authToken.secretName }}
+    {{- if .Values.authToken.enabled }}
     authorization:
       secretRef:
-        name: {{ . }}
-        namespace: {{ $.Release.Namespace }}
-        key: {{ $.Values.authToken.clientKey }}
+        name: {{ include "formspec-hooks.tokenSecretName" . }}
+        namespace: {{ .Release.Namespace }}
+        key: {{ .Values.authToken.clientKey }}
     {{- end }}
 {{- end -}}
 {{- end -}}

@@ -1,14 +1,15 @@
-// Package claims verifies ResourceClaims: the signed grants a Datastore's
-// owner hands out so that a workspace may receive the Datastore's
-// credentials. It holds the pure parts only: the signed message formats
-// (v1 and v2), parsing of keys and signatures, the Datastore checks a claim
-// depends on, the projection of credentials, and Verify, which turns a
-// claim, its Datastore and the endpoint Secret into a Decision.
+// Package grant is the cryptography of ResourceClaims, and nothing else:
+// which fields of a claim a signature covers and the bytes it signs (v1 and
+// v2), the spelling of keys and signatures, signing, and the one
+// verification rule every grant is held to (Verify). It is the
+// security-critical core of package claims, kept small enough to read in
+// one sitting; what a verified grant is then allowed to receive (tenants,
+// dates, the Datastore and its Secret) is decided in package claims.
 //
-// Nothing here reads a clock or the network; callers pass "now". Nothing
-// here returns secret material or signature bytes in an error, a Decision
-// or any other string: those end up in statuses, Events and logs.
-package claims
+// Nothing here reads a clock or the network. Nothing here returns a
+// private key or signature bytes in an error: those end up in statuses,
+// Events and logs.
+package grant
 
 import (
 	"encoding/binary"
@@ -45,8 +46,8 @@ type Grant struct {
 	ExpiresAt          string
 }
 
-// GrantOf extracts the signed fields of a claim.
-func GrantOf(c *v1alpha1.ResourceClaim) Grant {
+// Of extracts the signed fields of a claim.
+func Of(c *v1alpha1.ResourceClaim) Grant {
 	dsNamespace := c.Spec.Datastore.Namespace
 	if dsNamespace == "" {
 		dsNamespace = c.Namespace
@@ -176,11 +177,15 @@ func MessageV1(g Grant) []byte {
 // field carries its length, no two different grants share a message,
 // whatever bytes the fields hold. It does not check the grant: use Message.
 func MessageV2(g Grant) []byte {
-	return pae(V2Domain, g.DatastoreNamespace, g.DatastoreName, g.ClaimNamespace,
+	return PAE(V2Domain, g.DatastoreNamespace, g.DatastoreName, g.ClaimNamespace,
 		g.Workspace, g.Permission, g.GrantedBy, g.GrantedAt, g.ExpiresAt)
 }
 
-func pae(fields ...string) []byte {
+// PAE is the pre-authentication encoding of MessageV2: the field count,
+// then each field's length and bytes, counts and lengths as little-endian
+// uint64. Exported for the other digests that must not let two different
+// inputs share an encoding (claims.CredentialsHash).
+func PAE(fields ...string) []byte {
 	n := 8
 	for _, f := range fields {
 		n += 8 + len(f)

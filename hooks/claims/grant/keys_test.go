@@ -1,4 +1,4 @@
-package claims_test
+package grant_test
 
 import (
 	"bytes"
@@ -10,29 +10,34 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
 func TestParsePublicKey(t *testing.T) {
 	good := claimstest.PublicHex(claimstest.Owner)
-	cases := map[string]struct {
+	type parseCase struct {
 		reason  string
 		in      string
 		wantErr error
-	}{
+	}
+	cases := map[string]parseCase{
 		"Lower":      {reason: "Lower-case hex is what keygen prints.", in: good},
 		"Upper":      {reason: "Hex is case-insensitive.", in: strings.ToUpper(good)},
-		"Empty":      {reason: "Nothing is not a key.", in: "", wantErr: claims.ErrMalformedPublicKey},
-		"Short":      {reason: "31 bytes is not a key.", in: good[:62], wantErr: claims.ErrMalformedPublicKey},
-		"Long":       {reason: "33 bytes is not a key.", in: good + "00", wantErr: claims.ErrMalformedPublicKey},
-		"NotHex":     {reason: "The length is right, the alphabet is not.", in: strings.Repeat("g", 64), wantErr: claims.ErrMalformedPublicKey},
-		"Whitespace": {reason: "Values are exact; no trimming.", in: " " + good[1:], wantErr: claims.ErrMalformedPublicKey},
-		"Base64":     {reason: "A base64 key is a common mistake.", in: base64.StdEncoding.EncodeToString(claimstest.Owner.Public().(ed25519.PublicKey)), wantErr: claims.ErrMalformedPublicKey},
+		"Empty":      {reason: "Nothing is not a key.", in: "", wantErr: grant.ErrMalformedPublicKey},
+		"Short":      {reason: "31 bytes is not a key.", in: good[:62], wantErr: grant.ErrMalformedPublicKey},
+		"Long":       {reason: "33 bytes is not a key.", in: good + "00", wantErr: grant.ErrMalformedPublicKey},
+		"NotHex":     {reason: "The length is right, the alphabet is not.", in: strings.Repeat("g", 64), wantErr: grant.ErrMalformedPublicKey},
+		"Whitespace": {reason: "Values are exact; no trimming.", in: " " + good[1:], wantErr: grant.ErrMalformedPublicKey},
+		"Base64":     {reason: "A base64 key is a common mistake.", in: base64.StdEncoding.EncodeToString(claimstest.Owner.Public().(ed25519.PublicKey)), wantErr: grant.ErrMalformedPublicKey},
+		"NotAPoint":  {reason: "64 hex characters that decode to no point of the curve verify nothing; refused as malformed.", in: claimstest.NotAPointKey, wantErr: grant.ErrMalformedPublicKey},
+	}
+	for _, k := range claimstest.WeakKeys() {
+		cases["Weak"+k.Name] = parseCase{reason: "Small-order and non-canonical points are weak, in either case of hex.", in: strings.ToUpper(k.Hex), wantErr: grant.ErrWeakPublicKey}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := claims.ParsePublicKey(tc.in)
+			_, err := grant.ParsePublicKey(tc.in)
 			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nParsePublicKey(): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -51,18 +56,18 @@ func TestParseSignature(t *testing.T) {
 	}{
 		"Std":        {reason: "Padded standard base64 is what sign writes.", in: std, want: sig},
 		"RawStd":     {reason: "Unpadded standard base64 is accepted too.", in: strings.TrimRight(std, "="), want: sig},
-		"URLSafe":    {reason: "The URL-safe alphabet is not.", in: base64.URLEncoding.EncodeToString(sig), wantErr: claims.ErrMalformedSignature},
-		"Empty":      {reason: "Nothing is not a signature.", in: "", wantErr: claims.ErrMalformedSignature},
-		"Short":      {reason: "63 bytes is not a signature.", in: base64.StdEncoding.EncodeToString(sig[:63]), wantErr: claims.ErrMalformedSignature},
-		"Long":       {reason: "65 bytes is not a signature.", in: base64.StdEncoding.EncodeToString(append(sig, 0)), wantErr: claims.ErrMalformedSignature},
-		"LineBreak":  {reason: "The decoder would skip a line break; we do not.", in: std[:40] + "\n" + std[41:], wantErr: claims.ErrMalformedSignature},
-		"StrayBits":  {reason: "Non-canonical last characters are refused (Strict).", in: std[:85] + "x==", wantErr: claims.ErrMalformedSignature},
-		"NotBase64":  {reason: "Right length, wrong alphabet.", in: strings.Repeat("*", 88), wantErr: claims.ErrMalformedSignature},
-		"HexEncoded": {reason: "A hex signature is a common mistake.", in: strings.Repeat("ab", 64), wantErr: claims.ErrMalformedSignature},
+		"URLSafe":    {reason: "The URL-safe alphabet is not.", in: base64.URLEncoding.EncodeToString(sig), wantErr: grant.ErrMalformedSignature},
+		"Empty":      {reason: "Nothing is not a signature.", in: "", wantErr: grant.ErrMalformedSignature},
+		"Short":      {reason: "63 bytes is not a signature.", in: base64.StdEncoding.EncodeToString(sig[:63]), wantErr: grant.ErrMalformedSignature},
+		"Long":       {reason: "65 bytes is not a signature.", in: base64.StdEncoding.EncodeToString(append(sig, 0)), wantErr: grant.ErrMalformedSignature},
+		"LineBreak":  {reason: "The decoder would skip a line break; we do not.", in: std[:40] + "\n" + std[41:], wantErr: grant.ErrMalformedSignature},
+		"StrayBits":  {reason: "Non-canonical last characters are refused (Strict).", in: std[:85] + "x==", wantErr: grant.ErrMalformedSignature},
+		"NotBase64":  {reason: "Right length, wrong alphabet.", in: strings.Repeat("*", 88), wantErr: grant.ErrMalformedSignature},
+		"HexEncoded": {reason: "A hex signature is a common mistake.", in: strings.Repeat("ab", 64), wantErr: grant.ErrMalformedSignature},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := claims.ParseSignature(tc.in)
+			got, err := grant.ParseSignature(tc.in)
 			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nParseSignature() err: -want, +got:\n%s", tc.reason, diff)
 			}
@@ -77,7 +82,7 @@ func TestParseSignature(t *testing.T) {
 }
 
 func TestParsePrivateKey(t *testing.T) {
-	seedHex := claims.FormatPrivateKey(claimstest.Owner)
+	seedHex := grant.FormatPrivateKey(claimstest.Owner)
 	fullHex := seedHex + claimstest.PublicHex(claimstest.Owner)
 	mismatched := seedHex + claimstest.PublicHex(claimstest.Stranger)
 	cases := map[string]struct {
@@ -87,14 +92,14 @@ func TestParsePrivateKey(t *testing.T) {
 	}{
 		"Seed":         {reason: "The seed is what keygen writes.", in: seedHex + "\n"},
 		"Full":         {reason: "Go's 64-byte form is accepted.", in: fullHex},
-		"Mismatched":   {reason: "A public half from another key is refused.", in: mismatched, wantErr: claims.ErrMalformedPrivateKey},
-		"WrongLength":  {reason: "Neither 32 nor 64 bytes.", in: seedHex[:40], wantErr: claims.ErrMalformedPrivateKey},
-		"NotHex":       {reason: "Not hex.", in: strings.Repeat("q", 64), wantErr: claims.ErrMalformedPrivateKey},
+		"Mismatched":   {reason: "A public half from another key is refused.", in: mismatched, wantErr: grant.ErrMalformedPrivateKey},
+		"WrongLength":  {reason: "Neither 32 nor 64 bytes.", in: seedHex[:40], wantErr: grant.ErrMalformedPrivateKey},
+		"NotHex":       {reason: "Not hex.", in: strings.Repeat("q", 64), wantErr: grant.ErrMalformedPrivateKey},
 		"PublicKeyHex": {reason: "A public key has the seed's length; it parses, and signs nothing the Datastore accepts.", in: claimstest.PublicHex(claimstest.Owner)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := claims.ParsePrivateKey(tc.in)
+			got, err := grant.ParsePrivateKey(tc.in)
 			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nParsePrivateKey(): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -109,24 +114,24 @@ func TestParsePrivateKey(t *testing.T) {
 }
 
 func TestSignVerifiesWithParsedKey(t *testing.T) {
-	pub, priv, err := claims.GenerateKey(nil)
+	pub, priv, err := grant.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := claims.ParsePrivateKey(claims.FormatPrivateKey(priv))
+	parsed, err := grant.ParsePrivateKey(grant.FormatPrivateKey(priv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, version := range []string{"v1", "v2"} {
-		sig, err := claims.Sign(grant(), version, parsed)
+		sig, err := grant.Sign(sample(), version, parsed)
 		if err != nil {
 			t.Fatalf("Sign(%s): %v", version, err)
 		}
-		raw, err := claims.ParseSignature(sig)
+		raw, err := grant.ParseSignature(sig)
 		if err != nil {
 			t.Fatalf("ParseSignature(Sign(%s)): %v", version, err)
 		}
-		msg, _ := grant().Message(version)
+		msg, _ := sample().Message(version)
 		if !ed25519.Verify(pub, msg, raw) {
 			t.Errorf("Sign(%s): signature does not verify", version)
 		}

@@ -1,4 +1,4 @@
-package claims_test
+package grant_test
 
 import (
 	"bytes"
@@ -10,11 +10,12 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
-func grant() claims.Grant {
-	return claims.Grant{
+// sample is a well-formed grant to start each case from.
+func sample() grant.Grant {
+	return grant.Grant{
 		DatastoreNamespace: "data", DatastoreName: "db", ClaimNamespace: "ns",
 		Workspace: "ws", Permission: "read", GrantedBy: "me",
 		GrantedAt: "2026-01-01T00:00:00Z",
@@ -24,20 +25,20 @@ func grant() claims.Grant {
 func TestMessage(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
-		grant   claims.Grant
+		grant   grant.Grant
 		version string
 		want    []byte
 		wantErr error
 	}{
 		"V1": {
 			reason:  "v1 joins five fields with |, values as written.",
-			grant:   grant(),
+			grant:   sample(),
 			version: v1alpha1.SignatureV1,
 			want:    []byte("db|ws|read|me|2026-01-01T00:00:00Z"),
 		},
 		"V2": {
 			reason:  "v2 is the PAE of nine fields; an unset expiresAt is an empty field.",
-			grant:   grant(),
+			grant:   sample(),
 			version: v1alpha1.SignatureV2,
 			want: mustHex(t, ""+
 				"0900000000000000"+
@@ -53,51 +54,51 @@ func TestMessage(t *testing.T) {
 		},
 		"V1Pipe": {
 			reason:  "v1 cannot carry | in a field.",
-			grant:   func() claims.Grant { g := grant(); g.GrantedBy = "a|b"; return g }(),
+			grant:   func() grant.Grant { g := sample(); g.GrantedBy = "a|b"; return g }(),
 			version: v1alpha1.SignatureV1,
-			wantErr: claims.ErrInvalidGrant,
+			wantErr: grant.ErrInvalidGrant,
 		},
 		"V2Pipe": {
 			reason:  "v2 can: every field is length-prefixed.",
-			grant:   func() claims.Grant { g := grant(); g.GrantedBy = "a|b"; return g }(),
+			grant:   func() grant.Grant { g := sample(); g.GrantedBy = "a|b"; return g }(),
 			version: v1alpha1.SignatureV2,
-			want:    claims.MessageV2(func() claims.Grant { g := grant(); g.GrantedBy = "a|b"; return g }()),
+			want:    grant.MessageV2(func() grant.Grant { g := sample(); g.GrantedBy = "a|b"; return g }()),
 		},
 		"ControlCharacter": {
 			reason:  "No version takes control characters.",
-			grant:   func() claims.Grant { g := grant(); g.Workspace = "ws\x00"; return g }(),
+			grant:   func() grant.Grant { g := sample(); g.Workspace = "ws\x00"; return g }(),
 			version: v1alpha1.SignatureV2,
-			wantErr: claims.ErrInvalidGrant,
+			wantErr: grant.ErrInvalidGrant,
 		},
 		"InvalidUTF8": {
 			reason:  "No version takes broken UTF-8.",
-			grant:   func() claims.Grant { g := grant(); g.GrantedBy = "\xff"; return g }(),
+			grant:   func() grant.Grant { g := sample(); g.GrantedBy = "\xff"; return g }(),
 			version: v1alpha1.SignatureV2,
-			wantErr: claims.ErrInvalidGrant,
+			wantErr: grant.ErrInvalidGrant,
 		},
 		"V2NeedsNamespace": {
 			reason:  "v2 binds the claim's namespace, so it needs one.",
-			grant:   func() claims.Grant { g := grant(); g.ClaimNamespace = ""; return g }(),
+			grant:   func() grant.Grant { g := sample(); g.ClaimNamespace = ""; return g }(),
 			version: v1alpha1.SignatureV2,
-			wantErr: claims.ErrInvalidGrant,
+			wantErr: grant.ErrInvalidGrant,
 		},
 		"ExpiresBeforeGranted": {
 			reason:  "A grant cannot end before it starts.",
-			grant:   func() claims.Grant { g := grant(); g.ExpiresAt = "2025-01-01T00:00:00Z"; return g }(),
+			grant:   func() grant.Grant { g := sample(); g.ExpiresAt = "2025-01-01T00:00:00Z"; return g }(),
 			version: v1alpha1.SignatureV2,
-			wantErr: claims.ErrInvalidGrant,
+			wantErr: grant.ErrInvalidGrant,
 		},
 		"NotRFC3339": {
 			reason:  "grantedAt is RFC 3339.",
-			grant:   func() claims.Grant { g := grant(); g.GrantedAt = "yesterday"; return g }(),
+			grant:   func() grant.Grant { g := sample(); g.GrantedAt = "yesterday"; return g }(),
 			version: v1alpha1.SignatureV1,
-			wantErr: claims.ErrInvalidGrant,
+			wantErr: grant.ErrInvalidGrant,
 		},
 		"UnknownVersion": {
 			reason:  "There is no v3.",
-			grant:   grant(),
+			grant:   sample(),
 			version: "v3",
-			wantErr: claims.ErrUnknownVersion,
+			wantErr: grant.ErrUnknownVersion,
 		},
 	}
 	for name, tc := range cases {
@@ -116,31 +117,31 @@ func TestMessage(t *testing.T) {
 // TestV1Ambiguity shows why Check refuses "|": two different v1 grants,
 // one of them an admin grant, share a message.
 func TestV1Ambiguity(t *testing.T) {
-	read := grant()
+	read := sample()
 	read.Workspace, read.Permission, read.GrantedBy = "shop", "read", "admin|ops"
-	admin := grant()
+	admin := sample()
 	admin.Workspace, admin.Permission, admin.GrantedBy = "shop|read", "admin", "ops"
-	if !bytes.Equal(claims.MessageV1(read), claims.MessageV1(admin)) {
+	if !bytes.Equal(grant.MessageV1(read), grant.MessageV1(admin)) {
 		t.Fatalf("MessageV1(): the two grants should share a message")
 	}
-	if bytes.Equal(claims.MessageV2(read), claims.MessageV2(admin)) {
+	if bytes.Equal(grant.MessageV2(read), grant.MessageV2(admin)) {
 		t.Errorf("MessageV2(): different grants share a message")
 	}
-	for _, g := range []claims.Grant{read, admin} {
-		if _, err := g.Message(v1alpha1.SignatureV1); !cmp.Equal(err, claims.ErrInvalidGrant, cmpopts.EquateErrors()) {
-			t.Errorf("Message(v1) of %+v: got err %v, want %v", g, err, claims.ErrInvalidGrant)
+	for _, g := range []grant.Grant{read, admin} {
+		if _, err := g.Message(v1alpha1.SignatureV1); !cmp.Equal(err, grant.ErrInvalidGrant, cmpopts.EquateErrors()) {
+			t.Errorf("Message(v1) of %+v: got err %v, want %v", g, err, grant.ErrInvalidGrant)
 		}
 	}
 }
 
 func TestCheckTimes(t *testing.T) {
-	g := grant()
+	g := sample()
 	g.ExpiresAt = "2026-01-02T00:00:00+01:00"
 	got, err := g.Check(v1alpha1.SignatureV2)
 	if err != nil {
 		t.Fatalf("Check(): %v", err)
 	}
-	want := claims.Times{
+	want := grant.Times{
 		GrantedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		ExpiresAt: time.Date(2026, 1, 1, 23, 0, 0, 0, time.UTC),
 	}

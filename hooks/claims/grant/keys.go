@@ -1,4 +1,4 @@
-package claims
+package grant
 
 import (
 	"crypto/ed25519"
@@ -21,7 +21,9 @@ var (
 )
 
 // ParsePublicKey parses an ed25519 public key written as exactly 64
-// hexadecimal characters (either case), with nothing around them.
+// hexadecimal characters (either case), with nothing around them, and
+// refuses any key CheckPublicKey refuses: the error wraps
+// ErrMalformedPublicKey or ErrWeakPublicKey.
 func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	if len(s) != 2*ed25519.PublicKeySize {
 		return nil, fmt.Errorf("%w: want %d hexadecimal characters, got %d characters", ErrMalformedPublicKey, 2*ed25519.PublicKeySize, len(s))
@@ -29,6 +31,9 @@ func ParsePublicKey(s string) (ed25519.PublicKey, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: not hexadecimal", ErrMalformedPublicKey)
+	}
+	if err := CheckPublicKey(b); err != nil {
+		return nil, err
 	}
 	return ed25519.PublicKey(b), nil
 }
@@ -78,11 +83,18 @@ func FormatSignature(sig []byte) string {
 }
 
 // GenerateKey makes a new ed25519 key pair from rand (crypto/rand when
-// nil).
+// nil). It never returns a public key that CheckPublicKey refuses.
 func GenerateKey(rand io.Reader) (ed25519.PublicKey, ed25519.PrivateKey, error) {
 	pub, priv, err := ed25519.GenerateKey(rand)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot generate an ed25519 key: %w", err)
+	}
+	// Cannot fail: the public key is the base point (of prime order L)
+	// times a scalar that is a multiple of 8 between 2^254 and 2^255, never
+	// a multiple of L. Checked anyway, so that keygen's promise does not
+	// rest on that argument alone.
+	if err := CheckPublicKey(pub); err != nil {
+		return nil, nil, fmt.Errorf("generated key refused: %w", err)
 	}
 	return pub, priv, nil
 }

@@ -1,0 +1,166 @@
+// Package filereload is the one way this project reads credentials from
+// files that change under a running process: serving certificates, client
+// CA bundles and bearer tokens, mounted from Secrets that the kubelet,
+// cert-manager or an operator rotate in place.
+//
+// Two rules hold for every such file:
+//
+//   - Changed: a file has changed when os.Stat reports a different file
+//     (Kubernetes swaps a mounted Secret by moving a symlink), a different
+//     modification time or a different size. Each Get stats the files and
+//     reads them again only then.
+//   - Broken: a file that is missing, unreadable or does not parse is
+//     broken, and a broken file yields no value at all: nothing read from
+//     it before is kept. Credentials fail closed: a deleted token file
+//     refuses every token instead of silently accepting the old ones. A
+//     broken file is read again as soon as it changes, so a fix takes
+//     effect on the next Get.
+//
+// The transition to broken is logged once, and so is the recovery;
+// callers expose Err in their readiness probe and metrics.
+package filereload
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Options configure a Reloader.
+type Options struct {
+	// Name identifies the files in logs, probes and metric labels, e.g.
+	// "auth-tokens". It must not be secret.
+	Name string
+	// Logger gets one line when the files break and one when they load
+	// again; nil discards.
+	Logger *slog.Logger
+}
+
+// Reloader holds a value parsed from one or more files and parses them
+// again when any of them changes (see the package doc for the rules).
+type Reloader[T any] struct {
+	opts  Options
+	paths []string
+	parse func(contents [][]byte) (T, error)
+
+	mu     sync.Mutex
+	stamps []stamp // of the files as last read; nil until a read succeeded
+	val    T
+	err    error
+	tried  bool
+}
+
+// New returns a Reloader of paths; parse turns their contents, in the order
+// of paths, into the value. parse's errors must not quote the contents.
+// Nothing is read until the first Get.
+func New[T any](opts Options, parse func(contents [][]byte) (T, error), paths ...string) *Reloader[T] {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Reloader[T]{opts: opts, paths: paths, parse: parse}
+}
+
+// Name is Options.Name.
+func (r *Reloader[T]) Name() string { return r.opts.Name }
+
+// Get returns the value as the files hold it now, or the reason they are
+// broken.
+func (r *Reloader[T]) Get() (T, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Stat before reading: if a file changes between the two, the next Get
+	// sees a stamp newer than the one recorded and reads again.
+	stamps, err := statAll(r.paths)
+	if err != nil {
+		err = fmt.Errorf("cannot read %s: %w", r.opts.Name, err)
+	}
+	if err == nil && r.stamps != nil && equalStamps(stamps, r.stamps) {
+		return r.val, r.err
+	}
+	var val T
+	if err == nil {
+		val, err = r.read()
+	}
+	r.record(stamps, val, err)
+	return r.val, r.err
+}
+
+// Err reports whether the files are broken now; nil means Get would return
+// a value.
+func (r *Reloader[T]) Err() error {
+	_, err := r.Get()
+	return err
+}
+
+func (r *Reloader[T]) read() (T, error) {
+	var zero T
+	contents := make([][]byte, len(r.paths))
+	for i, p := range r.paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return zero, fmt.Errorf("cannot read %s: %w", r.opts.Name, err)
+		}
+		contents[i] = b
+	}
+	v, err := r.parse(contents)
+	if err != nil {
+		return zero, fmt.Errorf("cannot load %s: %w", r.opts.Name, err)
+	}
+	return v, nil
+}
+
+// record keeps the outcome of a read and logs a change between working and
+// broken. The first outcome is not logged: the caller decides whether a
+// file broken at start is fatal, and says so itself.
+func (r *Reloader[T]) record(stamps []stamp, val T, err error) {
+	wasBroken, first := r.err != nil, !r.tried
+	r.tried = true
+	r.val, r.err = val, err
+	// A failed stat has no stamps to compare: the next Get tries again.
+	r.stamps = stamps
+	switch {
+	case first:
+	case err != nil && !wasBroken:
+		r.opts.Logger.Error("credentials file broken, refusing to use it", "file", r.opts.Name, "err", err)
+	case err == nil && wasBroken:
+		r.opts.Logger.Info("credentials file loaded again", "file", r.opts.Name)
+	}
+}
+
+// stamp is what the "changed" rule compares.
+type stamp struct {
+	info os.FileInfo
+	mod  time.Time
+	size int64
+}
+
+func statAll(paths []string) ([]stamp, error) {
+	out := make([]stamp, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = stamp{info: fi, mod: fi.ModTime(), size: fi.Size()}
+	}
+	return out, nil
+}
+
+func equalStamps(a, b []stamp) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !os.SameFile(a[i].info, b[i].info) || !a[i].mod.Equal(b[i].mod) || a[i].size != b[i].size {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrEmpty is wrapped by the error of a token file that holds no token,
+// so a caller for which the file is optional can tell it from a broken one.
+var ErrEmpty = errors.New("file holds no token")

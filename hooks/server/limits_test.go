@@ -1,0 +1,215 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/formspec/formspec-hooks/hooks/filereload"
+)
+
+// rawRequest opens a connection to the server at url (http://host:port)
+// and sends the request headers, plus prefix of the body.
+func rawRequest(t *testing.T, url, headers, prefix string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := io.WriteString(conn, headers+"\r\n"+prefix); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// statusLine reads the first line of the server's answer on conn.
+func statusLine(t *testing.T, conn net.Conn) string {
+	t.Helper()
+	// A liveness bound only, so that a hanging server fails the test.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+func post(t *testing.T, url, body string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func echoRoutes() []Route {
+	return []Route{{Method: http.MethodPost, Path: "/v1/echo/sync", Name: "echo", Handler: Handler("echo", echoHook)}}
+}
+
+// TestSlowClientsHoldNoSlot fills every hook slot's worth of connections
+// with clients trickling a body, and checks that a normal request is still
+// served: a slot is taken only once the body is read.
+func TestSlowClientsHoldNoSlot(t *testing.T) {
+	const slots = 4
+	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlight: slots})
+
+	var slow []net.Conn
+	for range slots {
+		slow = append(slow, rawRequest(t, hookURL,
+			"POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n", "{"))
+	}
+	// Let every slow request reach its handler before the normal one.
+	time.Sleep(200 * time.Millisecond)
+	for _, c := range slow {
+		if _, err := io.WriteString(c, " "); err != nil {
+			t.Fatalf("a slow client was cut off early: %v", err)
+		}
+	}
+	code, body := post(t, hookURL+"/v1/echo/sync", validBody, nil)
+	if diff := cmp.Diff(http.StatusOK, code); diff != "" {
+		t.Errorf("normal request beside %d slow clients: -want, +got:\n%s\nbody: %s", slots, diff, body)
+	}
+}
+
+// TestBodyTimeout checks that a client trickling a body is cut off after
+// BodyTimeout, well before the server's read timeout.
+func TestBodyTimeout(t *testing.T) {
+	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes(), BodyTimeout: 100 * time.Millisecond})
+	conn := rawRequest(t, hookURL, "POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n", "{")
+	if diff := cmp.Diff("HTTP/1.1 408 Request Timeout", statusLine(t, conn)); diff != "" {
+		t.Errorf("status line: -want, +got:\n%s", diff)
+	}
+}
+
+// TestContentLengthOverLimit announces a body over the limit with
+// "Expect: 100-continue": the server refuses it before reading, so the
+// client never gets "100 Continue" and sends nothing.
+func TestContentLengthOverLimit(t *testing.T) {
+	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes()})
+	conn := rawRequest(t, hookURL, "POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 1000000000\r\n", "")
+	if diff := cmp.Diff("HTTP/1.1 413 Request Entity Too Large", statusLine(t, conn)); diff != "" {
+		t.Errorf("status line: -want, +got:\n%s", diff)
+	}
+}
+
+// TestInFlightBytes holds most of the byte budget with a half-sent body and
+// checks that another body that would go over the budget gets 429, and is
+// served once the first request is gone.
+func TestInFlightBytes(t *testing.T) {
+	// Buffers grow by doubling from 4 KiB, and the budget counts buffer
+	// capacity: the 20 KiB held below take 32 KiB, the 30 KiB body 32 KiB
+	// more.
+	const budget = 48 << 10
+	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlightBytes: budget})
+
+	held := strings.Repeat(" ", 20<<10)
+	conn := rawRequest(t, hookURL, fmt.Sprintf("POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", 2*len(held)), held)
+	waitFor(t, "the half-sent body to be held", func() bool {
+		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
+		return !strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
+	})
+
+	big := `{"parent":{"pad":"` + strings.Repeat("x", 30<<10) + `"}}`
+	code, body := post(t, hookURL+"/v1/echo/sync", big, nil)
+	if diff := cmp.Diff(reply{Code: http.StatusTooManyRequests, Body: errBody("too many request bytes in flight")}, reply{Code: code, Body: body}); diff != "" {
+		t.Errorf("body over the budget: -want, +got:\n%s", diff)
+	}
+	if code, _ := post(t, hookURL+"/v1/echo/sync", validBody, nil); code != http.StatusOK {
+		t.Errorf("small body within the budget: code %d, want 200", code)
+	}
+
+	_ = conn.Close()
+	waitFor(t, "the budget to be given back", func() bool {
+		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
+		return strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
+	})
+	if code, _ := post(t, hookURL+"/v1/echo/sync", big, nil); code != http.StatusOK {
+		t.Errorf("the same body once the budget is free: code %d, want 200", code)
+	}
+}
+
+// TestProbesOnlyOnMetricsListener: the hook listener has no unauthenticated
+// probes; the metrics listener has them.
+func TestProbesOnlyOnMetricsListener(t *testing.T) {
+	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes()})
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		if code, _ := get(t, http.DefaultClient, hookURL+p); code != http.StatusNotFound {
+			t.Errorf("GET %s on the hook listener: code %d, want 404", p, code)
+		}
+		if code, _ := get(t, http.DefaultClient, metricsURL+p); code != http.StatusOK {
+			t.Errorf("GET %s on the metrics listener: code %d, want 200", p, code)
+		}
+	}
+}
+
+// TestBrokenTokenFileFailsClosed deletes and empties the token file under a
+// running server: every token is refused, /readyz fails and the metric says
+// so, until the file is fixed.
+func TestBrokenTokenFileFailsClosed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, "token-a\n", time.Unix(1000, 0))
+	tokens := filereload.NewTokens(path, filereload.Options{Name: "auth-tokens"})
+	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), Tokens: tokens})
+
+	type state struct {
+		Hook, Ready int
+		Metric      bool
+	}
+	observe := func() state {
+		hook, _ := post(t, hookURL+"/v1/echo/sync", validBody, map[string]string{"Authorization": "Bearer token-a"})
+		ready, _ := get(t, http.DefaultClient, metricsURL+"/readyz")
+		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
+		return state{Hook: hook, Ready: ready, Metric: strings.Contains(scrape, `formspec_hooks_credentials_file_ok{file="auth-tokens"} 1`)}
+	}
+	ok := state{Hook: 200, Ready: 200, Metric: true}
+	broken := state{Hook: 401, Ready: 503}
+
+	steps := []struct {
+		reason string
+		change func()
+		want   state
+	}{
+		{reason: "A good file serves.", change: func() {}, want: ok},
+		{reason: "An emptied file refuses the token it held.", change: func() { writeFile(t, path, "", time.Unix(1001, 0)) }, want: broken},
+		{reason: "A fixed file serves again.", change: func() { writeFile(t, path, "token-a\n", time.Unix(1002, 0)) }, want: ok},
+		{reason: "A deleted file refuses every token.", change: func() { _ = os.Remove(path) }, want: broken},
+		{reason: "An unreadable path (a directory) refuses every token.", change: func() { _ = os.Mkdir(path, 0o700) }, want: broken},
+	}
+	for i, s := range steps {
+		s.change()
+		if diff := cmp.Diff(s.want, observe()); diff != "" {
+			t.Errorf("step %d: %s\n-want, +got:\n%s", i, s.reason, diff)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
