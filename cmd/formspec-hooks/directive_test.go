@@ -167,3 +167,24 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestWorkspaceObjectLimit shows that the Workspace hooks' request type is
+// held to --max-objects like every other: a sync carrying more children and
+// related objects than the limit is refused before the hook runs.
+func TestWorkspaceObjectLimit(t *testing.T) {
+	cfg := fixtureConfig()
+	cfg.handlerOptions = append(cfg.handlerOptions, server.WithMaxObjects(2))
+	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/workspace/sync", "/v1/workspace/finalize"} {
+		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec := post(h, path, body, nil); rec.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s with 5 objects over a limit of 2: status %d (%q), want 413", path, rec.Code, rec.Body)
+		}
+	}
+}

@@ -168,6 +168,24 @@ func (r *Request) Validate() error {
 	return nil
 }
 
+// ObjectCount is how many objects the request carries besides its parent;
+// the transport caps it (server.WithMaxObjects) so that a hook's work stays
+// bounded whatever the request holds.
+func (r *Request) ObjectCount() int {
+	n := r.Children.count()
+	for _, c := range r.Related.ClusterClasses {
+		if c != nil {
+			n++
+		}
+	}
+	for _, c := range r.Related.ResourceClaims {
+		if len(c) > 0 && string(c) != "null" {
+			n++
+		}
+	}
+	return n
+}
+
 // observed is everything a sync or finalize request tells about one
 // workspace. A nil pointer means "not observed".
 type observed struct {

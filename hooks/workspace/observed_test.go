@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"testing"
@@ -22,5 +23,18 @@ func TestRequestKeys(t *testing.T) {
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request keys: -want, +got:\n%s", diff)
+	}
+}
+
+func TestObjectCount(t *testing.T) {
+	body := `{"parent":{"metadata":{"name":"a"}},
+	  "children":{"Deployment.apps/v1":{"n/a":{},"n/b":null},"Service.v1":{"n/a":{}},"ConfigMap.v1":{"n/a-config":{}}},
+	  "related":{"ClusterClass.formspec.dev/v1alpha1":{"c":{}},"ResourceClaim.formspec.dev/v1alpha1":{"n/x":{},"n/y":{},"n/z":null}}}`
+	var req Request
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(6, req.ObjectCount()); diff != "" {
+		t.Errorf("ObjectCount (null entries are not objects): -want, +got:\n%s", diff)
 	}
 }
