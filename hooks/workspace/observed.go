@@ -131,7 +131,20 @@ type deploymentView struct {
 			} `json:"metadata"`
 		} `json:"template"`
 	} `json:"spec"`
-	Status appsv1.DeploymentStatus `json:"status"`
+	// Status leaves out the conditions' times, which nothing reads.
+	Status struct {
+		ObservedGeneration int64 `json:"observedGeneration"`
+		Replicas           int32 `json:"replicas"`
+		UpdatedReplicas    int32 `json:"updatedReplicas"`
+		ReadyReplicas      int32 `json:"readyReplicas"`
+		AvailableReplicas  int32 `json:"availableReplicas"`
+		Conditions         []struct {
+			Type    appsv1.DeploymentConditionType `json:"type"`
+			Status  corev1.ConditionStatus         `json:"status"`
+			Reason  string                         `json:"reason"`
+			Message string                         `json:"message"`
+		} `json:"conditions"`
+	} `json:"status"`
 }
 
 // deployment decodes the view of an observed Deployment into the fields of
@@ -141,13 +154,24 @@ func (o *Observed[T]) deployment(what string) (*appsv1.Deployment, error) {
 	if err := json.Unmarshal(o.raw, &v); err != nil {
 		return nil, &metacontroller.InvalidObjectError{What: what, Err: err}
 	}
+	var conditions []appsv1.DeploymentCondition
+	for _, c := range v.Status.Conditions {
+		conditions = append(conditions, appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: v.Metadata.Name, Namespace: v.Metadata.Namespace, Generation: v.Metadata.Generation},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: v.Spec.Replicas,
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: v.Spec.Template.Metadata.Annotations}},
 		},
-		Status: v.Status,
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: v.Status.ObservedGeneration,
+			Replicas:           v.Status.Replicas,
+			UpdatedReplicas:    v.Status.UpdatedReplicas,
+			ReadyReplicas:      v.Status.ReadyReplicas,
+			AvailableReplicas:  v.Status.AvailableReplicas,
+			Conditions:         conditions,
+		},
 	}, nil
 }
 
