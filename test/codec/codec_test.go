@@ -7,7 +7,7 @@
 // cannot be the server's.
 //
 //	cd test/codec && go test -run Correctness -v . ; go test -run '^$' -bench . -benchmem
-//	GOEXPERIMENT=jsonv2 go test -run '^$' -bench '/.*encoding_json' -benchmem
+//	GOEXPERIMENT=jsonv2 go test -run '^$' -bench . -benchmem   # read the encoding_json rows
 package codec
 
 import (

@@ -145,9 +145,8 @@ func startEnv(t *testing.T) *env {
 		"--listen=127.0.0.1:" + strconv.Itoa(hookPort),
 		"--metrics-listen=127.0.0.1:" + strconv.Itoa(hookMetricsPort),
 		"--control-cluster-url=" + controlClusterURL,
-		// Nothing listens there: the hand-off fails quietly and the
-		// restart-directive lookup answers "no directive", which is what
-		// the hooks must tolerate.
+		// Nothing listens there: the hand-off fails quietly, which is
+		// what the hooks must tolerate.
 		"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
 		"--shutdown-delay=0",
 		"--log-level=debug",
