@@ -59,12 +59,24 @@ type Request struct {
 // the user's object (phase Degraded, reason InvalidSpec), so it is decoded
 // on its own, after the rest of the request.
 type Parent struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.TypeMeta `json:",inline"`
+	Metadata        ParentMeta `json:"metadata"`
 	// Spec is the Workspace's spec, undecoded.
 	Spec json.RawMessage `json:"spec"`
 	// Status is the status as last written, for condition transition times.
 	Status v1alpha1.WorkspaceStatus `json:"status,omitempty"`
+}
+
+// ParentMeta is the part of a Workspace's metadata the hooks read. The
+// rest is skipped rather than decoded: above all managedFields, which
+// Metacontroller sends with every object and which can outweigh the spec.
+type ParentMeta struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	Generation        int64             `json:"generation"`
+	CreationTimestamp metav1.Time       `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
+	Annotations       map[string]string `json:"annotations"`
 }
 
 // Children are the observed children of a Workspace, the five kinds the
@@ -236,7 +248,14 @@ type observed struct {
 // a spec that does not decode is a decision, recorded in invalidSpec.
 func observe(req *Request) (*observed, error) {
 	p := req.Parent
-	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta, Status: p.Status}
+	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, Status: p.Status, ObjectMeta: metav1.ObjectMeta{
+		Name:              p.Metadata.Name,
+		Namespace:         p.Metadata.Namespace,
+		Generation:        p.Metadata.Generation,
+		CreationTimestamp: p.Metadata.CreationTimestamp,
+		DeletionTimestamp: p.Metadata.DeletionTimestamp,
+		Annotations:       p.Metadata.Annotations,
+	}}
 	o := &observed{ws: ws, children: &req.Children}
 	if err := decodeSpec(p.Spec, &ws.Spec); err != nil {
 		ws.Spec = v1alpha1.WorkspaceSpec{}

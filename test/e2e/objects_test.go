@@ -167,7 +167,9 @@ func render(t testing.TB, ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass) 
 	}
 	h := workspace.New(workspace.Config{ControlClusterURL: controlClusterURL})
 	resp, err := h.Sync(context.Background(), &workspace.Request{
-		Parent:  &workspace.Parent{TypeMeta: ws.TypeMeta, ObjectMeta: ws.ObjectMeta, Spec: spec},
+		Parent: &workspace.Parent{TypeMeta: ws.TypeMeta, Spec: spec, Metadata: workspace.ParentMeta{
+			Name: ws.Name, Namespace: ws.Namespace, Generation: ws.Generation, Annotations: ws.Annotations,
+		}},
 		Related: workspace.Related{ClusterClasses: map[string]*v1alpha1.ClusterClass{class.Name: class}},
 	})
 	if err != nil {
