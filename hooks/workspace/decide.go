@@ -10,8 +10,9 @@ import (
 )
 
 // This file is the second step of a Workspace hook: from what was observed
-// to what is desired, as one value. Nothing here decodes or encodes JSON,
-// reads a clock other than Config.Now, or talks to anything.
+// to what is desired, as one value. Nothing here reads a clock other than
+// Config.Now or talks to anything; the JSON it touches is its own business
+// (frozen children decoded in full, spec.cache rendered for the ConfigMap).
 
 // finalizeResync is how soon a finalize that is still waiting asks to be
 // called again, in case no child event wakes it.

@@ -20,7 +20,7 @@ import (
 )
 
 // This file is the first step of a Workspace hook: what the request says,
-// decoded once into typed objects.
+// decoded once, each part only as far as the hooks read it.
 
 // Child and related keys in Metacontroller's v2 object maps. The JSON tags
 // of Children and Related spell the same keys; TestRequestKeys keeps them
@@ -37,9 +37,11 @@ var (
 
 // Request is the body Metacontroller sends to the Workspace sync and
 // finalize hooks (metacontroller.CompositeRequest), decoded in one pass
-// straight into the types the hooks use: no object is held as raw bytes and
-// decoded a second time, except the two parts whose failure is a decision
-// rather than a broken request (Parent.Spec and the related claims).
+// straight into the types the hooks use. Three parts stay as the bytes
+// received until a hook reads them: the spec and each related claim, whose
+// failure to decode is a decision rather than a broken request, and each
+// observed child (Observed), which a sync reads only a little of. None is
+// decoded twice.
 //
 // The controller object is not decoded: the hooks do not use it.
 type Request struct {

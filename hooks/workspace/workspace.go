@@ -1,9 +1,14 @@
 // Package workspace implements the Workspace CompositeController hooks:
 // customize (which related objects sync sees), sync (the desired children and
 // the status) and finalize (ordered teardown). Every hook is a pure function
-// of its request, the configuration and the clock; nothing here talks to the
-// network except the optional restart-directive lookup, whose failure is
-// never an error.
+// of its request, the configuration and the clock, and reads nothing but its
+// request: a restart arrives as an annotation on the Workspace, which the
+// reporter writes for Cluster Control.
+//
+// A sync or finalize goes one way through three files: observed.go decodes
+// the request (once, and each child only as far as it is read), decide.go
+// turns what was observed into what is desired (one value), and encode.go
+// turns that into the response the transport encodes.
 package workspace
 
 import (
