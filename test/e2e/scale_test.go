@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,10 +31,12 @@ const scaleTimeout = 20 * time.Minute
 // TestScale is a benchmark, not a check: under the real Metacontroller it
 // creates N Workspaces at once and prints the seconds until every one has
 // its Deployment, Service and ConfigMap and a status.observedGeneration,
-// and the hook server's CPU seconds meanwhile. It runs twice: with
-// Metacontroller's client throttle raised (as the other e2e tests run it)
-// and at its defaults (--client-go-qps 5, burst 10), which dominate at any
-// size. It runs only when FORMSPEC_E2E_SCALE is set.
+// and the hook server's CPU seconds meanwhile. It runs with
+// Metacontroller's client throttle raised (as the other e2e tests run it),
+// at its defaults (--client-go-qps 5, burst 10), which dominate at any
+// size, and raised again with a trivial hook in place of the hook server
+// (constant children, no work), the floor to compare with. It runs only
+// when FORMSPEC_E2E_SCALE is set.
 //
 //	FORMSPEC_E2E_SCALE=300 METACONTROLLER_BIN=... go test ./test/e2e -run TestScale -v -timeout 60m
 func TestScale(t *testing.T) {
@@ -43,21 +48,85 @@ func TestScale(t *testing.T) {
 	const className = "scale"
 	e.apply(t, clusterClass(className, v1alpha1.Scaling{MinReplicas: ptr.To[int32](1)}))
 
-	e.scaleRun(t, "raised-qps", n, className)
+	e.scaleRun(t, "raised-qps", n, className, e.hookCPUSeconds)
+	raised := slices.Clone(e.mcArgs)
 	e.restartMetacontroller(t, func() {
 		e.mcArgs = slices.DeleteFunc(e.mcArgs, func(a string) bool {
 			return strings.HasPrefix(a, "--client-go-qps=") || strings.HasPrefix(a, "--client-go-burst=")
 		})
 	})
-	e.scaleRun(t, "default-qps", n, className)
+	e.scaleRun(t, "default-qps", n, className, e.hookCPUSeconds)
+	// The same at the raised throttle with a hook that does no work: what
+	// Metacontroller and the API server alone take.
+	e.restartMetacontroller(t, func() {
+		e.mcArgs = raised
+		e.hooks.Stop()
+		e.startTrivialHook(t)
+	})
+	e.scaleRun(t, "raised-qps-trivial-hook", n, className, nil)
 }
+
+// startTrivialHook serves the workspace hooks where the hook server did,
+// with its certificate, answering every sync with the same three children
+// (named after the parent) and a status of its generation, without
+// checking the token or decoding more than the parent's name.
+func (e *env) startTrivialHook(t *testing.T) {
+	t.Helper()
+	backend := e.proxy.routes[serviceHost(e.install.service)]
+	mounts := filepath.Join(e.dir, "mounts")
+	cert, err := tls.LoadX509KeyPair(
+		filepath.Join(mounts, filepath.FromSlash(flagValue(t, e.install.deployment, "tls-cert-file"))),
+		filepath.Join(mounts, filepath.FromSlash(flagValue(t, e.install.deployment, "tls-key-file"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", backend, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/workspace/customize", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, `{}`)
+	})
+	mux.HandleFunc("POST /v1/workspace/sync", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Parent struct {
+				Metadata struct {
+					Name       string `json:"name"`
+					Namespace  string `json:"namespace"`
+					Generation int64  `json:"generation"`
+				} `json:"metadata"`
+			} `json:"parent"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		m := req.Parent.Metadata
+		_, _ = io.WriteString(w, strings.NewReplacer("{name}", m.Name, "{namespace}", m.Namespace, "{generation}", strconv.FormatInt(m.Generation, 10)).Replace(trivialAnswer))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+// trivialAnswer is the trivial hook's answer, {name}, {namespace} and
+// {generation} replaced.
+const trivialAnswer = `{"status":{"observedGeneration":{generation},"phase":"Ready"},"children":[
+{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"{name}-config","namespace":"{namespace}"},"data":{"k":"v"}},
+{"apiVersion":"v1","kind":"Service","metadata":{"name":"{name}","namespace":"{namespace}"},"spec":{"selector":{"formspec.dev/workspace":"{name}"},"ports":[{"name":"http","port":80,"targetPort":8080}]}},
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"{name}","namespace":"{namespace}"},"spec":{"replicas":1,"selector":{"matchLabels":{"formspec.dev/workspace":"{name}"}},
+ "template":{"metadata":{"labels":{"formspec.dev/workspace":"{name}"}},"spec":{"containers":[{"name":"resource","image":"formahub/formspec-resource:latest"}]}}}}]}`
 
 // scaleRun creates n Workspaces in a namespace of their own and waits for
 // all of them, printing what it measured.
-func (e *env) scaleRun(t *testing.T, label string, n int, className string) {
+func (e *env) scaleRun(t *testing.T, label string, n int, className string, cpu func(*testing.T) float64) {
 	ns := "scale-" + label
 	e.namespace(t, ns)
-	cpu0 := e.hookCPUSeconds(t)
+	if cpu == nil {
+		cpu = func(*testing.T) float64 { return 0 }
+	}
+	cpu0 := cpu(t)
 	start := time.Now()
 	for i := range n {
 		e.apply(t, newWorkspace(ns, fmt.Sprintf("ws-%04d", i), className))
@@ -79,7 +148,7 @@ func (e *env) scaleRun(t *testing.T, label string, n int, className string) {
 	}
 	elapsed := time.Since(start)
 	t.Logf("%s: %d Workspaces created in %.1fs, all synced after %.1fs; hook server CPU %.2fs",
-		label, n, created.Seconds(), elapsed.Seconds(), e.hookCPUSeconds(t)-cpu0)
+		label, n, created.Seconds(), elapsed.Seconds(), cpu(t)-cpu0)
 }
 
 // scaleDone reports whether n Workspaces of ns all have their three
