@@ -1,4 +1,7 @@
 # Builds the hook server and the reporter sidecar into one small image.
+# `make image` passes VERSION (git describe) and REVISION (the commit); both
+# are linked into the binaries (`formspec-hooks version`,
+# formspec_hooks_build_info) and label the image.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -6,10 +9,20 @@ RUN go mod download
 COPY cmd ./cmd
 COPY hooks ./hooks
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/formspec-hooks ./cmd/formspec-reporter
+ARG REVISION=
+RUN CGO_ENABLED=0 go build -trimpath \
+    -ldflags="-s -w -X github.com/formspec/formspec-hooks/hooks/buildinfo.version=${VERSION} -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=${REVISION}" \
+    -o /out/ ./cmd/formspec-hooks ./cmd/formspec-reporter
 
 # distroless static: no shell, no package manager, runs as 65532.
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+ARG REVISION=
+LABEL org.opencontainers.image.title="formspec-hooks" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.description="Metacontroller hooks and Cluster Control reporter of the FormSpec platform" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.source="https://github.com/formspec/formspec-hooks"
 COPY --from=build /out/formspec-hooks /out/formspec-reporter /usr/local/bin/
 USER 65532:65532
 EXPOSE 8080 9090

@@ -3,39 +3,61 @@
 #               a reference Cluster Control, for a local demo
 #   make test   run every test layer (builds the Kubernetes test binaries once)
 #               and the Helm chart's tests
+#   make image  build the container image with docker, podman or buildah
 
 GO      ?= go
 BIN     ?= bin
 LISTEN  ?= 127.0.0.1:8080
 METRICS ?= 127.0.0.1:9090
 
+# VERSION is linked into every binary (`formspec-hooks version`, the
+# formspec_hooks_build_info metric) and labels the image.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.version=$(VERSION) \
+	-X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
+IMAGE   ?= ghcr.io/formspec/formspec-hooks
+# The first container builder found; set it to choose.
+BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b) 2>/dev/null),$(b))))
+
 # The values the golden fixtures were made with, so that any fixture
 # posted to `make run` answers exactly its response.json.
 RUN_FLAGS ?= --listen $(LISTEN) --metrics-listen $(METRICS) \
 	--resource-image formahub/formspec-resource --default-version latest \
-	--control-cluster-url http://formspec-ctl.formspec-system:7070 \
+	--cluster-control-url http://formspec-ctl.formspec-system:7070 \
 	--log-level debug --shutdown-delay 0s
 
 include test/k8s.mk
 
-.PHONY: all build run test test-helm helm-crds unit fmt vet fixtures load bench clean
+.PHONY: all build image run test test-helm crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
-# run starts the three processes of a local demo and stops all of them on
-# Ctrl-C: the reference Cluster Control (API 127.0.0.1:8480, admin
-# 127.0.0.1:8481), the reporter sidecar (127.0.0.1:8181, metrics
-# 127.0.0.1:9091) and the hook server.
+# image builds $(IMAGE):$(VERSION) from the Dockerfile with whichever
+# builder is installed; push it with the same tool and pin that tag (see
+# docs/install.md).
+image:
+	@if [ -z "$(BUILDER)" ]; then echo "make image: no docker, podman or buildah found; set BUILDER" >&2; exit 1; fi
+	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) .
+
+# run starts the three processes of a local demo: the reference Cluster
+# Control (API 127.0.0.1:8480, admin 127.0.0.1:8481), the reporter sidecar
+# (127.0.0.1:8181, metrics 127.0.0.1:9091) and the hook server. Ctrl-C, a
+# SIGTERM to make (`kill %1` of `make run &`: make passes it on) or any of
+# the three exiting stops all of them: the recipe waits in the shell, where
+# the traps can run, and the EXIT trap ends the other two.
+run: SHELL := /bin/bash
 run: build
-	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
+	@trap 'kill $$(jobs -p) 2>/dev/null; wait' EXIT; trap 'exit 0' INT TERM; \
 	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:8480 --admin-listen 127.0.0.1:8481 & \
 	$(BIN)/formspec-reporter --cluster-control-url http://127.0.0.1:8480 \
 		--listen 127.0.0.1:8181 --metrics-listen 127.0.0.1:9091 \
 		--node-health-interval 5s --deploy-status-interval 5s & \
-	$(BIN)/formspec-hooks serve $(RUN_FLAGS) --reporter-url http://127.0.0.1:8181
+	$(BIN)/formspec-hooks serve $(RUN_FLAGS) --reporter-url http://127.0.0.1:8181 & \
+	wait -n
 
 # test runs every layer: unit tests, the concurrent packages again under the
 # race detector, the tests against a real kube-apiserver (k8s-binaries
@@ -46,6 +68,7 @@ test: vet k8s-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e) skip; see docs/testing.md"; fi
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./hooks/server/... ./hooks/reporter/... ./hooks/clustercontrol/... ./cmd/...
+	cd test/tools && $(GO) test -count=1 ./crdgen/...
 	cd test/helm && $(GO) test -count=1 ./...
 
 # test-helm runs only the chart's tests: render, helm lint, sameness with
@@ -54,6 +77,14 @@ test: vet k8s-binaries
 # go.mod; its first build takes a minute or two.
 test-helm: k8s-binaries
 	cd test/helm && $(GO) test -count=1 ./...
+
+# crds writes the Workspace CRD from its template, giving the pod
+# passthrough fields the schemas of their core types as the pinned
+# kube-apiserver defines them (test/tools/crdgen), then copies the CRDs into
+# the chart. test/tools/crdgen's tests fail while the CRD is stale.
+crds:
+	cd test/tools/crdgen && $(GO) run .
+	$(MAKE) helm-crds
 
 # helm-crds copies deploy/crds into the chart, which Helm wants in its own
 # crds/ directory; test/helm fails while the two differ.
@@ -72,6 +103,7 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd test/helm && $(GO) vet ./...
+	cd test/tools && $(GO) vet ./crdgen/...
 
 # fixtures regenerates the fixture requests (workspace ones from
 # test/fixturegen, the signed datastore and resourceclaim ones from their

@@ -5,17 +5,15 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/filereload"
@@ -25,24 +23,35 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintf(os.Stderr, "formspec-clustercontrol: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(cliflag.Exit(os.Stderr, program, run(ctx, os.Args[1:], os.Stdout, os.Stderr)))
 }
 
+const program = "formspec-clustercontrol"
+
+// usage heads --help.
+const usage = `Usage: formspec-clustercontrol [flags]
+       formspec-clustercontrol version
+
+Serve the reference Cluster Control (docs/cluster-control-api.yaml), in
+memory, for tests and demos, until SIGTERM. Not for production.
+
+Flags:
+`
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := cliflag.New("formspec-clustercontrol")
+	fs := cliflag.New(program, usage)
 	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API")
 	adminListen := fs.String("admin-listen", "127.0.0.1:8481", "address of the admin API (faults, directives, state); keep it on localhost")
 	tokenFile := fs.String("token-file", "", "file with accepted bearer tokens, one per line; empty accepts any request")
-	if err := cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n"); err != nil {
+	logging := cliflag.AddLogging(fs)
+	cliflag.AddVersion(fs)
+	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if err := cliflag.NoArgs(fs); err != nil {
+		return err
+	}
+	log := logging.Logger(stderr)
 	var tokens []string
 	if *tokenFile != "" {
 		raw, err := os.ReadFile(*tokenFile)
@@ -65,18 +74,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_ = apiLn.Close()
 		return fmt.Errorf("cannot listen on --admin-listen: %w", err)
 	}
-	log.Info("reference cluster control starting", "listen", apiLn.Addr().String(), "admin", adminLn.Addr().String(), "auth", len(tokens) > 0)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ctx, apiLn) }()
-	go func() { errc <- httpserve.Run(ctx, adminLn, srv.AdminHandler(), 5*time.Second) }()
-	var first error
-	for range 2 {
-		if err := <-errc; err != nil && first == nil {
-			first = err
-		}
-		cancel()
-	}
-	return first
+	log.Info("reference cluster control starting", "version", buildinfo.Get().Version, "listen", apiLn.Addr().String(), "admin", adminLn.Addr().String(), "auth", len(tokens) > 0)
+	return cliflag.RunAll(ctx,
+		func(ctx context.Context) error { return srv.Serve(ctx, apiLn) },
+		func(ctx context.Context) error { return httpserve.Run(ctx, adminLn, srv.AdminHandler(), 5*time.Second) },
+	)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
 // TestHelpIsDocumented keeps docs/reporter.md's demo section identical to
@@ -35,6 +37,8 @@ func TestRun(t *testing.T) {
 		reason string
 		args   []string
 		want   error
+		// usage is whether the error is a *cliflag.UsageError.
+		usage bool
 		// wantUsageOn is where the usage must appear: "stdout", "stderr"
 		// or "" for neither.
 		wantUsageOn string
@@ -46,10 +50,10 @@ func TestRun(t *testing.T) {
 			wantUsageOn: "stdout",
 		},
 		"UnknownFlag": {
-			reason:      "A mistake is an error, with the usage on stderr so it does not mix with output.",
-			args:        []string{"--nope"},
-			want:        cmpopts.AnyError,
-			wantUsageOn: "stderr",
+			reason: "A mistake is a usage error, reported by main (exit 2) without the flag list.",
+			args:   []string{"--nope"},
+			want:   cmpopts.AnyError,
+			usage:  true,
 		},
 		"MissingTokenFile": {
 			reason: "The reference server's token file is not optional: without it, it would accept anyone.",
@@ -70,7 +74,10 @@ func TestRun(t *testing.T) {
 			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
 			}
-			const usage = "Usage of formspec-clustercontrol:"
+			if _, usage := errors.AsType[*cliflag.UsageError](err); usage != tc.usage {
+				t.Errorf("%s\nusage error: got %v, want %v (%v)", tc.reason, usage, tc.usage, err)
+			}
+			const usage = "Usage: formspec-clustercontrol [flags]"
 			got := map[string]bool{"stdout": strings.Contains(stdout.String(), usage), "stderr": strings.Contains(stderr.String(), usage)}
 			want := map[string]bool{"stdout": tc.wantUsageOn == "stdout", "stderr": tc.wantUsageOn == "stderr"}
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -1,111 +1,48 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
-	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/reporter"
 	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
-// TestRestartAnnotationRollsPods follows a restart through the real hook
-// server: the reporter writes Cluster Control's restart_required hash onto
-// the Workspace as formspec.dev/artifact-binary-hash; the sync stamps it on
-// the pod template; once the pods run it the status reports it; and when
-// the annotation is removed the pods keep the hash instead of rolling back.
-func TestRestartAnnotationRollsPods(t *testing.T) {
+// TestRestartDirectiveRollsPods follows a restart_required directive from
+// Cluster Control through the real reporter, onto the Workspace as its
+// formspec.dev/artifact-binary-hash annotation, and through the real hook
+// server: the workspace's pod template takes the new hash, and once the
+// pods run it the next status reports the directive consumed. The hook
+// reads only its request; the annotation is all it needs.
+func TestRestartDirectiveRollsPods(t *testing.T) {
 	const hash = "sha256:9c41be"
-	h := fixtureHandler(t)
-	req := fixtureRequest(t, "steady-ready")
-	annotations := map[string]any{"formspec.dev/artifact-binary-hash": hash}
-	req["parent"].(map[string]any)["metadata"].(map[string]any)["annotations"] = annotations
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 
-	if got := templateHash(t, syncBody(t, h, req)); got != hash {
-		t.Fatalf("pod template artifact hash: got %q, want the annotation's %q", got, hash)
-	}
-
-	// The Deployment has rolled: the observed template carries the hash.
-	dep := req["children"].(map[string]any)["Deployment.apps/v1"].(map[string]any)["team-a/acme"].(map[string]any)
-	tmplMeta := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
-	tmplMeta["annotations"].(map[string]any)["formspec.dev/artifact-binary-hash"] = hash
-	var resp struct {
-		Status struct {
-			ArtifactHash string `json:"artifactHash"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal(syncBody(t, h, req), &resp); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(hash, resp.Status.ArtifactHash); diff != "" {
-		t.Fatalf("status.artifactHash after the rollout: -want, +got:\n%s", diff)
-	}
-
-	// The annotation is gone; the pods keep the hash they run.
-	delete(annotations, "formspec.dev/artifact-binary-hash")
-	if got := templateHash(t, syncBody(t, h, req)); got != hash {
-		t.Errorf("after the annotation is removed the pod template must keep %q, got %q", hash, got)
-	}
-}
-
-// TestSyncMakesNoNetworkCall serves Workspace syncs with the reporter
-// hand-off pointed at a listener that fails the test on any connection.
-// The hand-off's sender is not started, so nothing may connect: a sync
-// reads only its request, and handing its observation over only queues it.
-func TestSyncMakesNoNetworkCall(t *testing.T) {
+	cc := clustercontrol.New(clustercontrol.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var connects atomic.Int32
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			connects.Add(1)
-			conn.Close()
-		}
-	}()
-	defer ln.Close()
-	client, err := handoff.New("http://"+ln.Addr().String(), handoff.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := fixtureConfig()
-	cfg.reporterURL, cfg.reports = "http://"+ln.Addr().String(), client
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"steady-ready", "artifact-hash-change", "credentials-mixed", "cluster-class-missing"} {
-		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", name, "request.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec := post(h, "/v1/workspace/sync", body, nil); rec.Code != http.StatusOK {
-			t.Fatalf("%s: status %d: %s", name, rec.Code, rec.Body)
-		}
-	}
-	// A connection that was dialled is accepted within this grace period;
-	// it is a wait for a late arrival, not a timing assertion.
-	time.Sleep(50 * time.Millisecond)
-	if n := connects.Load(); n != 0 {
-		t.Errorf("the sync hooks opened %d connections; want none", n)
-	}
-}
+	go func() { _ = cc.Serve(ctx, ln) }()
+	cc.SetDirective("team-a", "acme", hash)
 
-func fixtureRequest(t *testing.T, name string) map[string]any {
-	t.Helper()
-	body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", name, "request.json"))
+	body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,20 +50,82 @@ func fixtureRequest(t *testing.T, name string) map[string]any {
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatal(err)
 	}
-	return req
-}
+	parent := &unstructured.Unstructured{Object: req["parent"].(map[string]any)}
+	workspaces := schema.GroupVersionResource{Group: "formspec.dev", Version: "v1alpha1", Resource: "workspaces"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{workspaces: "WorkspaceList"}, parent.DeepCopy())
 
-func syncBody(t *testing.T, h http.Handler, req map[string]any) []byte {
-	t.Helper()
-	body, err := json.Marshal(req)
+	rep, err := reporter.New(reporter.Config{
+		ClusterControlURL:    "http://" + ln.Addr().String(),
+		Reporter:             "reporter-0",
+		Kube:                 &reporter.KubeClients{Dynamic: dyn},
+		NodeHealthInterval:   time.Hour,
+		DeployStatusInterval: 10 * time.Millisecond,
+		RequestTimeout:       5 * time.Second,
+		BackoffBase:          time.Millisecond,
+		BackoffMax:           10 * time.Millisecond,
+		NodeStaleIntervals:   4,
+		PodStaleAfter:        time.Hour,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := post(h, "/v1/workspace/sync", body, nil)
-	if rec.Code != http.StatusOK {
-		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	go func() { _ = rep.Run(ctx) }()
+	sidecar := httptest.NewServer(rep.LocalHandler())
+	defer sidecar.Close()
+	client, err := handoff.New(sidecar.URL, handoff.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return rec.Body.Bytes()
+	go func() { _ = client.Run(ctx) }()
+
+	cfg := fixtureConfig()
+	cfg.reports = client
+	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Metacontroller sees the Workspace change and syncs with it.
+	waitUntil(t, "the reporter to write the directive onto the Workspace", func() bool {
+		ws, err := dyn.Resource(workspaces).Namespace("team-a").Get(ctx, "acme", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ws.GetAnnotations()["formspec.dev/artifact-binary-hash"] != hash {
+			return false
+		}
+		req["parent"] = ws.Object
+		return true
+	})
+	annotated, _ := json.Marshal(req)
+	desired := templateHash(t, post(h, "/v1/workspace/sync", annotated, nil).Body.Bytes())
+	if desired != hash {
+		t.Fatalf("pod template artifact hash: got %q, want the directive's %q", desired, hash)
+	}
+
+	// The Deployment has rolled: the observed template carries the hash.
+	dep := req["children"].(map[string]any)["Deployment.apps/v1"].(map[string]any)["team-a/acme"].(map[string]any)
+	tmplMeta := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
+	tmplMeta["annotations"].(map[string]any)["formspec.dev/artifact-binary-hash"] = hash
+	rolled, _ := json.Marshal(req)
+	rec := post(h, "/v1/workspace/sync", rolled, nil)
+	var resp struct {
+		Status struct {
+			ArtifactHash string `json:"artifactHash"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status.ArtifactHash != hash {
+		t.Fatalf("status.artifactHash after the rollout: got %q, want %q", resp.Status.ArtifactHash, hash)
+	}
+
+	waitUntil(t, "Cluster Control to hear the directive was consumed", func() bool { return len(cc.Consumed()) > 0 })
+	want := []clustercontrol.Consumption{{Namespace: "team-a", Name: "acme", Action: "restart_required", ArtifactHash: hash}}
+	if diff := cmp.Diff(want, cc.Consumed()); diff != "" {
+		t.Errorf("consumed: -want, +got:\n%s", diff)
+	}
 }
 
 func templateHash(t *testing.T, body []byte) string {
@@ -165,26 +164,5 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// TestWorkspaceObjectLimit shows that the Workspace hooks' request type is
-// held to --max-objects like every other: a sync carrying more children and
-// related objects than the limit is refused before the hook runs.
-func TestWorkspaceObjectLimit(t *testing.T) {
-	cfg := fixtureConfig()
-	cfg.handlerOptions = append(cfg.handlerOptions, server.WithMaxObjects(2))
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{"/v1/workspace/sync", "/v1/workspace/finalize"} {
-		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec := post(h, path, body, nil); rec.Code != http.StatusRequestEntityTooLarge {
-			t.Errorf("%s with 5 objects over a limit of 2: status %d (%q), want 413", path, rec.Code, rec.Body)
-		}
 	}
 }

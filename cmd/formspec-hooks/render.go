@@ -24,21 +24,29 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // Workspace, ClusterClass and ResourceClaims in the given YAML, offline.
 func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var files fileList
-	fs := cliflag.New("render")
+	fs := cliflag.New(program+" render", renderUsage)
 	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims, Datastores and endpoint Secrets; repeatable; - or none reads stdin")
 	image := fs.String("resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
 	version := fs.String("default-version", "", "image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
-	controlURL := fs.String("control-cluster-url", "", "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL")
-	if err := cliflag.Parse(fs, args, stdout, stderr, renderUsage); err != nil {
+	var controlURL string
+	clusterControlURLFlags(fs, &controlURL)
+	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (give files with -f)", fs.Args())
+		return cliflag.Usagef(fs, "unexpected arguments %q (give files with -f)", fs.Args())
 	}
 	repo, tag, err := resolveImage(*image, *version)
 	if err != nil {
-		return err
+		return cliflag.Usagef(fs, "%w", err)
 	}
+	if err := checkURL("--cluster-control-url", controlURL, true); err != nil {
+		return cliflag.Usagef(fs, "%w", err)
+	}
+	// The same warnings as serve, on stderr so that stdout stays YAML.
+	warn := func(msg string) { fmt.Fprintln(stderr, "warning: "+msg) }
+	warnDeprecated(fs, warn)
+	warnNoClusterControl(warn, controlURL)
 	if len(files) == 0 {
 		files = fileList{"-"}
 	}
@@ -56,7 +64,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	// Render into a buffer so that a failure prints nothing half-done.
 	var out bytes.Buffer
-	cfg := workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL}
+	cfg := workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: controlURL}
 	if err := render.Render(ctx, &out, cfg, docs); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 	}
 	ws := workspace.New(wsCfg)
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
-	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions})
+	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink})
 	opts := cfg.handlerOptions
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	return []server.Route{

@@ -15,6 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
@@ -47,7 +50,7 @@ type hookConfig struct {
 type serveFlags struct {
 	listen, metricsListen                    string
 	resourceImage, defaultVersion            string
-	controlClusterURL, reporterURL           string
+	clusterControlURL, reporterURL           string
 	maxBodyBytes, maxInFlightBytes           int64
 	maxInFlight, maxObjects                  int
 	maxConns, maxConnsPerClient, maxIdle     int
@@ -55,16 +58,17 @@ type serveFlags struct {
 	tlsCertFile, tlsKeyFile, tlsClientCAFile string
 	authTokenFile                            string
 	shutdownDelay, shutdownTimeout           time.Duration
-	logLevel, logFormat                      string
+	pprof                                    bool
+	logging                                  *cliflag.Logging
 }
 
 func newServeFlagSet(f *serveFlags) *flag.FlagSet {
-	fs := cliflag.New("serve")
+	fs := cliflag.New(program+" serve", serveUsage)
 	fs.StringVar(&f.listen, "listen", ":8080", "address of the hook listener")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "address of the listener for /metrics, /healthz and /readyz")
 	fs.StringVar(&f.resourceImage, "resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
 	fs.StringVar(&f.defaultVersion, "default-version", "", "image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
-	fs.StringVar(&f.controlClusterURL, "control-cluster-url", "", "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL")
+	clusterControlURLFlags(fs, &f.clusterControlURL)
 	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8181", "URL of the reporter sidecar")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests worked on at once, counted once their body is read; more get 429 (0: no limit)")
@@ -80,51 +84,78 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.authTokenFile, "auth-token-file", "", "require a bearer token from this file, one per line (re-read when it changes)")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.DefaultShutdownDelay, "how long /readyz fails before the listener closes")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (request lines are debug)")
-	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ on the --metrics-listen listener (off by default: profiles reveal internals and cost CPU)")
+	f.logging = cliflag.AddLogging(fs)
 	return fs
+}
+
+// clusterControlURLFlags registers --cluster-control-url, the reporter's
+// name for the same service, and its deprecated alias
+// --control-cluster-url, which older manifests pass.
+func clusterControlURLFlags(fs *flag.FlagSet, v *string) {
+	const help = "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL, e.g. " + exampleClusterControlURL
+	fs.StringVar(v, "cluster-control-url", "", help)
+	fs.StringVar(v, "control-cluster-url", "", "deprecated: use --cluster-control-url")
+}
+
+// exampleClusterControlURL is the in-cluster address the install uses for
+// Cluster Control; the docs and every --help give this one.
+const exampleClusterControlURL = "http://formspec-ctl.formspec-system:7070"
+
+// deprecatedFlags are flags that still work but should no longer be used,
+// with their replacement.
+var deprecatedFlags = map[string]string{"control-cluster-url": "cluster-control-url"}
+
+// warnDeprecated warns once per deprecated flag that was set.
+func warnDeprecated(fs *flag.FlagSet, warn func(string)) {
+	fs.Visit(func(f *flag.Flag) {
+		if repl, ok := deprecatedFlags[f.Name]; ok {
+			warn("flag --" + f.Name + " is deprecated; use --" + repl)
+		}
+	})
 }
 
 // runServe runs the hook server until ctx is cancelled (SIGTERM).
 func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	var f serveFlags
 	fs := newServeFlagSet(&f)
-	if err := cliflag.Parse(fs, args, stdout, stderr, serveUsage); err != nil {
+	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-
-	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
-	if err != nil {
+	if err := cliflag.NoArgs(fs); err != nil {
 		return err
 	}
 	image, version, err := resolveImage(f.resourceImage, f.defaultVersion)
 	if err != nil {
-		return err
+		return cliflag.Usagef(fs, "%w", err)
 	}
 	if err := checkURL("--reporter-url", f.reporterURL, false); err != nil {
-		return err
+		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL("--control-cluster-url", f.controlClusterURL, true); err != nil {
-		return err
+	if err := checkURL("--cluster-control-url", f.clusterControlURL, true); err != nil {
+		return cliflag.Usagef(fs, "%w", err)
 	}
 	if f.maxBodyBytes <= 0 {
-		return errors.New("--max-body-bytes must be positive")
+		return cliflag.Usagef(fs, "--max-body-bytes must be positive")
 	}
 	if f.maxInFlight < 0 || f.maxInFlightBytes < 0 {
-		return errors.New("--max-inflight and --max-inflight-bytes must not be negative")
+		return cliflag.Usagef(fs, "--max-inflight and --max-inflight-bytes must not be negative")
 	}
 	if f.maxObjects <= 0 || f.bodyTimeout <= 0 || f.maxConns <= 0 || f.maxConnsPerClient <= 0 || f.maxIdle <= 0 {
-		return errors.New("--max-objects, --body-timeout and the --max-*connections* flags must be positive")
+		return cliflag.Usagef(fs, "--max-objects, --body-timeout and the --max-*connections* flags must be positive")
 	}
 	if f.maxInFlightBytes == 0 {
 		f.maxInFlightBytes = defaultInFlightBytes(memoryLimit(), f.maxBodyBytes)
 	}
 	if f.shutdownDelay < 0 || f.shutdownTimeout <= 0 {
-		return errors.New("--shutdown-delay must not be negative and --shutdown-timeout must be positive")
+		return cliflag.Usagef(fs, "--shutdown-delay must not be negative and --shutdown-timeout must be positive")
 	}
+
+	logger := f.logging.Logger(stderr)
+	build := buildinfo.Get()
+	logger.Info("formspec-hooks starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion)
+	warn := func(msg string) { logger.Warn(msg) }
+	warnDeprecated(fs, warn)
 
 	cfg := server.Config{
 		Addr:             f.listen,
@@ -138,6 +169,10 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		Conns:            httpserve.ConnLimits{Max: f.maxConns, PerClient: f.maxConnsPerClient, Idle: f.maxIdle},
 		ShutdownDelay:    f.shutdownDelay,
 		ShutdownTimeout:  f.shutdownTimeout,
+		Pprof:            f.pprof,
+	}
+	if err := cfg.Metrics.Register(buildinfo.Collector("formspec_hooks")); err != nil {
+		return err
 	}
 	if f.tlsCertFile != "" || f.tlsKeyFile != "" {
 		cfg.TLS, cfg.Credentials, err = server.TLSConfig(f.tlsCertFile, f.tlsKeyFile, f.tlsClientCAFile, logger)
@@ -145,7 +180,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			return fmt.Errorf("cannot set up TLS: %w", err)
 		}
 	} else if f.tlsClientCAFile != "" {
-		return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+		return cliflag.Usagef(fs, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
 	}
 	if f.authTokenFile != "" {
 		cfg.Tokens = filereload.NewTokens(f.authTokenFile, filereload.Options{Name: "auth-tokens", Logger: logger})
@@ -155,9 +190,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			return fmt.Errorf("cannot set up bearer tokens: %w", err)
 		}
 	}
-	if f.controlClusterURL == "" {
-		logger.Warn("no --control-cluster-url: workspaces get an empty CONTROL_CLUSTER_URL")
-	}
+	warnNoClusterControl(warn, f.clusterControlURL)
 
 	// The hand-off client posts observations to the reporter sidecar in the
 	// background; hooks only ever enqueue.
@@ -172,22 +205,22 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	// through the drain delay and the in-flight drain, and what they observe
 	// then should still reach the sidecar. It stops once Run has returned.
 	handoffCtx, stopHandoff := context.WithCancel(context.WithoutCancel(ctx))
-	handoffDone := make(chan struct{})
-	go func() {
-		defer close(handoffDone)
+	var handoff errgroup.Group
+	handoff.Go(func() error {
 		if err := reports.Run(handoffCtx); err != nil && handoffCtx.Err() == nil {
 			logger.Error("reporter hand-off stopped", "err", err)
 		}
-	}()
+		return nil
+	})
 	defer func() {
 		stopHandoff()
-		<-handoffDone
+		_ = handoff.Wait()
 	}()
 
 	cfg.Routes = hookRoutes(hookConfig{
 		resourceImage:     image,
 		defaultVersion:    version,
-		controlClusterURL: f.controlClusterURL,
+		controlClusterURL: f.clusterControlURL,
 		reporterURL:       f.reporterURL,
 		reports:           reports,
 		logger:            logger,
@@ -279,17 +312,10 @@ func checkURL(flagName, raw string, optional bool) error {
 	return nil
 }
 
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("invalid --log-level %q: want debug, info, warn or error", level)
+// warnNoClusterControl warns, as serve and render both do, that workspaces
+// would be told no Cluster Control address.
+func warnNoClusterControl(warn func(string), url string) {
+	if url == "" {
+		warn("no --cluster-control-url: workspaces get an empty CONTROL_CLUSTER_URL")
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("invalid --log-format %q: want text or json", format)
 }

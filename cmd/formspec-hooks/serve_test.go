@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
 func TestRunServeFlags(t *testing.T) {
@@ -26,7 +29,9 @@ func TestRunServeFlags(t *testing.T) {
 		reason     string
 		args       []string
 		want       error
+		usage      bool
 		wantStdout string
+		wantStderr []string
 	}{
 		"Help": {
 			reason:     "--help prints usage to stdout and reports flag.ErrHelp, which main turns into exit 0.",
@@ -34,29 +39,42 @@ func TestRunServeFlags(t *testing.T) {
 			want:       flag.ErrHelp,
 			wantStdout: "Usage: formspec-hooks serve [flags]",
 		},
-		"UnknownFlag":       {reason: "An unknown flag is an error.", args: []string{"--nope"}, want: cmpopts.AnyError},
-		"PositionalArgs":    {reason: "serve takes no arguments.", args: []string{"extra"}, want: cmpopts.AnyError},
-		"BadLogLevel":       {reason: "Log levels are checked.", args: []string{"--log-level", "loud"}, want: cmpopts.AnyError},
-		"BadLogFormat":      {reason: "Log formats are checked.", args: []string{"--log-format", "xml"}, want: cmpopts.AnyError},
-		"BadReporterURL":    {reason: "The reporter URL must be usable.", args: []string{"--reporter-url", "127.0.0.1:8090"}, want: cmpopts.AnyError},
-		"BadControlCluster": {reason: "A set control-cluster URL must be usable.", args: []string{"--control-cluster-url", "ftp://x"}, want: cmpopts.AnyError},
-		"ImageDigest":       {reason: "Hooks append a tag, so a digest cannot work.", args: []string{"--resource-image", "r/img@sha256:abc"}, want: cmpopts.AnyError},
-		"ZeroBodyLimit":     {reason: "A zero body limit would reject every request.", args: []string{"--max-body-bytes", "0"}, want: cmpopts.AnyError},
-		"NegativeInFlight":  {reason: "A negative in-flight limit means nothing.", args: []string{"--max-inflight", "-1"}, want: cmpopts.AnyError},
-		"NegativeBytes":     {reason: "A negative byte budget means nothing.", args: []string{"--max-inflight-bytes", "-1"}, want: cmpopts.AnyError},
-		"ZeroObjects":       {reason: "A zero object limit would reject every request.", args: []string{"--max-objects", "0"}, want: cmpopts.AnyError},
-		"ZeroBodyTimeout":   {reason: "No time to read a body would reject every request.", args: []string{"--body-timeout", "0"}, want: cmpopts.AnyError},
-		"ZeroConnections":   {reason: "No connections would serve nobody.", args: []string{"--max-connections-per-client", "0"}, want: cmpopts.AnyError},
-		"CertWithoutKey":    {reason: "TLS needs both files.", args: []string{"--tls-cert-file", "tls.crt"}, want: cmpopts.AnyError},
+		"UnknownFlag":        {reason: "An unknown flag is a usage error.", args: []string{"--nope"}, want: cmpopts.AnyError, usage: true},
+		"PositionalArgs":     {reason: "serve takes no arguments.", args: []string{"extra"}, want: cmpopts.AnyError, usage: true},
+		"BadLogLevel":        {reason: "Log levels are checked.", args: []string{"--log-level", "loud"}, want: cmpopts.AnyError, usage: true},
+		"BadLogFormat":       {reason: "Log formats are checked.", args: []string{"--log-format", "xml"}, want: cmpopts.AnyError, usage: true},
+		"BadReporterURL":     {reason: "The reporter URL must be usable.", args: []string{"--reporter-url", "127.0.0.1:8090"}, want: cmpopts.AnyError, usage: true},
+		"BadClusterControl":  {reason: "A set Cluster Control URL must be usable.", args: []string{"--cluster-control-url", "ftp://x"}, want: cmpopts.AnyError, usage: true},
+		"BadDeprecatedAlias": {reason: "The deprecated --control-cluster-url sets the same value and is checked the same way.", args: []string{"--control-cluster-url", "ftp://x"}, want: cmpopts.AnyError, usage: true},
+		"ImageDigest":        {reason: "Hooks append a tag, so a digest cannot work.", args: []string{"--resource-image", "r/img@sha256:abc"}, want: cmpopts.AnyError, usage: true},
+		"ZeroBodyLimit":      {reason: "A zero body limit would reject every request.", args: []string{"--max-body-bytes", "0"}, want: cmpopts.AnyError, usage: true},
+		"NegativeInFlight":   {reason: "A negative in-flight limit means nothing.", args: []string{"--max-inflight", "-1"}, want: cmpopts.AnyError, usage: true},
+		"CertWithoutKey":     {reason: "TLS needs both files; a missing one is not a usage error but a failure to load.", args: []string{"--tls-cert-file", "tls.crt"}, want: cmpopts.AnyError},
+		"NegativeBytes":      {reason: "A negative byte budget means nothing.", args: []string{"--max-inflight-bytes", "-1"}, want: cmpopts.AnyError, usage: true},
+		"ZeroObjects":        {reason: "A zero object limit would reject every request.", args: []string{"--max-objects", "0"}, want: cmpopts.AnyError, usage: true},
+		"ZeroBodyTimeout":    {reason: "No time to read a body would reject every request.", args: []string{"--body-timeout", "0"}, want: cmpopts.AnyError, usage: true},
+		"ZeroConnections":    {reason: "No connections would serve nobody.", args: []string{"--max-connections-per-client", "0"}, want: cmpopts.AnyError, usage: true},
 		"ClientCAWithoutTLS": {
 			reason: "Client certificates need TLS.",
 			args:   []string{"--tls-client-ca-file", "ca.crt"},
 			want:   cmpopts.AnyError,
+			usage:  true,
 		},
 		"MissingTokenFile": {reason: "A missing token file stops the server at start.", args: []string{"--auth-token-file", filepath.Join(t.TempDir(), "nope")}, want: cmpopts.AnyError},
 		"ServesAndStops": {
-			reason: "Valid flags serve until the context ends, then stop cleanly.",
-			args:   append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--control-cluster-url", "https://control.example"),
+			reason:     "Valid flags serve until the context ends, then stop cleanly.",
+			args:       append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--cluster-control-url", "https://control.example"),
+			wantStderr: []string{`"msg":"formspec-hooks starting","version":"dev"`},
+		},
+		"DeprecatedAliasServes": {
+			reason:     "The old flag name still works, with a warning naming the new one.",
+			args:       append(append([]string{}, local...), "--control-cluster-url", "https://control.example"),
+			wantStderr: []string{"flag --control-cluster-url is deprecated; use --cluster-control-url"},
+		},
+		"NoClusterControl": {
+			reason:     "Without a Cluster Control URL the server still serves, and says what workspaces will get.",
+			args:       local,
+			wantStderr: []string{"no --cluster-control-url: workspaces get an empty CONTROL_CLUSTER_URL"},
 		},
 	}
 	for name, tc := range cases {
@@ -67,6 +85,14 @@ func TestRunServeFlags(t *testing.T) {
 			err := runServe(ctx, tc.args, strings.NewReader(""), &stdout, &stderr)
 			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
+			}
+			if _, usage := errors.AsType[*cliflag.UsageError](err); usage != tc.usage {
+				t.Errorf("%s\nusage error: got %v, want %v (%v)", tc.reason, usage, tc.usage, err)
+			}
+			for _, w := range tc.wantStderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("%s\nstderr lacks %q:\n%s", tc.reason, w, stderr.String())
+				}
 			}
 			if diff := cmp.Diff(true, strings.Contains(stdout.String(), tc.wantStdout)); diff != "" {
 				t.Errorf("%s\nstdout contains %q: -want, +got:\n%s\nstdout: %s", tc.reason, tc.wantStdout, diff, stdout.String())

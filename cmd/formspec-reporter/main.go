@@ -1,48 +1,62 @@
 // Command formspec-reporter is the sidecar beside the hook server that
-// reports node health and workspace status to Cluster Control and serves
-// its restart directives to the hook server on localhost.
+// reports node health and workspace status to Cluster Control, writes
+// Cluster Control's directives onto Workspaces and records the hooks'
+// decisions as Events. It is the only part of the install with Kubernetes
+// credentials.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
+	"k8s.io/client-go/dynamic"
+	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintf(os.Stderr, "formspec-reporter: %v\n", err)
-		os.Exit(1)
-	}
+	os.Exit(cliflag.Exit(os.Stderr, program, run(ctx, os.Args[1:], os.Stdout, os.Stderr)))
 }
 
+const program = "formspec-reporter"
+
+// usage heads --help.
+const usage = `Usage: formspec-reporter [flags]
+       formspec-reporter version
+
+Report node health and workspace status to Cluster Control, write its
+directives onto Workspaces and record Events, until SIGTERM.
+
+Flags:
+`
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := cliflag.New("formspec-reporter")
+	fs := cliflag.New(program, usage)
 	var (
 		cfg          reporter.Config
-		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to")
+		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
-		logLevel     = fs.String("log-level", "info", "log level: debug, info, warn or error")
 		shutdownWait = fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take on shutdown")
+		logging      = cliflag.AddLogging(fs)
+		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
 	)
-	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://cluster-control.formspec-system:8443")
+	cliflag.AddVersion(fs)
+	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes; while it is missing or empty, calls carry no token")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
@@ -50,20 +64,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
 	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", 15*time.Second, "period of POST /v1/node-health (jittered by ±10%)")
 	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", 30*time.Second, "period of GET /v1/deploy-status (jittered by ±10%)")
+	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", 10*time.Minute, "period at which every known workspace is reported again, changed or not (jittered by ±10%)")
 	fs.IntVar(&cfg.NodeStaleIntervals, "node-stale-intervals", 4, "node-health intervals a node may go unobserved before it is forgotten")
 	fs.DurationVar(&cfg.PodStaleAfter, "pod-stale-after", 5*time.Minute, "how long a workspace pod may go unobserved before it stops counting towards its node")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one call to Cluster Control")
 	fs.DurationVar(&cfg.BackoffBase, "backoff-base", 500*time.Millisecond, "first retry delay; doubles per failure, with full jitter")
 	fs.DurationVar(&cfg.BackoffMax, "backoff-max", 60*time.Second, "longest retry delay (a Retry-After may ask for more, up to 10m)")
 	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", 30*time.Second, "least time between two failure logs for one endpoint")
-	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 20000, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 10000, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", 5000, "most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted")
+	fs.StringVar(&cfg.TombstoneFile, "tombstone-file", "", "file keeping unacknowledged workspace deletions across a restart of the sidecar (put it on an emptyDir); empty keeps them in memory only")
 	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxPods, "max-pods", 200000, "most workspace pods tracked; observations beyond are dropped and counted")
-	if err := cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n"); err != nil {
+	fs.IntVar(&cfg.MaxPods, "max-pods", 100000, "most workspace pods tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxClaims, "max-claims", 20000, "most ResourceClaim decisions remembered to announce their changes as Events")
+	fs.IntVar(&cfg.EventBurst, "event-burst", 5, "Events about one object written in a burst before the per-object limit applies")
+	fs.DurationVar(&cfg.EventInterval, "event-interval", time.Minute, "after the burst, at most one Event about an object per interval")
+	fs.Float64Var(&cfg.EventQPS, "event-qps", 5, "Events per second over all objects (after a burst of 50)")
+	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if err := cliflag.NoArgs(fs); err != nil {
+		return err
 	}
 	if cfg.Reporter == "" {
 		cfg.Reporter = os.Getenv("POD_NAME")
@@ -71,13 +92,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Reporter == "" {
 		cfg.Reporter, _ = os.Hostname()
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("cannot parse --log-level: %w", err)
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := logging.Logger(stderr)
+	// client-go's events recorder logs through klog: into the same lines.
+	klog.SetSlogLogger(log)
 	cfg.Logger = log
+	if !isLoopback(*listen) {
+		log.Warn("--listen is not a loopback address: anyone who can reach it can post observations and read directives, without authentication", "listen", *listen)
+	}
 
+	kube, err := kubeClients(*kubeconfig, cfg.Reporter)
+	switch {
+	case errors.Is(err, rest.ErrNotInCluster):
+		log.Warn("no kubeconfig and not in a pod: directives and Events are not written to the cluster")
+	case err != nil:
+		return err
+	default:
+		cfg.Kube = kube
+	}
 	rep, err := reporter.New(cfg)
 	if err != nil {
 		return err
@@ -91,23 +122,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_ = localLn.Close()
 		return fmt.Errorf("cannot listen on --metrics-listen: %w", err)
 	}
-	log.Info("reporter starting", "clusterControl", cfg.ClusterControlURL, "listen", localLn.Addr().String(), "metrics", opsLn.Addr().String())
+	build := buildinfo.Get()
+	log.Info("reporter starting", "version", build.Version, "revision", build.Revision, "clusterControl", cfg.ClusterControlURL, "listen", localLn.Addr().String(), "metrics", opsLn.Addr().String())
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errc := make(chan error, 3)
-	go func() { errc <- rep.Run(ctx) }()
-	go func() { errc <- httpserve.Run(ctx, localLn, rep.LocalHandler(), *shutdownWait) }()
-	go func() { errc <- httpserve.Run(ctx, opsLn, rep.OpsHandler(), *shutdownWait) }()
-	var first error
-	for range 3 {
-		if err := <-errc; err != nil && first == nil {
-			first = err
-		}
-		// One part stopping stops the others: a sidecar without its
-		// localhost API or its reporting loops is not worth keeping up.
-		cancel()
-	}
+	// One part stopping stops the others: a sidecar without its localhost
+	// API or its reporting loops is not worth keeping up.
+	err = cliflag.RunAll(ctx,
+		rep.Run,
+		func(ctx context.Context) error { return httpserve.Run(ctx, localLn, rep.LocalHandler(), *shutdownWait) },
+		func(ctx context.Context) error { return httpserve.Run(ctx, opsLn, rep.OpsHandler(), *shutdownWait) },
+	)
 	log.Info("reporter stopped")
-	return first
+	return err
+}
+
+// isLoopback reports whether a listen address only accepts connections
+// from this host (the pod, in a cluster).
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// kubeClients builds the reporter's clients from a kubeconfig, or from the
+// pod's service-account token when path is empty.
+func kubeClients(path, name string) (*reporter.KubeClients, error) {
+	var cfg *rest.Config
+	var err error
+	if path != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", path)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot configure the kubernetes client: %w", err)
+	}
+	cfg.UserAgent = "formspec-reporter/" + name
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	ev, err := eventsv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	return &reporter.KubeClients{Dynamic: dyn, Events: ev}, nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
 // TestHelpIsDocumented keeps the flag list in docs/reporter.md identical to
@@ -49,6 +51,8 @@ func TestRun(t *testing.T) {
 		reason string
 		args   []string
 		want   error
+		// usage is whether the error is a *cliflag.UsageError.
+		usage bool
 		// wantUsageOn is where the usage must appear: "stdout", "stderr"
 		// or "" for neither.
 		wantUsageOn string
@@ -60,20 +64,25 @@ func TestRun(t *testing.T) {
 			wantUsageOn: "stdout",
 		},
 		"UnknownFlag": {
-			reason:      "A mistake is an error, with the usage on stderr so it does not mix with output.",
-			args:        []string{"--nope"},
-			want:        cmpopts.AnyError,
-			wantUsageOn: "stderr",
+			reason: "A mistake is a usage error, reported by main (exit 2) without the flag list.",
+			args:   []string{"--nope"},
+			want:   cmpopts.AnyError,
+			usage:  true,
 		},
 		"BadFlagValue": {
-			reason:      "A flag value that does not parse is a mistake like an unknown flag.",
-			args:        []string{"--max-nodes", "many"},
-			want:        cmpopts.AnyError,
-			wantUsageOn: "stderr",
+			reason: "A flag value that does not parse is a mistake like an unknown flag.",
+			args:   []string{"--max-nodes", "many"},
+			want:   cmpopts.AnyError,
+			usage:  true,
 		},
 		"MissingTokenFile": {
 			reason: "The token's Secret is optional: a missing token file must not stop the sidecar, or the hook pod never becomes Ready.",
 			args:   append(slices.Clone(local), "--token-file", filepath.Join(dir, "nope")),
+		},
+		"MissingKubeconfig": {
+			reason: "A --kubeconfig that cannot be read is a mistake reported at start, not a reporter that silently writes nothing.",
+			args:   append(slices.Clone(local), "--kubeconfig", filepath.Join(dir, "nope")),
+			want:   cmpopts.AnyError,
 		},
 		"UnreadableTokenFile": {
 			reason: "A token path that exists but is not a readable file is a broken pod spec, reported at start.",
@@ -90,11 +99,42 @@ func TestRun(t *testing.T) {
 			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
 			}
-			const usage = "Usage of formspec-reporter:"
+			if _, usage := errors.AsType[*cliflag.UsageError](err); usage != tc.usage {
+				t.Errorf("%s\nusage error: got %v, want %v (%v)", tc.reason, usage, tc.usage, err)
+			}
+			const usage = "Usage: formspec-reporter [flags]"
 			got := map[string]bool{"stdout": strings.Contains(stdout.String(), usage), "stderr": strings.Contains(stderr.String(), usage)}
 			want := map[string]bool{"stdout": tc.wantUsageOn == "stdout", "stderr": tc.wantUsageOn == "stderr"}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s\nusage printed on: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestNonLoopbackListen checks that the unauthenticated localhost API on a
+// reachable address is not accepted without a word.
+func TestNonLoopbackListen(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		listen string
+		warn   bool
+	}{
+		"Loopback":  {reason: "127.0.0.1 is the pod only.", listen: "127.0.0.1:0"},
+		"Localhost": {reason: "localhost is the pod only.", listen: "localhost:0"},
+		"IPv6":      {reason: "::1 is the pod only.", listen: "[::1]:0"},
+		"Any":       {reason: "All interfaces expose the API to the cluster network.", listen: "0.0.0.0:0", warn: true},
+		"NoHost":    {reason: "A bare port is all interfaces too.", listen: ":0", warn: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var stdout, stderr bytes.Buffer
+			args := []string{"--listen", tc.listen, "--metrics-listen", "127.0.0.1:0", "--cluster-control-url", "http://127.0.0.1:1"}
+			_ = run(ctx, args, &stdout, &stderr)
+			if got := strings.Contains(stderr.String(), "--listen is not a loopback address"); got != tc.warn {
+				t.Errorf("%s\nwarning: got %v, want %v\nstderr: %s", tc.reason, got, tc.warn, stderr.String())
 			}
 		})
 	}

@@ -3,6 +3,8 @@ package claims
 import (
 	"log/slog"
 	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // Decisions counts decisions, typically into a metrics counter labelled by
@@ -43,6 +45,9 @@ type HookOptions struct {
 	Logger *slog.Logger
 	// Decisions counts decisions by reason.
 	Decisions Decisions
+	// Reports, when set, receives each claim decision for the reporter
+	// sidecar, which turns it into an Event on the claim.
+	Reports observation.Sink
 }
 
 // WithDefaults fills in the clock and a discarding logger.
@@ -53,5 +58,13 @@ func (o HookOptions) WithDefaults() HookOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Reports == nil {
+		o.Reports = discardReports{}
+	}
 	return o
 }
+
+// discardReports is the sink when no reporter is configured.
+type discardReports struct{}
+
+func (discardReports) Send(observation.Observation) {}

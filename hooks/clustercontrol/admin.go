@@ -1,6 +1,7 @@
 package clustercontrol
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"time"
@@ -28,6 +29,7 @@ type AdminState struct {
 	LastNodeHealth *ccapi.NodeHealthReport                `json:"lastNodeHealth,omitempty"`
 	Directives     []ccapi.Directive                      `json:"directives"`
 	Consumed       []Consumption                          `json:"consumed"`
+	ClusterClasses []ccapi.ClassUsage                     `json:"clusterClasses"`
 	Requests       int                                    `json:"requests"`
 }
 
@@ -37,7 +39,7 @@ type AdminState struct {
 //	PUT    /admin/faults                        AdminFault
 //	DELETE /admin/faults
 //	PUT    /admin/down                          {"down": true|false}
-//	PUT    /admin/directives                    {"namespace","name","artifactHash"}
+//	PUT    /admin/directives                    {"namespace","name","action","artifactHash"}
 //	DELETE /admin/directives/{namespace}/{name}
 //	GET    /admin/state
 func (s *Server) AdminHandler() http.Handler {
@@ -82,11 +84,13 @@ func (s *Server) AdminHandler() http.Handler {
 		if !decodeAdmin(w, r, &d) {
 			return
 		}
-		if d.Namespace == "" || d.Name == "" || d.ArtifactHash == "" {
-			writeError(w, http.StatusBadRequest, "namespace, name and artifactHash are required")
+		// The action defaults to restart_required, the one directive that
+		// existed before idle and wake.
+		d.Action = cmp.Or(d.Action, ccapi.ActionRestartRequired)
+		if err := s.PutDirective(d); err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		s.SetDirective(d.Namespace, d.Name, d.ArtifactHash)
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("DELETE /admin/directives/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +98,8 @@ func (s *Server) AdminHandler() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /admin/state", func(w http.ResponseWriter, r *http.Request) {
-		st := AdminState{Workspaces: s.Workspaces(), Directives: s.Directives(), Consumed: s.Consumed(), Requests: len(s.Requests())}
+		st := AdminState{Workspaces: s.Workspaces(), Directives: s.Directives(), Consumed: s.Consumed(),
+			ClusterClasses: s.ClassUsage(), Requests: len(s.Requests())}
 		if nr := s.NodeReports(); len(nr) > 0 {
 			st.LastNodeHealth = &nr[len(nr)-1]
 		}

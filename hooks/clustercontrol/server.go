@@ -1,8 +1,8 @@
 // Package clustercontrol is a small in-memory Cluster Control implementing
 // docs/cluster-control-api.yaml, for tests and local demos. It checks
 // bearer tokens, validates bodies, applies each Idempotency-Key once,
-// records what it accepted, holds restart_required directives set through
-// its admin API, and can be told to misbehave (refuse connections, stall,
+// records what it accepted, holds the directives (restart_required, idle,
+// wake) set through its admin API, one per workspace, and can be told to misbehave (refuse connections, stall,
 // answer 400/429/5xx) while running.
 package clustercontrol
 
@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -57,11 +58,12 @@ type Request struct {
 	Replayed bool
 }
 
-// Consumption is a restart_required directive reported as consumed.
+// Consumption is a directive reported as consumed.
 type Consumption struct {
 	Namespace    string `json:"namespace"`
 	Name         string `json:"name"`
-	ArtifactHash string `json:"artifactHash"`
+	Action       string `json:"action"`
+	ArtifactHash string `json:"artifactHash,omitempty"`
 }
 
 // Server is the reference Cluster Control. Its zero value is not usable;
@@ -256,10 +258,12 @@ func (s *Server) applyWorkspace(rep ccapi.WorkspaceStatusReport) {
 	}
 	// A directive is consumed once. The reporter may say so twice (it
 	// repeats the report while the directive is still listed, in case the
-	// first was lost), and a repeat finds nothing left to consume.
-	if c := rep.RestartConsumed; c != nil {
-		if d, ok := s.directives[k]; ok && d.ArtifactHash == c.ArtifactHash {
-			s.consumed = appendBounded(s.consumed, Consumption{Namespace: rep.Namespace, Name: rep.Name, ArtifactHash: c.ArtifactHash})
+	// first was lost), and a repeat finds nothing left to consume. A
+	// consumption of another directive than the one held now (an idle
+	// consumed after Cluster Control asked for a wake) changes nothing.
+	if c := rep.DirectiveConsumed; c != nil {
+		if d, ok := s.directives[k]; ok && d.Action == c.Action && d.ArtifactHash == c.ArtifactHash {
+			s.consumed = appendBounded(s.consumed, Consumption{Namespace: rep.Namespace, Name: rep.Name, Action: c.Action, ArtifactHash: c.ArtifactHash})
 			delete(s.directives, k)
 		}
 	}
@@ -293,9 +297,20 @@ func (s *Server) serveDeployStatus(w http.ResponseWriter, r *http.Request) {
 
 // SetDirective asks a workspace to roll to artifactHash.
 func (s *Server) SetDirective(namespace, name, artifactHash string) {
+	_ = s.PutDirective(ccapi.Directive{Namespace: namespace, Name: name, Action: ccapi.ActionRestartRequired, ArtifactHash: artifactHash})
+}
+
+// PutDirective holds d for its workspace, replacing the workspace's
+// previous directive: a wake withdraws a pending idle, a new hash a pending
+// restart.
+func (s *Server) PutDirective(d ccapi.Directive) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.directives[namespace+"/"+name] = ccapi.Directive{Namespace: namespace, Name: name, Action: ccapi.ActionRestartRequired, ArtifactHash: artifactHash}
+	s.directives[d.Namespace+"/"+d.Name] = d
+	return nil
 }
 
 // DeleteDirective withdraws a workspace's directive.
@@ -337,6 +352,39 @@ func (s *Server) WorkspaceReports() []ccapi.WorkspaceStatusReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.wsReports)
+}
+
+// ClassUsage returns what the latest node-health report of each reporter
+// says about ClusterClasses, merged per class: the limit from the newest
+// report and the largest workspace count any reporter saw (each sees only
+// the workspaces its hook-server replica synced). Sorted by name.
+func (s *Server) ClassUsage() []ccapi.ClassUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	latest := map[string]ccapi.NodeHealthReport{}
+	for _, r := range s.nodeReports {
+		if cur, ok := latest[r.Reporter]; !ok || !r.SentAt.Before(cur.SentAt) {
+			latest[r.Reporter] = r
+		}
+	}
+	merged := map[string]ccapi.ClassUsage{}
+	newest := map[string]time.Time{}
+	for _, r := range latest {
+		for _, c := range r.ClusterClasses {
+			m := merged[c.Name]
+			m.Name = c.Name
+			if r.SentAt.After(newest[c.Name]) || newest[c.Name].IsZero() {
+				m.MaxWorkspaces, newest[c.Name] = c.MaxWorkspaces, r.SentAt
+			}
+			m.WorkspaceCount = max(m.WorkspaceCount, c.WorkspaceCount)
+			merged[c.Name] = m
+		}
+	}
+	out := make([]ccapi.ClassUsage, 0, len(merged))
+	for _, name := range slices.Sorted(maps.Keys(merged)) {
+		out = append(out, merged[name])
+	}
+	return out
 }
 
 // NodeReports returns every accepted node-health report in arrival order.

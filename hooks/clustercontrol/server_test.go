@@ -2,6 +2,7 @@ package clustercontrol
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -200,7 +201,7 @@ func TestNewestObservationWins(t *testing.T) {
 			t.Fatalf("POST answered %d: %s", rec.Code, rec.Body)
 		}
 	}
-	newer := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:05Z","status":{"phase":"Ready","replicas":2,"readyReplicas":2,"updatedReplicas":2,"artifactHash":"sha256:2"},"restartConsumed":{"artifactHash":"sha256:2"}}`
+	newer := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:05Z","status":{"phase":"Ready","replicas":2,"readyReplicas":2,"updatedReplicas":2,"artifactHash":"sha256:2"},"directiveConsumed":{"action":"restart_required","artifactHash":"sha256:2"}}`
 	older := `{"namespace":"team-a","name":"shop","observedAt":"2026-03-01T12:00:01Z","status":{"phase":"Progressing","replicas":2,"readyReplicas":1,"updatedReplicas":1,"artifactHash":"sha256:1"}}`
 	post(newer, "a")
 	post(older, "b")
@@ -298,4 +299,179 @@ func TestDelayOutlastsTimeouts(t *testing.T) {
 	if diff := cmp.Diff(1, len(s.WorkspaceReports())); diff != "" {
 		t.Errorf("reports accepted after the stall: -want, +got:\n%s", diff)
 	}
+}
+
+// TestDirectiveConsumption checks that a consumption removes the directive
+// it names and nothing else: idle and wake by action, restart_required by
+// action and hash.
+func TestDirectiveConsumption(t *testing.T) {
+	restart := ccapi.Directive{Namespace: "team-a", Name: "shop", Action: ccapi.ActionRestartRequired, ArtifactHash: "sha256:2"}
+	idle := ccapi.Directive{Namespace: "team-a", Name: "shop", Action: ccapi.ActionIdle}
+	cases := map[string]struct {
+		reason   string
+		held     ccapi.Directive
+		consumed ccapi.DirectiveConsumed
+		want     []ccapi.Directive
+	}{
+		"Idle": {
+			reason:   "the idle directive is carried out",
+			held:     idle,
+			consumed: ccapi.DirectiveConsumed{Action: ccapi.ActionIdle},
+			want:     []ccapi.Directive{},
+		},
+		"StaleIdle": {
+			reason:   "an idle consumed after Cluster Control asked for a wake leaves the wake",
+			held:     ccapi.Directive{Namespace: "team-a", Name: "shop", Action: ccapi.ActionWake},
+			consumed: ccapi.DirectiveConsumed{Action: ccapi.ActionIdle},
+			want:     []ccapi.Directive{{Namespace: "team-a", Name: "shop", Action: ccapi.ActionWake}},
+		},
+		"OtherHash": {
+			reason:   "a restart onto another hash is not this restart",
+			held:     restart,
+			consumed: ccapi.DirectiveConsumed{Action: ccapi.ActionRestartRequired, ArtifactHash: "sha256:1"},
+			want:     []ccapi.Directive{restart},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := New(Options{})
+			if err := s.PutDirective(tc.held); err != nil {
+				t.Fatal(err)
+			}
+			body, err := json.Marshal(ccapi.WorkspaceStatusReport{Namespace: "team-a", Name: "shop", ObservedAt: time.Now(),
+				Status: &ccapi.WorkspaceStatus{Phase: "Ready"}, DirectiveConsumed: &tc.consumed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := httptest.NewRequest("POST", ccapi.PathWorkspaceStatus, strings.NewReader(string(body)))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set(ccapi.HeaderIdempotencyKey, "k")
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, r)
+			if rec.Code != 200 {
+				t.Fatalf("POST answered %d: %s", rec.Code, rec.Body)
+			}
+			if diff := cmp.Diff(tc.want, s.Directives()); diff != "" {
+				t.Errorf("%s\ndirectives (-want, +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestClassUsage checks how ClusterClass reports of several reporters are
+// merged: each reporter's latest report counts, the largest count wins.
+func TestClassUsage(t *testing.T) {
+	s := New(Options{})
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, rep := range []ccapi.NodeHealthReport{
+		{Reporter: "a", SentAt: t0, ClusterClasses: []ccapi.ClassUsage{{Name: "standard", MaxWorkspaces: 40, WorkspaceCount: 9}}},
+		{Reporter: "a", SentAt: t0.Add(time.Second), ClusterClasses: []ccapi.ClassUsage{{Name: "standard", MaxWorkspaces: 40, WorkspaceCount: 3}}},
+		{Reporter: "b", SentAt: t0.Add(2 * time.Second), ClusterClasses: []ccapi.ClassUsage{{Name: "standard", MaxWorkspaces: 50, WorkspaceCount: 5}, {Name: "gpu", WorkspaceCount: 1}}},
+	} {
+		body, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("POST", ccapi.PathNodeHealth, strings.NewReader(string(body)))
+		r.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, r)
+		if rec.Code != 200 {
+			t.Fatalf("POST answered %d: %s", rec.Code, rec.Body)
+		}
+	}
+	want := []ccapi.ClassUsage{{Name: "gpu", WorkspaceCount: 1}, {Name: "standard", MaxWorkspaces: 50, WorkspaceCount: 5}}
+	if diff := cmp.Diff(want, s.ClassUsage()); diff != "" {
+		t.Errorf("class usage (-want, +got):\n%s", diff)
+	}
+}
+
+// TestOpenAPIExamples decodes every example body of the OpenAPI document
+// strictly into the wire type it documents and validates it, so that the
+// document and ccapi cannot drift apart: a field renamed on one side only,
+// or an example the reference server would refuse, fails here.
+func TestOpenAPIExamples(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/cluster-control-api.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type media struct {
+		Example  json.RawMessage `json:"example"`
+		Examples map[string]struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"examples"`
+	}
+	type content struct {
+		JSON media `json:"application/json"`
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content content `json:"content"`
+			} `json:"requestBody"`
+			Responses map[string]struct {
+				Content content `json:"content"`
+			} `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		media    media
+		validate func(raw []byte) error
+	}{
+		"node-health": {doc.Paths[ccapi.PathNodeHealth]["post"].RequestBody.Content.JSON, func(raw []byte) error {
+			var r ccapi.NodeHealthReport
+			if err := strict(raw, &r); err != nil {
+				return err
+			}
+			return r.Validate()
+		}},
+		"workspace-status": {doc.Paths[ccapi.PathWorkspaceStatus]["post"].RequestBody.Content.JSON, func(raw []byte) error {
+			var r ccapi.WorkspaceStatusReport
+			if err := strict(raw, &r); err != nil {
+				return err
+			}
+			return r.Validate()
+		}},
+		"deploy-status": {doc.Paths[ccapi.PathDeployStatus]["get"].Responses["200"].Content.JSON, func(raw []byte) error {
+			var ds ccapi.DeployStatus
+			if err := strict(raw, &ds); err != nil {
+				return err
+			}
+			for _, d := range ds.Directives {
+				if err := d.Validate(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			examples := map[string]json.RawMessage{}
+			if len(tc.media.Example) > 0 {
+				examples["example"] = tc.media.Example
+			}
+			for k, v := range tc.media.Examples {
+				examples[k] = v.Value
+			}
+			if len(examples) == 0 {
+				t.Fatal("no example documented")
+			}
+			for k, ex := range examples {
+				if err := tc.validate(ex); err != nil {
+					t.Errorf("example %s: %v", k, err)
+				}
+			}
+		})
+	}
+}
+
+// strict decodes raw into v, refusing fields v does not have.
+func strict(raw []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }

@@ -10,10 +10,8 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,55 +178,6 @@ func TestSlowWorkspaceStatusDoesNotStallNodeHealth(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestRestartDirectiveRoundTrip follows a directive from Cluster Control,
-// through the reporter, and back as consumed once the hand-off client
-// reports pods running its hash.
-func TestRestartDirectiveRoundTrip(t *testing.T) {
-	const hash = "sha256:0f1e2d"
-	cc, url := startCC(t, clustercontrol.Options{Tokens: []string{"s3cret"}})
-	cc.SetDirective("team-a", "shop", hash)
-
-	cfg := fastConfig(url)
-	cfg.TokenFile = writeFile(t, "token", "s3cret\n")
-	r := newReporter(t, cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = r.Run(ctx) }()
-	sidecar := httptest.NewServer(r.LocalHandler())
-	defer sidecar.Close()
-	client, err := handoff.New(sidecar.URL, handoff.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = client.Run(ctx) }()
-
-	// The workspace exists, running an older artifact.
-	client.Send(wsObs("team-a", "shop", "Ready", 2, "sha256:old"))
-	waitFor(t, "the directive to reach the hook client", func() bool {
-		_, ok := r.RestartDirective("team-a", "shop")
-		return ok
-	})
-	if got, _ := r.RestartDirective("team-a", "shop"); got != hash {
-		t.Fatalf("RestartDirective: got %q, want %q", got, hash)
-	}
-
-	// The workspace hook stamps the hash; the rollout finishes and the
-	// status now carries it.
-	client.Send(wsObs("team-a", "shop", "Ready", 2, hash))
-	waitFor(t, "the consumption to reach Cluster Control", func() bool { return len(cc.Consumed()) > 0 })
-
-	want := []clustercontrol.Consumption{{Namespace: "team-a", Name: "shop", ArtifactHash: hash}}
-	if diff := cmp.Diff(want, cc.Consumed()); diff != "" {
-		t.Errorf("consumed (-want, +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]ccapi.Directive{}, cc.Directives(), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("directives left in Cluster Control (-want, +got):\n%s", diff)
-	}
-	if h, ok := r.RestartDirective("team-a", "shop"); ok {
-		t.Errorf("the reporter still serves a consumed directive: %q", h)
 	}
 }
 

@@ -17,6 +17,8 @@ func FuzzObservations(f *testing.F) {
 	f.Add([]byte(`{"observations":[{"node":{"metadata":{"name":"n1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}}]}`))
 	f.Add([]byte(`{"observations":[{"pod":{"namespace":"a","name":"p","workspace":"w","nodeName":"n1","phase":"Running"}}]}`))
 	f.Add([]byte(`{"observations":[{"workspace":{"namespace":"a","name":"b"},"node":{"metadata":{"name":"n"}}}]}`))
+	f.Add([]byte(`{"observations":[{"claim":{"namespace":"a","name":"c","workspace":"w","granted":false,"reason":"SignatureInvalid","since":"2026-03-01T12:00:00Z"}}]}`))
+	f.Add([]byte(`{"observations":[{"workspace":{"namespace":"a","name":"b","phase":"Idle","idle":true,"terminating":true,"wantedArtifactHash":"h","class":{"name":"c","maxWorkspaces":3}}}]}`))
 	f.Add([]byte(`{"observations":[{}]}`))
 	cfg := fastConfig("http://127.0.0.1:1")
 	cfg.MaxWorkspaces, cfg.MaxNodes, cfg.MaxPods = 4, 4, 4

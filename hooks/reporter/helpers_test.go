@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
@@ -88,10 +87,8 @@ func runLoops(t *testing.T, loops ...func(context.Context)) {
 func wsObs(ns, name, phase string, ready int32, hash string) observation.Observation {
 	return observation.Observation{Workspace: &observation.WorkspaceStatus{
 		Namespace: ns, Name: name,
-		WorkspaceStatus: ccapi.WorkspaceStatus{
-			ClusterClass: "standard", Phase: phase,
-			Replicas: 2, ReadyReplicas: ready, UpdatedReplicas: ready, ArtifactHash: hash,
-		},
+		ClusterClass: "standard", Phase: phase,
+		Replicas: 2, ReadyReplicas: ready, UpdatedReplicas: ready, ArtifactHash: hash,
 	}}
 }
 

@@ -16,6 +16,12 @@ const (
 // endpoints' failure logs.
 const logKeyNoToken = "token-file"
 
+// logKeyDirectives rate-limits the failure log of directive writes.
+const logKeyDirectives = "directive-write"
+
+// logKeyTombstones rate-limits the failure log of the tombstone file.
+const logKeyTombstones = "tombstone-file"
+
 // metrics are the reporter's Prometheus metrics, on a registry of its own so
 // the sidecar's /metrics shows only what it owns.
 type metrics struct {
@@ -24,6 +30,10 @@ type metrics struct {
 	lastSuccess  *prometheus.GaugeVec
 	dropped      *prometheus.CounterVec
 	observations *prometheus.CounterVec
+	events       *prometheus.CounterVec
+	// directiveWrites counts Workspace patches by result.
+	directiveWrites *prometheus.CounterVec
+	resyncs         prometheus.Counter
 }
 
 func newMetrics(st *state) *metrics {
@@ -39,12 +49,24 @@ func newMetrics(st *state) *metrics {
 		}, []string{"endpoint"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_reporter_dropped_observations_total",
-			Help: "Observations or reports dropped, by reason (workspace_limit, node_limit, pod_limit, directive_limit, invalid, rejected).",
+			Help: "Observations or reports dropped, by reason (workspace_limit, tombstone_limit, node_limit, pod_limit, claim_limit, directive_limit, invalid, rejected).",
 		}, []string{"reason"}),
 		observations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_reporter_observations_total",
 			Help: "Observations received from the hook server, by kind.",
 		}, []string{"kind"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formspec_reporter_events_total",
+			Help: "Kubernetes Events about users' objects, by result (recorded, rate_limited).",
+		}, []string{"result"}),
+		directiveWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formspec_reporter_directive_writes_total",
+			Help: "Directives written onto Workspaces as annotations, by result (ok, not_found, error).",
+		}, []string{"result"}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "formspec_reporter_resync_reports_total",
+			Help: "Workspace reports queued by the periodic re-report of unchanged workspaces.",
+		}),
 	}
 	gauge := func(name, help string, f func(counts) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
@@ -52,18 +74,23 @@ func newMetrics(st *state) *metrics {
 		})
 	}
 	m.reg.MustRegister(
-		m.sends, m.lastSuccess, m.dropped, m.observations,
+		m.sends, m.lastSuccess, m.dropped, m.observations, m.events, m.directiveWrites, m.resyncs,
 		gauge("formspec_reporter_pending_workspaces", "Workspaces with a status report not yet accepted by Cluster Control.", func(c counts) int { return c.Pending }),
 		gauge("formspec_reporter_tracked_workspaces", "Workspaces the reporter holds state for.", func(c counts) int { return c.Workspaces }),
 		gauge("formspec_reporter_tracked_nodes", "Nodes the reporter holds state for.", func(c counts) int { return c.Nodes }),
 		gauge("formspec_reporter_tracked_pods", "Workspace pods the reporter holds placement for.", func(c counts) int { return c.Pods }),
-		gauge("formspec_reporter_restart_directives", "restart_required directives cached for the hook server.", func(c counts) int { return c.Directives }),
+		gauge("formspec_reporter_tombstones", "Workspace deletions not yet acknowledged by Cluster Control.", func(c counts) int { return c.Tombstones }),
+		gauge("formspec_reporter_tracked_claims", "ResourceClaims the reporter remembers decisions of, to announce changes.", func(c counts) int { return c.Claims }),
+		gauge("formspec_reporter_directives", "Directives from Cluster Control not yet consumed.", func(c counts) int { return c.Directives }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	// Pre-create the drop series so a dashboard shows 0, not "no data".
-	for _, r := range []string{dropWorkspaceLimit, dropNodeLimit, dropPodLimit, dropDirectiveLimit, dropInvalid, dropRejected} {
+	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropInvalid, dropRejected} {
 		m.dropped.WithLabelValues(r)
+	}
+	for _, r := range []string{"recorded", "rate_limited"} {
+		m.events.WithLabelValues(r)
 	}
 	return m
 }

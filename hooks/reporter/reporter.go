@@ -1,17 +1,20 @@
 // Package reporter is the sidecar that reports what the hook server observes
-// to Cluster Control: node health on a timer, workspace status on change,
-// and restart_required directives fetched from Cluster Control and served
-// back to the hook server.
+// to Cluster Control and carries Cluster Control's directives and the hooks'
+// decisions into the cluster: node health on a timer, workspace status on
+// change and again at an interval, directives written onto Workspaces as
+// annotations, and decisions recorded as Events on the user's objects.
 //
-// Everything it holds is bounded by the number of workspaces, nodes and pods
-// (each capped), never by how long Cluster Control has been unreachable:
-// workspace reports are coalesced per workspace, latest state wins, and node
-// reports are rebuilt from the latest state on every send.
+// Everything it holds is bounded by the number of workspaces, tombstones,
+// nodes, pods and claims (each capped), never by how long Cluster Control
+// has been unreachable: workspace reports are coalesced per workspace,
+// latest state wins, and node reports are rebuilt from the latest state on
+// every send.
 package reporter
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,11 +23,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/tools/events"
 )
 
 // Config configures a Reporter. Zero durations and limits take the defaults
@@ -32,8 +44,8 @@ import (
 type Config struct {
 	// ClusterControlURL is the base URL of Cluster Control.
 	ClusterControlURL string
-	// Reporter identifies this reporter in node-health reports, usually the
-	// pod name.
+	// Reporter identifies this reporter in node-health reports and Events,
+	// usually the pod name.
 	Reporter string
 	// TokenFile holds the bearer token; empty sends no Authorization. The
 	// file may be missing or empty at start: calls then go out without
@@ -45,8 +57,17 @@ type Config struct {
 	// HTTPClient replaces the client built from the TLS settings.
 	HTTPClient *http.Client
 
+	// Kube writes to the cluster: directives as Workspace annotations and
+	// Events. Nil leaves the cluster alone (directives are still fetched,
+	// and consumed when something else writes the annotations).
+	Kube *KubeClients
+
 	NodeHealthInterval   time.Duration // default 15s
 	DeployStatusInterval time.Duration // default 30s
+	// ResyncInterval is how often every known workspace is reported again,
+	// changed or not, so that Cluster Control recovers lost state
+	// (default 10m).
+	ResyncInterval time.Duration
 	// NodeStaleIntervals is how many node-health intervals a node may go
 	// unobserved before it is forgotten (default 4).
 	NodeStaleIntervals int
@@ -61,9 +82,26 @@ type Config struct {
 	// endpoint (default 30s).
 	LogInterval time.Duration
 
-	MaxWorkspaces int // default 20000
+	MaxWorkspaces int // default 10000
+	// MaxTombstones bounds the deletions kept until Cluster Control
+	// acknowledges them (default 5000); beyond it the oldest is dropped
+	// and counted.
+	MaxTombstones int
+	// TombstoneFile, when set, keeps those deletions across a restart of
+	// the sidecar (an emptyDir survives a container restart): it is read
+	// at start and rewritten within a second of a change.
+	TombstoneFile string
 	MaxNodes      int // default 5000
-	MaxPods       int // default 200000
+	MaxPods       int // default 100000
+	MaxClaims     int // default 20000
+
+	// EventBurst and EventInterval limit the Events about one object: a
+	// burst, then one per interval (defaults 5 and 1m). EventQPS and
+	// EventTotalBurst limit all Events (defaults 5/s and 50).
+	EventBurst      int
+	EventInterval   time.Duration
+	EventQPS        float64
+	EventTotalBurst int
 
 	Logger *slog.Logger
 
@@ -72,6 +110,24 @@ type Config struct {
 	sleep func(ctx context.Context, d time.Duration) error
 	rand  func() float64
 }
+
+// KubeClients are the reporter's only ways into the Kubernetes API; its
+// RBAC allows nothing else (deploy/reporter).
+type KubeClients struct {
+	// Dynamic patches formspec.dev/v1alpha1 Workspaces.
+	Dynamic dynamic.Interface
+	// Events creates and patches events.k8s.io/v1 Events.
+	Events typedeventsv1.EventsV1Interface
+}
+
+// workspacesResource is what directives are written onto.
+var workspacesResource = schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "workspaces"}
+
+// FieldManager names the reporter's writes in managedFields.
+const FieldManager = "formspec-reporter"
+
+// reportingController names the reporter in the Events it records.
+const reportingController = "formspec.dev/reporter"
 
 // Reporter is the sidecar's core. Create it with New, start it with Run and
 // serve LocalHandler and OpsHandler.
@@ -83,6 +139,9 @@ type Reporter struct {
 	log     *slog.Logger
 	backoff backoff
 	limiter *logLimiter
+	// events and broadcaster are nil without Kube.
+	events      *eventWriter
+	broadcaster events.EventBroadcaster
 	// wake nudges the workspace sender when a report becomes pending.
 	wake  chan struct{}
 	ready atomic.Bool
@@ -99,15 +158,22 @@ func New(cfg Config) (*Reporter, error) {
 	}
 	setDefault(&cfg.NodeHealthInterval, 15*time.Second)
 	setDefault(&cfg.DeployStatusInterval, 30*time.Second)
+	setDefault(&cfg.ResyncInterval, 10*time.Minute)
 	setDefault(&cfg.NodeStaleIntervals, 4)
 	setDefault(&cfg.PodStaleAfter, 5*time.Minute)
 	setDefault(&cfg.RequestTimeout, 10*time.Second)
 	setDefault(&cfg.BackoffBase, 500*time.Millisecond)
 	setDefault(&cfg.BackoffMax, 60*time.Second)
 	setDefault(&cfg.LogInterval, 30*time.Second)
-	setDefault(&cfg.MaxWorkspaces, 20000)
+	setDefault(&cfg.MaxWorkspaces, 10000)
+	setDefault(&cfg.MaxTombstones, 5000)
 	setDefault(&cfg.MaxNodes, 5000)
-	setDefault(&cfg.MaxPods, 200000)
+	setDefault(&cfg.MaxPods, 100000)
+	setDefault(&cfg.MaxClaims, 20000)
+	setDefault(&cfg.EventBurst, 5)
+	setDefault(&cfg.EventInterval, time.Minute)
+	setDefault(&cfg.EventQPS, 5)
+	setDefault(&cfg.EventTotalBurst, 50)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -143,12 +209,35 @@ func New(cfg Config) (*Reporter, error) {
 	r.cc.noToken = r.warnNoToken
 	r.st = newState(limits{
 		workspaces: cfg.MaxWorkspaces,
+		tombstones: cfg.MaxTombstones,
 		nodes:      cfg.MaxNodes,
 		pods:       cfg.MaxPods,
+		claims:     cfg.MaxClaims,
 		nodeStale:  time.Duration(cfg.NodeStaleIntervals) * cfg.NodeHealthInterval,
 		podStale:   cfg.PodStaleAfter,
+		// Metacontroller resyncs every claim at least this often, so a
+		// claim unseen for longer is gone.
+		claimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.m = newMetrics(r.st)
+	if cfg.TombstoneFile != "" {
+		ts, err := loadTombstones(cfg.TombstoneFile)
+		switch {
+		case errors.Is(err, errCorruptTombstones):
+			r.log.Warn("starting without the saved tombstones", "err", err)
+		case err != nil:
+			return nil, err
+		}
+		r.st.restoreTombstones(ts, cfg.now())
+	}
+	if k := cfg.Kube; k != nil && k.Events != nil {
+		r.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: k.Events})
+		rec := r.broadcaster.NewRecorder(scheme.Scheme, reportingController)
+		r.events = newEventWriter(rec, eventLimits{
+			PerObjectBurst: cfg.EventBurst, PerObjectEvery: cfg.EventInterval,
+			Burst: cfg.EventTotalBurst, PerSecond: cfg.EventQPS,
+		}, cfg.now, func(result string) { r.m.events.WithLabelValues(result).Inc() })
+	}
 	return r, nil
 }
 
@@ -162,11 +251,17 @@ func setDefault[T comparable](v *T, def T) {
 // Registry returns the reporter's metrics registry.
 func (r *Reporter) Registry() *prometheus.Registry { return r.m.reg }
 
-// Run reports until ctx ends. The three loops are independent, so a slow
+// Run reports until ctx ends. The loops are independent, so a slow
 // workspace-status call cannot delay node health or the directive poll.
 func (r *Reporter) Run(ctx context.Context) error {
+	if r.broadcaster != nil {
+		if err := r.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+			return fmt.Errorf("cannot start recording events: %w", err)
+		}
+		defer r.broadcaster.Shutdown()
+	}
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){r.runWorkspaceSender, r.runNodeHealth, r.runDeployStatus} {
+	for _, loop := range []func(context.Context){r.runWorkspaceSender, r.runNodeHealth, r.runDeployStatus, r.runResync, r.runTombstoneSaver} {
 		wg.Go(func() { loop(ctx) })
 	}
 	r.ready.Store(true)
@@ -185,31 +280,32 @@ func (r *Reporter) Observe(obs observation.Observation) error {
 		return err
 	}
 	now := r.cfg.now()
+	var pending bool
+	var evs []event
 	switch {
 	case obs.Workspace != nil:
 		r.m.observations.WithLabelValues("workspace").Inc()
-		if r.st.observeWorkspace(obs.Workspace, now) {
-			r.nudge()
-		}
+		pending, evs = r.st.observeWorkspace(obs.Workspace, now)
 	case obs.WorkspaceDeleted != nil:
 		r.m.observations.WithLabelValues("workspace_deleted").Inc()
-		if r.st.deleteWorkspace(obs.WorkspaceDeleted.Namespace, obs.WorkspaceDeleted.Name, now) {
-			r.nudge()
-		}
+		pending, evs = r.st.deleteWorkspace(obs.WorkspaceDeleted, now)
 	case obs.Node != nil:
 		r.m.observations.WithLabelValues("node").Inc()
 		r.st.observeNode(obs.Node, now)
 	case obs.Pod != nil:
 		r.m.observations.WithLabelValues("pod").Inc()
 		r.st.observePod(obs.Pod, now)
+	case obs.Claim != nil:
+		r.m.observations.WithLabelValues("claim").Inc()
+		evs = r.st.observeClaim(obs.Claim, now)
+	}
+	if pending {
+		r.nudge()
+	}
+	if r.events != nil {
+		r.events.write(evs)
 	}
 	return nil
-}
-
-// RestartDirective returns the artifact hash Cluster Control asked the
-// workspace to roll to, if a restart_required directive is pending.
-func (r *Reporter) RestartDirective(namespace, name string) (string, bool) {
-	return r.st.directive(namespace, name)
 }
 
 func (r *Reporter) nudge() {
@@ -251,108 +347,210 @@ func (r *Reporter) warnNoToken(err error) {
 		"suppressed", held, "err", err)
 }
 
-// runWorkspaceSender sends pending workspace reports one at a time, oldest
-// first. One failure backs off the whole sender: when Cluster Control fails
-// one report it is almost always failing all of them.
-func (r *Reporter) runWorkspaceSender(ctx context.Context) {
+// call is one request to Cluster Control and what to do with its result.
+type call struct {
+	method, path string
+	body         []byte
+	key          string
+	out          any
+	done         func(result)
+}
+
+// endpointLoop is one of the reporter's conversations with Cluster Control.
+type endpointLoop struct {
+	endpoint string
+	// first is the wait before the first call.
+	first time.Duration
+	// every is the wait after a call that is finished, sent or rejected;
+	// nil for none.
+	every func() time.Duration
+	// next returns the next call, waiting for one if need be; false once
+	// ctx has ended.
+	next func(ctx context.Context) (call, bool)
+}
+
+// run is the one send loop: call, record the outcome, then wait the
+// interval after a finished call or the backoff after a failed one. One
+// failure backs off the whole endpoint: when Cluster Control fails one
+// report it is almost always failing all of them.
+func (r *Reporter) run(ctx context.Context, l endpointLoop) {
+	if l.first > 0 && r.cfg.sleep(ctx, l.first) != nil {
+		return
+	}
 	attempt := 0
 	for {
-		p, ok := r.st.next()
+		c, ok := l.next(ctx)
 		if !ok {
-			select {
-			case <-ctx.Done():
-				return
-			case <-r.wake:
-				continue
-			}
+			return
 		}
-		res := r.cc.do(ctx, http.MethodPost, ccapi.PathWorkspaceStatus, p.body, p.key, nil)
+		res := r.cc.do(ctx, c.method, c.path, c.body, c.key, c.out)
 		if ctx.Err() != nil {
 			return
 		}
-		r.record(endpointWorkspaceStatus, res)
-		r.st.finish(p, res.outcome)
+		r.record(l.endpoint, res)
+		if c.done != nil {
+			c.done(res)
+		}
+		var wait time.Duration
 		switch res.outcome {
-		case sent:
+		case sent, rejected:
 			attempt = 0
-		case rejected:
-			attempt = 0
-			r.m.dropped.WithLabelValues(dropRejected).Inc()
-		case retry:
-			d := r.backoff.delay(attempt, res.retryAfter)
-			attempt++
-			if r.cfg.sleep(ctx, d) != nil {
-				return
+			if res.outcome == rejected && c.body != nil {
+				r.m.dropped.WithLabelValues(dropRejected).Inc()
 			}
+			if l.every != nil {
+				wait = l.every()
+			}
+		case retry:
+			wait = r.backoff.delay(attempt, res.retryAfter)
+			attempt++
+		}
+		if wait > 0 && r.cfg.sleep(ctx, wait) != nil {
+			return
 		}
 	}
+}
+
+// runWorkspaceSender sends pending workspace reports one at a time, oldest
+// first, as soon as there are any.
+func (r *Reporter) runWorkspaceSender(ctx context.Context) {
+	r.run(ctx, endpointLoop{
+		endpoint: endpointWorkspaceStatus,
+		next: func(ctx context.Context) (call, bool) {
+			for {
+				if p, ok := r.st.next(); ok {
+					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.body, key: p.key,
+						done: func(res result) { r.st.finish(p, res.outcome) }}, true
+				}
+				select {
+				case <-ctx.Done():
+					return call{}, false
+				case <-r.wake:
+				}
+			}
+		},
+	})
 }
 
 // runNodeHealth sends a fresh node report every interval. A failed report is
 // not resent: the next one, built from newer state, replaces it, sooner than
 // the interval when the backoff allows.
 func (r *Reporter) runNodeHealth(ctx context.Context) {
-	attempt := 0
-	wait := jitter(r.cfg.NodeHealthInterval, r.cfg.rand)
+	every := func() time.Duration { return jitter(r.cfg.NodeHealthInterval, r.cfg.rand) }
+	r.run(ctx, endpointLoop{
+		endpoint: endpointNodeHealth,
+		first:    every(),
+		every:    every,
+		next: func(ctx context.Context) (call, bool) {
+			body, err := json.Marshal(r.st.nodeReport(r.cfg.Reporter, r.cfg.now()))
+			if err != nil {
+				// Only a type the encoder cannot handle gets here.
+				r.log.Error("cannot encode node health", "err", err)
+				return call{}, false
+			}
+			return call{method: http.MethodPost, path: ccapi.PathNodeHealth, body: body, key: idempotencyKey(body)}, ctx.Err() == nil
+		},
+	})
+}
+
+// runDeployStatus polls Cluster Control for directives, first at once so a
+// restarted sidecar carries them out again quickly, and writes each onto
+// its Workspace.
+func (r *Reporter) runDeployStatus(ctx context.Context) {
+	r.run(ctx, endpointLoop{
+		endpoint: endpointDeployStatus,
+		every:    func() time.Duration { return jitter(r.cfg.DeployStatusInterval, r.cfg.rand) },
+		next: func(ctx context.Context) (call, bool) {
+			ds := new(ccapi.DeployStatus)
+			return call{method: http.MethodGet, path: ccapi.PathDeployStatus, out: ds, done: func(res result) {
+				if res.outcome != sent {
+					return
+				}
+				if r.st.setDirectives(ds.Directives, r.cfg.now()) {
+					r.nudge()
+				}
+				r.writeDirectives(ctx)
+			}}, ctx.Err() == nil
+		},
+	})
+}
+
+// runResync queues every known workspace for a fresh report each
+// ResyncInterval (jittered).
+func (r *Reporter) runResync(ctx context.Context) {
 	for {
-		if r.cfg.sleep(ctx, wait) != nil {
+		if r.cfg.sleep(ctx, jitter(r.cfg.ResyncInterval, r.cfg.rand)) != nil {
 			return
 		}
-		rep := r.st.nodeReport(r.cfg.Reporter, r.cfg.now())
-		body, err := json.Marshal(rep)
-		if err != nil {
-			r.log.Error("cannot encode node health", "err", err)
-			wait = jitter(r.cfg.NodeHealthInterval, r.cfg.rand)
-			continue
-		}
-		res := r.cc.do(ctx, http.MethodPost, ccapi.PathNodeHealth, body, idempotencyKey(body), nil)
-		if ctx.Err() != nil {
-			return
-		}
-		r.record(endpointNodeHealth, res)
-		wait = jitter(r.cfg.NodeHealthInterval, r.cfg.rand)
-		switch res.outcome {
-		case sent:
-			attempt = 0
-		case rejected:
-			attempt = 0
-			r.m.dropped.WithLabelValues(dropRejected).Inc()
-		case retry:
-			wait = r.backoff.delay(attempt, res.retryAfter)
-			attempt++
+		if n := r.st.resync(r.cfg.now()); n > 0 {
+			r.m.resyncs.Add(float64(n))
+			r.nudge()
 		}
 	}
 }
 
-// runDeployStatus polls Cluster Control for directives, first at once so a
-// restarted sidecar serves directives again quickly.
-func (r *Reporter) runDeployStatus(ctx context.Context) {
-	attempt := 0
-	var wait time.Duration
-	for {
-		if r.cfg.sleep(ctx, wait) != nil {
-			return
-		}
-		var ds ccapi.DeployStatus
-		res := r.cc.do(ctx, http.MethodGet, ccapi.PathDeployStatus, nil, "", &ds)
-		if ctx.Err() != nil {
-			return
-		}
-		r.record(endpointDeployStatus, res)
-		wait = jitter(r.cfg.DeployStatusInterval, r.cfg.rand)
-		switch res.outcome {
-		case sent:
-			attempt = 0
-			if r.st.setDirectives(ds.Directives, r.cfg.now()) {
-				r.nudge()
+// writeDirectives writes the directives that are not on their Workspace
+// yet. The patch sets (or removes) one annotation and nothing else, so it
+// is idempotent: reporters of several replicas writing the same directive
+// write the same value, and the API server records no change for a repeat.
+func (r *Reporter) writeDirectives(ctx context.Context) {
+	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
+		return
+	}
+	for _, d := range r.st.toWrite() {
+		err := r.patchWorkspace(ctx, d)
+		switch {
+		case err == nil:
+			r.m.directiveWrites.WithLabelValues("ok").Inc()
+			r.st.written(d)
+		case apierrors.IsNotFound(err):
+			// Not (or no longer) in the cluster: nothing to write, and
+			// asking again will not change that.
+			r.m.directiveWrites.WithLabelValues("not_found").Inc()
+			r.st.written(d)
+		default:
+			if ctx.Err() != nil {
+				return
 			}
-		case rejected:
-			attempt = 0
-		case retry:
-			wait = r.backoff.delay(attempt, res.retryAfter)
-			attempt++
+			// Retried on the next poll.
+			r.m.directiveWrites.WithLabelValues("error").Inc()
+			if ok, held := r.limiter.allow(logKeyDirectives, r.cfg.now()); ok {
+				r.log.Warn("cannot write directive onto workspace", "namespace", d.Namespace, "name", d.Name,
+					"action", d.Action, "suppressed", held, "err", err)
+			}
 		}
 	}
+}
+
+// directivePatch is the JSON merge patch that writes d: one annotation.
+func directivePatch(d ccapi.Directive) ([]byte, error) {
+	var annotations map[string]any
+	switch d.Action {
+	case ccapi.ActionRestartRequired:
+		annotations = map[string]any{v1alpha1.AnnotationArtifactBinaryHash: d.ArtifactHash}
+	case ccapi.ActionIdle:
+		annotations = map[string]any{v1alpha1.AnnotationIdle: "true"}
+	case ccapi.ActionWake:
+		annotations = map[string]any{v1alpha1.AnnotationIdle: nil}
+	default:
+		return nil, fmt.Errorf("unknown action %q", d.Action)
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+}
+
+func (r *Reporter) patchWorkspace(ctx context.Context, d ccapi.Directive) error {
+	patch, err := directivePatch(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+	defer cancel()
+	_, err = r.cfg.Kube.Dynamic.Resource(workspacesResource).Namespace(d.Namespace).
+		Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("cannot patch workspace %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return nil
 }
 
 // sleep waits d or until ctx ends.
@@ -371,17 +569,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // observationsLimit bounds one hand-off batch. The hook client posts at most
-// 128 observations, and a Node without its image list is a few KiB, so 8 MiB
-// leaves ample room while keeping a runaway client from exhausting memory.
+// 1 MiB per batch (handoff.Options.BatchBytes), so 8 MiB leaves room for a
+// client tuned otherwise while keeping a runaway one from exhausting
+// memory; a batch over it gets 413, and the client splits it.
 const observationsLimit = 8 << 20
 
 // LocalHandler is the localhost API for the hook server: POST
-// /v1/observations and GET /v1/restart-directives/{namespace}/{name}. It
-// has no authentication: it listens on the pod's loopback interface only.
+// /v1/observations. It has no authentication: it listens on the pod's
+// loopback interface only.
 func (r *Reporter) LocalHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+observation.PathObservations, r.serveObservations)
-	mux.HandleFunc("GET "+observation.PathRestartDirectives+"{namespace}/{name}", r.serveDirective)
 	return mux
 }
 
@@ -401,16 +599,6 @@ func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
 		_ = r.Observe(obs)
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (r *Reporter) serveDirective(w http.ResponseWriter, req *http.Request) {
-	h, ok := r.RestartDirective(req.PathValue("namespace"), req.PathValue("name"))
-	if !ok {
-		writeError(w, http.StatusNotFound, "no restart directive")
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(observation.Directive{ArtifactHash: h})
 }
 
 // OpsHandler serves /metrics, /healthz and /readyz, for the metrics

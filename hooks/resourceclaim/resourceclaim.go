@@ -24,6 +24,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/internal/conditions"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // HookName labels this hook's decisions and log lines.
@@ -79,12 +80,13 @@ type Hook struct {
 	now       func() time.Time
 	log       *slog.Logger
 	decisions claims.Decisions
+	reports   observation.Sink
 }
 
 // New returns a Hook.
 func New(o Options) *Hook {
 	o = o.WithDefaults()
-	return &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions}
+	return &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions, reports: o.Reports}
 }
 
 // Customize asks for the claimed Datastore and for the Secrets in its
@@ -192,6 +194,7 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		resp.ResyncAfterSeconds = resyncAfter(d.RecheckAt.Sub(now))
 	}
 	claims.Count(h.decisions, HookName, decision, d.Reason)
+	h.reports.Send(observation.ClaimObservation(claim, status))
 	h.log.DebugContext(ctx, "claim verified", "hook", HookName,
 		"namespace", claim.Namespace, "name", claim.Name, "decision", decision, "reason", d.Reason, "message", d.Message)
 	if exposed {

@@ -195,6 +195,11 @@ func limitInFlight(slots chan struct{}, next http.Handler) http.Handler {
 // recoverPanics turns a panic into a counted, logged 500, so that one bad
 // object cannot take the replica down for every other workspace.
 func recoverPanics(name string, logger *slog.Logger, m *Metrics, next http.Handler) http.Handler {
+	if m != nil {
+		// Export 0 from the start, so that an alert on an increase sees
+		// the first panic and not only the second.
+		m.panics.WithLabelValues(name)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec, _ := w.(*recorder)
 		defer func() {

@@ -76,6 +76,10 @@ type Config struct {
 	// Conns caps each listener's connections; zero fields take
 	// httpserve's defaults.
 	Conns httpserve.ConnLimits
+	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics
+	// listener. Off by default: profiles expose internals to anyone who
+	// can reach that port, and a CPU profile costs CPU while it runs.
+	Pprof bool
 
 	// ShutdownDelay is how long readiness fails before the listeners close.
 	// Unlike the other fields, zero means no delay (tests want that);
@@ -138,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	metrics := chi.NewRouter()
 	health.mount(metrics)
 	metrics.Method(http.MethodGet, "/metrics", cfg.Metrics.Handler())
+	if cfg.Pprof {
+		mountPprof(metrics)
+	}
 
 	return &Server{cfg: cfg, health: health, hooks: hooks, metrics: metrics}, nil
 }

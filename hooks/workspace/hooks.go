@@ -24,7 +24,7 @@ func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.Composite
 	if err != nil {
 		return nil, err
 	}
-	h.report(observation.WorkspaceObservation(o.ws, d.status))
+	h.report(observation.WorkspaceObservation(o.ws, d.status).WithClass(o.class))
 	return d.response(), nil
 }
 
@@ -40,7 +40,7 @@ func (h *Hooks) Finalize(_ context.Context, req *Request) (*metacontroller.Compo
 		return nil, err
 	}
 	if d.finalized {
-		h.report(observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: o.ws.Namespace, Name: o.ws.Name}})
+		h.report(observation.WorkspaceDeletedObservation(o.ws))
 	} else {
 		h.report(observation.WorkspaceObservation(o.ws, d.status))
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
@@ -75,6 +76,7 @@ type Parent struct {
 type ParentMeta struct {
 	Name              string            `json:"name"`
 	Namespace         string            `json:"namespace"`
+	UID               types.UID         `json:"uid"`
 	Generation        int64             `json:"generation"`
 	CreationTimestamp metav1.Time       `json:"creationTimestamp"`
 	DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
@@ -253,6 +255,7 @@ func observe(req *Request) (*observed, error) {
 	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, Status: p.Status, ObjectMeta: metav1.ObjectMeta{
 		Name:              p.Metadata.Name,
 		Namespace:         p.Metadata.Namespace,
+		UID:               p.Metadata.UID,
 		Generation:        p.Metadata.Generation,
 		CreationTimestamp: p.Metadata.CreationTimestamp,
 		DeletionTimestamp: p.Metadata.DeletionTimestamp,

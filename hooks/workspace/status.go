@@ -141,7 +141,7 @@ func waitingFor(bindings []binding) []string {
 	var out []string
 	for _, b := range bindings {
 		if b.status.State == v1alpha1.DatastorePending {
-			out = append(out, fmt.Sprintf("%s: ResourceClaim %q is not verified yet", b.ref.Name, b.status.Claim))
+			out = append(out, fmt.Sprintf("%s: rclaim %q is not verified yet", b.ref.Name, b.status.Claim))
 		}
 	}
 	return out
@@ -196,9 +196,9 @@ func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []bind
 	for _, b := range bindings {
 		switch b.status.State {
 		case v1alpha1.DatastoreMissing:
-			missing = append(missing, fmt.Sprintf("%s: no ResourceClaim for this workspace", b.ref.Name))
+			missing = append(missing, fmt.Sprintf("%s: no ResourceClaim (kubectl: rclaim) for this workspace", b.ref.Name))
 		case v1alpha1.DatastoreDenied:
-			missing = append(missing, fmt.Sprintf("%s: ResourceClaim %q is denied", b.ref.Name, b.status.Claim))
+			missing = append(missing, fmt.Sprintf("%s: rclaim %q is denied", b.ref.Name, b.status.Claim))
 		}
 	}
 	if len(missing) > 0 {

@@ -547,3 +547,31 @@ func splitYAML(data []byte) [][]byte {
 	}
 	return append(docs, cur)
 }
+
+// Table gets path as kubectl get prints it: the server-side table with the
+// resource's printer columns.
+func (c *Client) Table(path string) (metav1.Table, error) {
+	var table metav1.Table
+	req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return table, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return table, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return table, fmt.Errorf("cannot read the table of %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return table, &APIError{Method: http.MethodGet, Path: path, Code: resp.StatusCode, Body: string(out)}
+	}
+	if err := json.Unmarshal(out, &table); err != nil {
+		return table, fmt.Errorf("cannot decode the table of %s: %w", path, err)
+	}
+	return table, nil
+}

@@ -70,6 +70,7 @@ const startTimeout = 2 * time.Minute
 // env is one running control plane with the hook server and Metacontroller
 // wired to it as the documented install wires them.
 type env struct {
+	cp    *controlplane.ControlPlane
 	c     *controlplane.Client
 	hooks *controlplane.Process
 	mc    *controlplane.Process
@@ -86,6 +87,9 @@ type env struct {
 	mcRuns        int
 	dir           string
 	healthURL     string
+	// reporterPort is where the hook server hands observations over; no
+	// reporter listens there unless a test starts one.
+	reporterPort int
 }
 
 // startEnv brings up the control plane, installs the CRDs, creates the
@@ -120,7 +124,7 @@ func startEnv(t *testing.T) *env {
 	mcCRDs := controlplane.MetacontrollerCRDs(t)
 
 	cp := controlplane.Start(t)
-	e := &env{c: cp.Client(), dir: t.TempDir()}
+	e := &env{cp: cp, c: cp.Client(), dir: t.TempDir()}
 	if err := e.c.InstallCRDs(mcCRDs); err != nil {
 		t.Fatalf("cannot install Metacontroller's CRDs: %v", err)
 	}
@@ -139,14 +143,16 @@ func startEnv(t *testing.T) *env {
 	ports := controlplane.FreePorts(t, 5)
 	hookPort, hookMetricsPort, reporterPort, mcMetricsPort, mcHealthPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 	e.hookMetrics = "http://127.0.0.1:" + strconv.Itoa(hookMetricsPort)
+	e.reporterPort = reporterPort
 
 	bin := buildHooks(t, root, e.dir)
 	args := append([]string{"serve",
 		"--listen=127.0.0.1:" + strconv.Itoa(hookPort),
 		"--metrics-listen=127.0.0.1:" + strconv.Itoa(hookMetricsPort),
-		"--control-cluster-url=" + controlClusterURL,
-		// Nothing listens there: the hand-off fails quietly, which is
-		// what the hooks must tolerate.
+		"--cluster-control-url=" + controlClusterURL,
+		// Nothing listens there unless a test starts a reporter: the
+		// hand-off fails quietly and keeps what it could not hand over,
+		// which is what the hooks must tolerate.
 		"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
 		"--shutdown-delay=0",
 		"--log-level=debug",

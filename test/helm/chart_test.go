@@ -268,7 +268,11 @@ func summarize(objs []controlplane.Object) summary {
 		case "Service":
 			s.ServicePorts = get(obj, "spec.ports")
 		case "ClusterRoleBinding":
-			s.BindingSubjects = obj["subjects"]
+			// The reporter's binding is fixed (deploy/reporter); this
+			// summary follows Metacontroller's, which values change.
+			if get(obj, "metadata.name") == "formspec-metacontroller" {
+				s.BindingSubjects = obj["subjects"]
+			}
 		}
 	}
 	sort.Strings(s.Objects)
@@ -340,8 +344,10 @@ func objects(namespace, fullname string, networkPolicy, pdb bool, extra ...strin
 	objs := []string{
 		"ClusterRole/formspec-edit",
 		"ClusterRole/formspec-metacontroller",
+		"ClusterRole/formspec-reporter",
 		"ClusterRole/formspec-view",
 		"ClusterRoleBinding/formspec-metacontroller",
+		"ClusterRoleBinding/formspec-reporter",
 		"CompositeController/formspec-workspace",
 		"DecoratorController/formspec-datastore",
 		"DecoratorController/formspec-node-health",
@@ -350,6 +356,9 @@ func objects(namespace, fullname string, networkPolicy, pdb bool, extra ...strin
 		"Deployment/" + namespace + "/" + fullname,
 		"Service/" + namespace + "/" + fullname,
 		"ServiceAccount/" + namespace + "/" + fullname,
+		"ServiceAccount/" + namespace + "/formspec-reporter",
+		"ValidatingAdmissionPolicy/formspec-reporter-workspace-annotations",
+		"ValidatingAdmissionPolicyBinding/formspec-reporter-workspace-annotations",
 	}
 	if networkPolicy {
 		objs = append(objs, "NetworkPolicy/"+namespace+"/"+fullname)
@@ -390,7 +399,7 @@ func baseArgs(listen string) []any {
 	return []any{
 		"serve", "--listen=" + listen, "--metrics-listen=:9090",
 		"--resource-image=formahub/formspec-resource", "--default-version=latest",
-		"--control-cluster-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
+		"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
 		"--log-format=json",
 	}
 }
@@ -416,6 +425,7 @@ func servicePorts(name string, port float64) []any {
 	return []any{
 		map[string]any{"name": name, "port": port, "targetPort": "hooks", "protocol": "TCP"},
 		map[string]any{"name": "metrics", "port": float64(9090), "targetPort": "metrics", "protocol": "TCP"},
+		map[string]any{"name": "reporter-metrics", "port": float64(9091), "targetPort": "rep-metrics", "protocol": "TCP"},
 	}
 }
 

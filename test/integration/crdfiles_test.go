@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
@@ -58,6 +60,19 @@ func TestCRDFiles(t *testing.T) {
 		}
 		for _, crd := range docs {
 			name := crd["metadata"].(map[string]any)["name"].(string)
+			// kubectl apply -k deploy/ (client-side) keeps each object's
+			// JSON in an annotation, and annotations are capped at 256 KiB:
+			// the generated core schemas must leave a CRD below that.
+			t.Run(name+"/FitsClientSideApply", func(t *testing.T) {
+				data, err := json.Marshal(crd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				last := map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(data)}
+				if err := apivalidation.ValidateAnnotationsSize(last); err != nil {
+					t.Errorf("kubectl apply could not record %s (%d bytes of JSON): %v", name, len(data), err)
+				}
+			})
 			spec := crd["spec"].(map[string]any)
 			names := spec["names"].(map[string]any)
 			shape := crdShape{Scope: spec["scope"].(string)}

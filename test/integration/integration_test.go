@@ -36,8 +36,13 @@ func TestAPIServer(t *testing.T) {
 	}
 
 	t.Run("ShortNames", func(t *testing.T) { testShortNames(t, c) })
+	t.Run("KubectlNames", func(t *testing.T) { testKubectlNames(t, c) })
+	t.Run("PrinterColumns", func(t *testing.T) { testPrinterColumns(t, c) })
 	t.Run("ClusterClass", func(t *testing.T) { testClusterClass(t, c) })
 	t.Run("Workspace", func(t *testing.T) { testWorkspace(t, c) })
+	t.Run("WorkspacePod", func(t *testing.T) { testWorkspacePod(t, c) })
+	t.Run("FixtureWorkspaces", func(t *testing.T) { testFixtureWorkspaces(t, c) })
+	t.Run("RestrictedPodSecurity", func(t *testing.T) { testRestrictedPodSecurity(t, c) })
 	t.Run("Datastore", func(t *testing.T) { testDatastore(t, c) })
 	t.Run("ResourceClaim", func(t *testing.T) { testResourceClaim(t, c) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, c) })
@@ -70,12 +75,18 @@ func crdFiles(t testing.TB) []string {
 // ensureNamespace creates a namespace unless it exists.
 func ensureNamespace(t testing.TB, c *controlplane.Client, name string) {
 	t.Helper()
-	_, err := c.Create(controlplane.Object{
+	createIfAbsent(t, c, controlplane.Object{
 		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
 	})
+}
+
+// createIfAbsent creates obj unless it exists.
+func createIfAbsent(t testing.TB, c *controlplane.Client, obj controlplane.Object) {
+	t.Helper()
+	_, err := c.Create(obj)
 	var apiErr *controlplane.APIError
 	if err != nil && !(errors.As(err, &apiErr) && apiErr.Code == http.StatusConflict) {
-		t.Fatalf("cannot create namespace %s: %v", name, err)
+		t.Fatalf("cannot create %v %v: %v", obj["kind"], obj["metadata"], err)
 	}
 }
 

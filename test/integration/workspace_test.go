@@ -69,13 +69,19 @@ func fullWorkspace() v1alpha1.Workspace {
 	}
 }
 
-func testWorkspace(t *testing.T, c *controlplane.Client) {
-	base := with(t, controlplane.Object{
+// minimalWorkspace is a Workspace with only the required fields.
+func minimalWorkspace(t testing.TB) controlplane.Object {
+	t.Helper()
+	return with(t, controlplane.Object{
 		"apiVersion": v1alpha1.APIVersion,
 		"kind":       "Workspace",
 		"metadata":   map[string]any{"name": "acme", "namespace": "default"},
 		"spec":       map[string]any{"clusterClass": "standard"},
 	}, nil)
+}
+
+func testWorkspace(t *testing.T, c *controlplane.Client) {
+	base := minimalWorkspace(t)
 
 	runSchemaCases(t, c, map[string]schemaCase{
 		"Minimal": {

@@ -77,7 +77,7 @@ func compare(opts compareOptions, stdout io.Writer) error {
 			// The values the golden fixtures were made with (Makefile RUN_FLAGS).
 			return startCmd(exec.Command(opts.hooksBin, "serve", "--listen", addr, "--metrics-listen", "127.0.0.1:0",
 				"--resource-image", "formahub/formspec-resource", "--default-version", "latest",
-				"--control-cluster-url", "http://formspec-ctl.formspec-system:7070",
+				"--cluster-control-url", "http://formspec-ctl.formspec-system:7070",
 				"--reporter-url", "http://"+sink.Addr().String(), "--log-level", "warn", "--shutdown-delay", "0s"))
 		}},
 		{"roundtrip", goServer("roundtrip")},

@@ -88,6 +88,10 @@ func run(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "requests: %d answered, %d failed, %.0f/s\n", len(r.latencies), r.failures, r.rate())
 	fmt.Fprintf(stdout, "latency: p50 %s  p90 %s  p99 %s  max %s\n", pct(r.latencies, 50), pct(r.latencies, 90), pct(r.latencies, 99), pct(r.latencies, 100))
 	fmt.Fprintf(stdout, "status codes: %s\n", r.codeSummary())
+	if len(r.latencies) == 0 {
+		// Figures of nothing are not a measurement: make load must fail.
+		return fmt.Errorf("no request was answered by %s (%d failed); is the server running (make run)?", *base, r.failures)
+	}
 	return nil
 }
 

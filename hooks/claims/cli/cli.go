@@ -39,8 +39,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errors.New("missing subcommand")
+		return &cliflag.UsageError{Command: command, Err: errors.New("missing subcommand: keygen, sign or verify")}
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		// Asked for: usage is the answer, on stdout.
@@ -55,10 +54,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "verify":
 		return verify(args[1:], stdin, stdout, stderr, now)
 	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown subcommand %q", args[0])
+		return &cliflag.UsageError{Command: command, Err: fmt.Errorf("unknown subcommand %q: want keygen, sign or verify", args[0])}
 	}
 }
+
+// command is this command's full name, for its usage and errors.
+const command = "formspec-hooks claim"
 
 const usage = `Usage: formspec-hooks claim <subcommand> [flags]
 
@@ -68,23 +69,31 @@ Subcommands:
                                          sign a ResourceClaim (YAML file, or stdin when CLAIM is absent or -), print it signed
   verify --claim FILE --datastore FILE --secret FILE [--now RFC3339]
                                          decide the claim as the hook would, and say why the Datastore is refused if it is; exit 1 when denied
+
+In a cluster the claims are ResourceClaims of formspec.dev: kubectl get rclaim
+(a bare "resourceclaim" is Kubernetes' own Dynamic Resource Allocation API).
+Run 'formspec-hooks claim <subcommand> --help' for a subcommand's flags.
 `
 
-func flags(name string) *flag.FlagSet { return cliflag.New("claim " + name) }
+// flags returns the flag set of subcommand name; synopsis and summary head
+// its --help.
+func flags(name, synopsis, summary string) *flag.FlagSet {
+	return cliflag.New(command+" "+name, "Usage: "+command+" "+name+" "+synopsis+"\n\n"+summary+"\n\nFlags:\n")
+}
 
 // parse parses a subcommand's flags; see cliflag.Parse.
-func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	return cliflag.Parse(fs, args, stdout, stderr, "Usage of "+fs.Name()+":\n")
+func parse(fs *flag.FlagSet, args []string, stdout, _ io.Writer) error {
+	return cliflag.Parse(fs, args, stdout)
 }
 
 func keygen(args []string, stdout, stderr io.Writer) error {
-	fs := flags("keygen")
+	fs := flags("keygen", "--out FILE", "Make an ed25519 key pair: write the private key to FILE (hex seed, mode 0600)\nand print the public key (hex) for the Datastore's spec.ownerPublicKey.")
 	out := fs.String("out", "", "file to write the private key to (hex seed, mode 0600); must not exist")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *out == "" || fs.NArg() > 0 {
-		return errors.New("keygen needs --out FILE and no arguments: the private key is only ever written to a file")
+		return cliflag.Usagef(fs, "keygen needs --out FILE and no arguments: the private key is only ever written to a file")
 	}
 	pub, priv, err := grant.GenerateKey(nil)
 	if err != nil {
@@ -108,17 +117,17 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 }
 
 func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
-	fs := flags("sign")
+	fs := flags("sign", "--key FILE [--format v2|v1] [CLAIM]", "Sign a ResourceClaim (a YAML file, or stdin when CLAIM is absent or -) and print\nit signed. An empty spec.grantedAt is set to the current time.")
 	keyFile := fs.String("key", "", "private key file written by keygen")
 	format := fs.String("format", v1alpha1.SignatureV2, "signature version: v2 (binds namespaces and expiry) or v1 (the original operator's)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *keyFile == "" || fs.NArg() > 1 {
-		return errors.New("sign needs --key FILE and at most one claim file")
+		return cliflag.Usagef(fs, "sign needs --key FILE and at most one claim file")
 	}
 	if *format != v1alpha1.SignatureV1 && *format != v1alpha1.SignatureV2 {
-		return fmt.Errorf("--format must be v1 or v2, not %q", *format)
+		return cliflag.Usagef(fs, "--format must be v1 or v2, not %q", *format)
 	}
 	keyText, err := os.ReadFile(*keyFile)
 	if err != nil {
@@ -172,7 +181,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 }
 
 func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
-	fs := flags("verify")
+	fs := flags("verify", "--claim FILE --datastore FILE --secret FILE [--now RFC3339]", "Decide the claim exactly as the resourceclaim hook would, offline. Prints\n\"accepted: ...\" and exits 0, or \"denied: <reason>: ...\" and exits 1.")
 	claimFile := fs.String("claim", "", "ResourceClaim YAML file (- for stdin)")
 	dsFile := fs.String("datastore", "", "Datastore YAML file")
 	secretFile := fs.String("secret", "", "the Datastore's endpoint Secret YAML file")
@@ -181,13 +190,13 @@ func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func()
 		return err
 	}
 	if *claimFile == "" || *dsFile == "" || *secretFile == "" || fs.NArg() > 0 {
-		return errors.New("verify needs --claim, --datastore and --secret files")
+		return cliflag.Usagef(fs, "verify needs --claim, --datastore and --secret files and no arguments")
 	}
 	t := now()
 	if *at != "" {
 		var err error
 		if t, err = time.Parse(time.RFC3339, *at); err != nil {
-			return fmt.Errorf("--now is not an RFC 3339 time: %w", err)
+			return cliflag.Usagef(fs, "--now is not an RFC 3339 time: %w", err)
 		}
 	}
 	claim, err := readObject[v1alpha1.ResourceClaim](*claimFile, stdin, "ResourceClaim")

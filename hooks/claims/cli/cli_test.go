@@ -17,6 +17,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
 )
 
 const claimYAML = `apiVersion: formspec.dev/v1alpha1
@@ -224,36 +225,41 @@ func TestVerifyWrongKind(t *testing.T) {
 }
 
 // TestHelpStreams shows that usage asked for goes to stdout with no error
-// beyond flag.ErrHelp, and usage after a mistake goes to stderr.
+// beyond flag.ErrHelp, and that a mistake is a *cliflag.UsageError that
+// prints nothing itself (the caller reports it; see cliflag.Exit).
 func TestHelpStreams(t *testing.T) {
 	cases := map[string]struct {
 		reason     string
 		args       []string
-		wantStdout bool
-		wantErr    error
+		wantStdout string
+		wantUsage  bool
 	}{
-		"Top":       {reason: "claim --help prints the subcommands.", args: []string{"--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"Keygen":    {reason: "claim keygen --help prints its flags.", args: []string{"keygen", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"Sign":      {reason: "claim sign --help prints its flags.", args: []string{"sign", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"Verify":    {reason: "claim verify --help prints its flags.", args: []string{"verify", "--help"}, wantStdout: true, wantErr: flag.ErrHelp},
-		"WrongFlag": {reason: "A mistake prints usage on stderr.", args: []string{"sign", "--bogus"}},
-		"NoCommand": {reason: "No subcommand prints usage on stderr.", args: nil},
+		"Top":       {reason: "claim --help prints the subcommands.", args: []string{"--help"}, wantStdout: "Usage: formspec-hooks claim <subcommand>"},
+		"Keygen":    {reason: "claim keygen --help prints its synopsis and flags.", args: []string{"keygen", "--help"}, wantStdout: "Usage: formspec-hooks claim keygen --out FILE"},
+		"Sign":      {reason: "claim sign --help prints its synopsis and flags.", args: []string{"sign", "--help"}, wantStdout: "Usage: formspec-hooks claim sign --key FILE"},
+		"Verify":    {reason: "claim verify --help prints its synopsis and flags.", args: []string{"verify", "--help"}, wantStdout: "Usage: formspec-hooks claim verify --claim FILE"},
+		"WrongFlag": {reason: "An unknown flag is a usage error.", args: []string{"sign", "--bogus"}, wantUsage: true},
+		"NoCommand": {reason: "No subcommand is a usage error.", args: nil, wantUsage: true},
+		"Unknown":   {reason: "An unknown subcommand is a usage error.", args: []string{"forge"}, wantUsage: true},
+		"NoKey":     {reason: "sign without --key is a usage error.", args: []string{"sign"}, wantUsage: true},
+		"BadNow":    {reason: "verify with an unparsable --now is a usage error.", args: []string{"verify", "--claim", "c", "--datastore", "d", "--secret", "s", "--now", "yesterday"}, wantUsage: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := Run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
-			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
-				t.Errorf("%s\nerror: got %v, want %v", tc.reason, err, tc.wantErr)
+			_, isUsage := errors.AsType[*cliflag.UsageError](err)
+			if isUsage != tc.wantUsage {
+				t.Errorf("%s\nusage error: got %v (%v), want %v", tc.reason, isUsage, err, tc.wantUsage)
 			}
-			if tc.wantErr == nil && err == nil {
-				t.Errorf("%s\nerror: got nil, want one", tc.reason)
+			if !tc.wantUsage && !errors.Is(err, flag.ErrHelp) {
+				t.Errorf("%s\nerror: got %v, want flag.ErrHelp", tc.reason, err)
 			}
-			if got := stdout.Len() > 0; got != tc.wantStdout {
-				t.Errorf("%s\nusage on stdout: got %v, want %v (stdout %q, stderr %q)", tc.reason, got, tc.wantStdout, stdout.String(), stderr.String())
+			if tc.wantUsage && stdout.Len()+stderr.Len() > 0 {
+				t.Errorf("%s\nprinted %q %q; want nothing (the caller reports usage errors)", tc.reason, stdout.String(), stderr.String())
 			}
-			if !tc.wantStdout && !strings.Contains(stderr.String(), "Usage") {
-				t.Errorf("%s\nstderr %q: want the usage", tc.reason, stderr.String())
+			if !strings.HasPrefix(stdout.String(), tc.wantStdout) {
+				t.Errorf("%s\nstdout %q: want it to start with %q", tc.reason, stdout.String(), tc.wantStdout)
 			}
 		})
 	}

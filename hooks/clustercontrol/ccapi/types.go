@@ -31,9 +31,20 @@ const (
 	HealthDegraded = "degraded"
 )
 
-// ActionRestartRequired is the deploy-status action asking that a workspace
-// roll its pods onto a new artifact.
-const ActionRestartRequired = "restart_required"
+// Deploy-status actions. A reporter writes each onto its Workspace as an
+// annotation and ignores actions it does not know.
+const (
+	// ActionRestartRequired asks that a workspace roll its pods onto a new
+	// artifact: formspec.dev/artifact-binary-hash is set to ArtifactHash.
+	ActionRestartRequired = "restart_required"
+	// ActionIdle asks that a workspace scale to zero: formspec.dev/idle is
+	// set to "true" (it takes effect when the workspace's class allows
+	// scale-to-zero).
+	ActionIdle = "idle"
+	// ActionWake asks that an idle workspace run again: formspec.dev/idle
+	// is removed.
+	ActionWake = "wake"
+)
 
 // NodeHealthReport is the body of POST /v1/node-health: the latest state of
 // every node one reporter has seen recently. Several reporters (one per hook
@@ -47,6 +58,21 @@ type NodeHealthReport struct {
 	SentAt time.Time `json:"sentAt"`
 	// Nodes are sorted by name.
 	Nodes []NodeHealth `json:"nodes"`
+	// ClusterClasses are the classes this reporter has seen workspaces
+	// use, sorted by name.
+	ClusterClasses []ClassUsage `json:"clusterClasses,omitempty"`
+}
+
+// ClassUsage is one ClusterClass's placement limit and how many workspaces
+// use it, as far as one reporter has seen. The limit is reported, not
+// enforced: placing within it is Cluster Control's decision.
+type ClassUsage struct {
+	Name string `json:"name"`
+	// MaxWorkspaces is the class's spec.maxWorkspaces; 0 means no limit.
+	MaxWorkspaces int32 `json:"maxWorkspaces"`
+	// WorkspaceCount is the number of live workspaces using the class that
+	// this reporter knows.
+	WorkspaceCount int `json:"workspaceCount"`
 }
 
 // NodeHealth is one node's state as last observed.
@@ -89,7 +115,7 @@ type Resources struct {
 
 // WorkspaceStatusReport is the body of POST /v1/workspace-status: one
 // workspace's latest status, its deletion, and optionally the consumption of
-// a restart_required directive.
+// a directive.
 type WorkspaceStatusReport struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
@@ -97,18 +123,23 @@ type WorkspaceStatusReport struct {
 	// same workspace may arrive from several reporters and, after an outage,
 	// late: Cluster Control keeps the one with the newest ObservedAt.
 	ObservedAt time.Time `json:"observedAt"`
+	// ReportedAt is when the reporter queued this report. A periodic
+	// re-report of an unchanged workspace keeps ObservedAt and carries a new
+	// ReportedAt, so it gets a new Idempotency-Key and is applied again by a
+	// Cluster Control that lost its state, without overriding a newer
+	// observation from another reporter.
+	ReportedAt time.Time `json:"reportedAt,omitzero"`
 	// Deleted is true when the workspace is gone; Status is then absent.
 	Deleted bool             `json:"deleted,omitempty"`
 	Status  *WorkspaceStatus `json:"status,omitempty"`
-	// RestartConsumed, when set, says the workspace now runs the artifact a
-	// restart_required directive asked for.
-	RestartConsumed *RestartConsumed `json:"restartConsumed,omitempty"`
+	// DirectiveConsumed, when set, says the workspace now does what a
+	// directive asked for.
+	DirectiveConsumed *DirectiveConsumed `json:"directiveConsumed,omitempty"`
 }
 
-// WorkspaceStatus is the part of a Workspace's status Cluster Control uses.
-// The hook server hands it to the reporter embedded in
-// observation.WorkspaceStatus, so what the hook computed is what Cluster
-// Control receives, field for field.
+// WorkspaceStatus is the part of a Workspace's status Cluster Control uses,
+// copied field for field by the reporter from what the workspace hook
+// computed.
 type WorkspaceStatus struct {
 	ClusterClass       string                              `json:"clusterClass,omitempty"`
 	ObservedGeneration int64                               `json:"observedGeneration,omitempty"`
@@ -121,9 +152,12 @@ type WorkspaceStatus struct {
 	Datastores         []v1alpha1.WorkspaceDatastoreStatus `json:"datastores,omitempty"`
 }
 
-// RestartConsumed acknowledges a restart_required directive.
-type RestartConsumed struct {
-	ArtifactHash string `json:"artifactHash"`
+// DirectiveConsumed acknowledges a directive: restart_required once the
+// workspace's pods run ArtifactHash, idle and wake once the workspace
+// carries (or no longer carries) formspec.dev/idle.
+type DirectiveConsumed struct {
+	Action       string `json:"action"`
+	ArtifactHash string `json:"artifactHash,omitempty"`
 }
 
 // DeployStatus is the body of GET /v1/deploy-status: the directives Cluster
@@ -133,13 +167,33 @@ type DeployStatus struct {
 	Directives []Directive `json:"directives"`
 }
 
-// Directive asks something of one workspace. Only restart_required exists
-// today; a reporter ignores actions it does not know.
+// Directive asks something of one workspace: restart_required (with
+// ArtifactHash), idle or wake. A reporter ignores actions it does not know.
 type Directive struct {
 	Namespace    string `json:"namespace"`
 	Name         string `json:"name"`
 	Action       string `json:"action"`
-	ArtifactHash string `json:"artifactHash"`
+	ArtifactHash string `json:"artifactHash,omitempty"`
+}
+
+// Validate reports a directive a reporter cannot carry out.
+func (d Directive) Validate() error {
+	if !dnsLabel.MatchString(d.Namespace) || !dnsLabel.MatchString(d.Name) {
+		return fmt.Errorf("directive names no valid workspace")
+	}
+	switch d.Action {
+	case ActionRestartRequired:
+		if d.ArtifactHash == "" {
+			return fmt.Errorf("restart_required needs an artifactHash")
+		}
+	case ActionIdle, ActionWake:
+		if d.ArtifactHash != "" {
+			return fmt.Errorf("%s takes no artifactHash", d.Action)
+		}
+	default:
+		return fmt.Errorf("unknown action %q", d.Action)
+	}
+	return nil
 }
 
 // Error is the body of every non-2xx answer.
@@ -177,8 +231,11 @@ func (r *WorkspaceStatusReport) Validate() error {
 		return fmt.Errorf("phase %q is not a workspace phase", r.Status.Phase)
 	case r.Status != nil && (r.Status.Replicas < 0 || r.Status.ReadyReplicas < 0 || r.Status.UpdatedReplicas < 0):
 		return fmt.Errorf("replica counts cannot be negative")
-	case r.RestartConsumed != nil && r.RestartConsumed.ArtifactHash == "":
-		return fmt.Errorf("restartConsumed.artifactHash is required")
+	case r.DirectiveConsumed != nil:
+		c := r.DirectiveConsumed
+		if err := (Directive{Namespace: r.Namespace, Name: r.Name, Action: c.Action, ArtifactHash: c.ArtifactHash}).Validate(); err != nil {
+			return fmt.Errorf("directiveConsumed: %w", err)
+		}
 	}
 	return nil
 }
@@ -200,6 +257,14 @@ func (r *NodeHealthReport) Validate() error {
 		}
 		if n.WorkspaceCount < 0 {
 			return fmt.Errorf("nodes[%d].workspaceCount cannot be negative", i)
+		}
+	}
+	for i, c := range r.ClusterClasses {
+		if c.Name == "" {
+			return fmt.Errorf("clusterClasses[%d].name is required", i)
+		}
+		if c.MaxWorkspaces < 0 || c.WorkspaceCount < 0 {
+			return fmt.Errorf("clusterClasses[%d] counts cannot be negative", i)
 		}
 	}
 	return nil

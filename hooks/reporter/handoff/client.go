@@ -1,14 +1,14 @@
 // Package handoff is the client the hook server uses to hand observations to
-// the reporter sidecar on localhost, without ever blocking a hook. It only
-// sends: no hook waits for an answer from the sidecar. The wire types are in
-// hooks/reporter/observation, so that the hooks can build observations
-// without importing this HTTP client.
+// the reporter sidecar on localhost, without ever blocking a hook. The wire
+// types are in hooks/reporter/observation, so that the hooks can build
+// observations without importing this HTTP client.
 package handoff
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,15 +25,19 @@ import (
 // Options tunes a Client. Zero values take the defaults noted per field.
 type Options struct {
 	// QueueSize bounds the observations waiting to be posted (default 1024).
-	// When it is full the oldest observation is dropped: a newer observation
-	// of the same object supersedes it anyway.
 	QueueSize int
+	// QueueBytes bounds their encoded size (default 8 MiB): a Node with its
+	// image list is tens of KiB, so a count alone does not bound memory.
+	QueueBytes int
 	// BatchSize caps the observations per POST (default 128).
 	BatchSize int
+	// BatchBytes caps the encoded observations per POST (default 1 MiB, an
+	// eighth of what the sidecar accepts).
+	BatchBytes int
 	// PostTimeout bounds one POST to the sidecar (default 2s).
 	PostTimeout time.Duration
 	// RetryDelay is the pause after a failed POST (default 1s), so a sidecar
-	// that is down is not hammered while the queue sheds old entries.
+	// that is down is not hammered while the queue holds what it missed.
 	RetryDelay time.Duration
 	// HTTPClient talks to the sidecar (default: a client with its own
 	// transport, so a slow sidecar cannot exhaust a shared pool).
@@ -42,18 +46,35 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Client hands observations to the reporter sidecar. It is safe for concurrent use; Send never blocks.
+// Client hands observations to the reporter sidecar. It is safe for
+// concurrent use; Send never blocks.
+//
+// Observations are encoded when sent and queued as bytes, so the queue
+// keeps no reference to the hooks' objects and its size in bytes is known.
+// A batch the sidecar does not take stays at the head of the queue and is
+// posted again once the sidecar is back; when the queue is full, the
+// oldest observation that is not a deletion is dropped, because a later
+// status of the same object supersedes it, while a lost deletion is never
+// repaired.
 type Client struct {
-	base  *url.URL
-	opts  Options
-	queue chan observation.Observation
+	base *url.URL
+	opts Options
 
-	// dropMu serialises the drop-oldest dance in Send so two senders cannot
-	// both evict and then both fail to enqueue.
-	dropMu sync.Mutex
+	mu      sync.Mutex
+	queue   []queued
+	bytes   int
+	seq     uint64
+	waiting chan struct{} // nudges Run when the queue gains an observation
 
 	dropped atomic.Uint64
 	posted  *prometheus.CounterVec
+}
+
+// queued is one encoded observation.
+type queued struct {
+	seq      uint64
+	raw      []byte
+	deletion bool
 }
 
 // New returns a Client for the sidecar at baseURL, e.g.
@@ -66,18 +87,12 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("reporter URL %q must be http or https", baseURL)
 	}
-	if opts.QueueSize <= 0 {
-		opts.QueueSize = 1024
-	}
-	if opts.BatchSize <= 0 {
-		opts.BatchSize = 128
-	}
-	if opts.PostTimeout <= 0 {
-		opts.PostTimeout = 2 * time.Second
-	}
-	if opts.RetryDelay <= 0 {
-		opts.RetryDelay = time.Second
-	}
+	setDefault(&opts.QueueSize, 1024)
+	setDefault(&opts.QueueBytes, 8<<20)
+	setDefault(&opts.BatchSize, 128)
+	setDefault(&opts.BatchBytes, 1<<20)
+	setDefault(&opts.PostTimeout, 2*time.Second)
+	setDefault(&opts.RetryDelay, time.Second)
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{
 			MaxIdleConnsPerHost: 4,
@@ -88,9 +103,9 @@ func New(baseURL string, opts Options) (*Client, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Client{
-		base:  u,
-		opts:  opts,
-		queue: make(chan observation.Observation, opts.QueueSize),
+		base:    u,
+		opts:    opts,
+		waiting: make(chan struct{}, 1),
 		posted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_hooks_reporter_handoff_batches_total",
 			Help: "Observation batches posted to the reporter sidecar, by result.",
@@ -98,102 +113,193 @@ func New(baseURL string, opts Options) (*Client, error) {
 	}, nil
 }
 
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 // Collectors returns the client's metrics for the hook server's registry.
 func (c *Client) Collectors() []prometheus.Collector {
 	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "formspec_hooks_reporter_handoff_dropped_total",
-		Help: "Observations dropped because the hand-off queue to the reporter sidecar was full.",
+		Help: "Observations dropped because the hand-off queue to the reporter sidecar was full, or one was too large for the sidecar.",
 	}, func() float64 { return float64(c.dropped.Load()) })
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "formspec_hooks_reporter_handoff_pending",
 		Help: "Observations waiting to be posted to the reporter sidecar.",
-	}, func() float64 { return float64(len(c.queue)) })
-	return []prometheus.Collector{dropped, pending, c.posted}
+	}, func() float64 { return float64(c.Pending()) })
+	pendingBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "formspec_hooks_reporter_handoff_pending_bytes",
+		Help: "Encoded size of the observations waiting to be posted to the reporter sidecar.",
+	}, func() float64 { return float64(c.PendingBytes()) })
+	return []prometheus.Collector{dropped, pending, pendingBytes, c.posted}
 }
 
-// Send queues obs for the sidecar and returns at once. When the queue is
-// full it drops the oldest queued observation and counts it.
+// Send queues obs for the sidecar and returns at once, dropping what it
+// must to stay within QueueSize and QueueBytes.
 func (c *Client) Send(obs observation.Observation) {
-	select {
-	case c.queue <- obs:
+	raw, err := json.Marshal(obs)
+	if err != nil || len(raw) > c.opts.BatchBytes {
+		// Nothing the sidecar could take: count it rather than let it
+		// block the queue.
+		c.dropped.Add(1)
 		return
+	}
+	c.mu.Lock()
+	c.seq++
+	c.queue = append(c.queue, queued{seq: c.seq, raw: raw, deletion: obs.WorkspaceDeleted != nil})
+	c.bytes += len(raw)
+	for len(c.queue) > c.opts.QueueSize || c.bytes > c.opts.QueueBytes {
+		c.evict()
+	}
+	c.mu.Unlock()
+	select {
+	case c.waiting <- struct{}{}:
 	default:
 	}
-	c.dropMu.Lock()
-	defer c.dropMu.Unlock()
-	for {
-		select {
-		case c.queue <- obs:
-			return
-		default:
-		}
-		select {
-		case <-c.queue:
-			c.dropped.Add(1)
-		default:
-			// Run drained the queue between the two selects; try again.
-		}
-	}
 }
 
-// Dropped returns how many observations Send has dropped so far.
+// evict drops the oldest observation that is not a deletion, or the oldest
+// deletion when nothing else is left. Called with the lock held.
+func (c *Client) evict() {
+	i := 0
+	for j, q := range c.queue {
+		if !q.deletion {
+			i = j
+			break
+		}
+	}
+	c.bytes -= len(c.queue[i].raw)
+	c.queue[i] = queued{}
+	c.queue = append(c.queue[:i], c.queue[i+1:]...)
+	c.dropped.Add(1)
+}
+
+// Dropped returns how many observations have been dropped so far.
 func (c *Client) Dropped() uint64 {
 	return c.dropped.Load()
 }
 
 // Pending returns how many observations wait to be posted.
 func (c *Client) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return len(c.queue)
 }
+
+// PendingBytes returns the encoded size of the observations waiting.
+func (c *Client) PendingBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// peek returns up to BatchSize observations, within BatchBytes, from the
+// head of the queue, leaving them there until they are acknowledged.
+func (c *Client) peek() []queued {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	size := 0
+	n := 0
+	for n < len(c.queue) && n < c.opts.BatchSize && size+len(c.queue[n].raw) <= c.opts.BatchBytes {
+		size += len(c.queue[n].raw)
+		n++
+	}
+	return append([]queued(nil), c.queue[:n]...)
+}
+
+// ack removes the observations up to seq from the head of the queue: the
+// sidecar has them (or refused them for good). Those evicted meanwhile are
+// already gone.
+func (c *Client) ack(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for n < len(c.queue) && c.queue[n].seq <= seq {
+		c.bytes -= len(c.queue[n].raw)
+		c.queue[n] = queued{}
+		n++
+	}
+	c.queue = c.queue[n:]
+	if len(c.queue) == 0 {
+		// Let the backing array go once drained, so a burst does not pin it.
+		c.queue = nil
+	}
+}
+
+// errRefused is the sidecar's 413 or another 4xx that is about the batch
+// (not 408 or 429): the batch, not the sidecar, is the problem, and posting
+// the same bytes again cannot help.
+var errRefused = errors.New("reporter refused the batch")
 
 // Run posts queued observations to the sidecar in batches until ctx ends,
 // then makes one last attempt, bounded by PostTimeout, to post what is
 // still queued, so that what the hooks observed while the server drained
-// is not lost. A failed batch is not retried: by the time the sidecar is
-// back, newer observations of the same objects have superseded it.
+// is not lost. A batch the sidecar does not take is kept and posted again
+// after RetryDelay; a batch it refuses (too large, or undecodable) is split
+// in halves until the one observation at fault is found and dropped.
 func (c *Client) Run(ctx context.Context) error {
-	batch := make([]observation.Observation, 0, c.opts.BatchSize)
 	var lastLog time.Time
 	for {
+		batch := c.peek()
+		if len(batch) == 0 {
+			select {
+			case <-ctx.Done():
+				c.flush()
+				return nil
+			case <-c.waiting:
+				continue
+			}
+		}
+		err := c.deliver(ctx, batch)
+		if err == nil {
+			continue
+		}
 		if ctx.Err() != nil {
 			c.flush()
 			return nil
 		}
+		if time.Since(lastLog) >= c.opts.RetryDelay {
+			c.opts.Logger.Warn("cannot hand observations to the reporter; keeping them for a retry", "count", len(batch), "err", err)
+			lastLog = time.Now()
+		}
+		t := time.NewTimer(c.opts.RetryDelay)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			c.flush()
 			return nil
-		case obs := <-c.queue:
-			batch = append(batch[:0], obs)
+		case <-t.C:
 		}
-	fill:
-		for len(batch) < c.opts.BatchSize {
-			select {
-			case obs := <-c.queue:
-				batch = append(batch, obs)
-			default:
-				break fill
-			}
-		}
-		if err := c.post(ctx, batch); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			c.posted.WithLabelValues("error").Inc()
-			if time.Since(lastLog) >= c.opts.RetryDelay {
-				c.opts.Logger.Warn("cannot hand observations to the reporter", "count", len(batch), "err", err)
-				lastLog = time.Now()
-			}
-			t := time.NewTimer(c.opts.RetryDelay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			}
-			continue
-		}
+	}
+}
+
+// deliver posts batch and acknowledges what the sidecar took. A refused
+// batch is split and each half delivered; a single refused observation is
+// dropped and counted.
+func (c *Client) deliver(ctx context.Context, batch []queued) error {
+	err := c.post(ctx, batch)
+	switch {
+	case err == nil:
 		c.posted.WithLabelValues("ok").Inc()
+		c.ack(batch[len(batch)-1].seq)
+		return nil
+	case errors.Is(err, errRefused) && len(batch) == 1:
+		c.posted.WithLabelValues("refused").Inc()
+		c.dropped.Add(1)
+		c.ack(batch[0].seq)
+		return nil
+	case errors.Is(err, errRefused):
+		c.posted.WithLabelValues("refused").Inc()
+		half := len(batch) / 2
+		if err := c.deliver(ctx, batch[:half]); err != nil {
+			return err
+		}
+		return c.deliver(ctx, batch[half:])
+	default:
+		c.posted.WithLabelValues("error").Inc()
+		return err
 	}
 }
 
@@ -202,33 +308,27 @@ func (c *Client) Run(ctx context.Context) error {
 func (c *Client) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.PostTimeout)
 	defer cancel()
-	for len(c.queue) > 0 {
-		batch := make([]observation.Observation, 0, c.opts.BatchSize)
-	fill:
-		for len(batch) < c.opts.BatchSize {
-			select {
-			case obs := <-c.queue:
-				batch = append(batch, obs)
-			default:
-				break fill
-			}
-		}
-		if err := c.post(ctx, batch); err != nil {
-			c.posted.WithLabelValues("error").Inc()
+	for {
+		batch := c.peek()
+		if len(batch) == 0 || c.deliver(ctx, batch) != nil {
 			return
 		}
-		c.posted.WithLabelValues("ok").Inc()
 	}
 }
 
-func (c *Client) post(ctx context.Context, batch []observation.Observation) error {
-	body, err := json.Marshal(observation.Batch{Observations: batch})
-	if err != nil {
-		return fmt.Errorf("cannot encode observations: %w", err)
+func (c *Client) post(ctx context.Context, batch []queued) error {
+	var body bytes.Buffer
+	body.WriteString(`{"observations":[`)
+	for i, q := range batch {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		body.Write(q.raw)
 	}
+	body.WriteString(`]}`)
 	ctx, cancel := context.WithTimeout(ctx, c.opts.PostTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(observation.PathObservations).String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(observation.PathObservations).String(), &body)
 	if err != nil {
 		return fmt.Errorf("cannot build request: %w", err)
 	}
@@ -239,8 +339,12 @@ func (c *Client) post(ctx context.Context, batch []observation.Observation) erro
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode/100 != 2 {
+	switch {
+	case resp.StatusCode/100 == 2:
+		return nil
+	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %s", errRefused, resp.Status)
+	default:
 		return fmt.Errorf("reporter answered %s", resp.Status)
 	}
-	return nil
 }

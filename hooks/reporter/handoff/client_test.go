@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
@@ -30,30 +33,35 @@ func obs(i int) observation.Observation {
 	return observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: "ns", Name: fmt.Sprintf("ws-%d", i)}}
 }
 
+func status(i int) observation.Observation {
+	return observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: "ns", Name: fmt.Sprintf("ws-%d", i), Phase: "Ready"}}
+}
+
+// names decodes the queued observations' workspace names, in order.
+func names(t *testing.T, qs []queued) []string {
+	t.Helper()
+	var out []string
+	for _, q := range qs {
+		var o observation.Observation
+		if err := json.Unmarshal(q.raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case o.Workspace != nil:
+			out = append(out, o.Workspace.Name)
+		case o.WorkspaceDeleted != nil:
+			out = append(out, "deleted "+o.WorkspaceDeleted.Name)
+		}
+	}
+	return out
+}
+
 // TestSendNeverBlocks sends far more than the queue holds while the sidecar
-// is unreachable: every Send returns, and the overflow is counted.
+// is unreachable: every Send returns, the overflow is counted, and the
+// queue stays within its bounds.
 func TestSendNeverBlocks(t *testing.T) {
 	const queue, sends = 4, 1000
-	cases := map[string]struct {
-		reason     string
-		run        bool
-		minDropped uint64
-		maxDropped uint64
-	}{
-		"NoSender": {
-			reason:     "nothing drains the queue: all but the newest QueueSize are dropped",
-			minDropped: sends - queue,
-			maxDropped: sends - queue,
-		},
-		"SidecarDown": {
-			reason: "the sender fails once and waits; at most one batch leaves the queue",
-			run:    true,
-			// One failed batch takes at most BatchSize observations out.
-			minDropped: sends - queue - 128,
-			maxDropped: sends - queue,
-		},
-	}
-	for name, tc := range cases {
+	for name, run := range map[string]bool{"NoSender": false, "SidecarDown": true} {
 		t.Run(name, func(t *testing.T) {
 			c, err := New(closedURL(t), Options{QueueSize: queue, RetryDelay: time.Hour})
 			if err != nil {
@@ -61,37 +69,179 @@ func TestSendNeverBlocks(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			if tc.run {
+			if run {
 				go func() { _ = c.Run(ctx) }()
 			}
 			for i := range sends {
-				c.Send(obs(i))
+				c.Send(status(i))
 			}
-			if got := c.Dropped(); got < tc.minDropped || got > tc.maxDropped {
-				t.Errorf("%s: Dropped() = %d, want between %d and %d", tc.reason, got, tc.minDropped, tc.maxDropped)
+			// A failed batch stays queued, so nothing leaves the queue but
+			// what is dropped.
+			if got, want := c.Dropped(), uint64(sends-queue); got != want {
+				t.Errorf("Dropped() = %d, want %d", got, want)
 			}
-			if got := c.Pending(); got > queue {
-				t.Errorf("%s: Pending() = %d exceeds the queue size %d", tc.reason, got, queue)
+			if got := c.Pending(); got != queue {
+				t.Errorf("Pending() = %d, want the queue size %d", got, queue)
 			}
 		})
 	}
 }
 
-// TestDropOldestKeepsNewest checks which observations survive an overflow.
-func TestDropOldestKeepsNewest(t *testing.T) {
+// TestEvictionKeepsDeletions checks which observations survive an overflow:
+// the newest, except that a deletion outlives newer statuses, since nothing
+// later repairs a lost deletion.
+func TestEvictionKeepsDeletions(t *testing.T) {
 	c, err := New("http://127.0.0.1:1", Options{QueueSize: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 10 {
-		c.Send(obs(i))
+	c.Send(status(0))
+	c.Send(obs(1))
+	for i := 2; i < 10; i++ {
+		c.Send(status(i))
 	}
-	var got []string
-	for range 3 {
-		got = append(got, (<-c.queue).WorkspaceDeleted.Name)
-	}
-	if diff := cmp.Diff([]string{"ws-7", "ws-8", "ws-9"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"deleted ws-1", "ws-8", "ws-9"}, names(t, c.peek())); diff != "" {
 		t.Errorf("queued after overflow (-want, +got):\n%s", diff)
+	}
+}
+
+// TestQueueBytes shows the queue bounded by encoded size as well as count.
+func TestQueueBytes(t *testing.T) {
+	one, err := json.Marshal(status(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New("http://127.0.0.1:1", Options{QueueSize: 1000, QueueBytes: 5 * len(one)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		c.Send(status(100 + i))
+	}
+	if got := c.PendingBytes(); got > 5*len(one) {
+		t.Errorf("PendingBytes() = %d, want at most %d", got, 5*len(one))
+	}
+	if got := c.Pending(); got != 5 {
+		t.Errorf("Pending() = %d, want 5", got)
+	}
+}
+
+// sidecar is a fake reporter that records the names it accepted and answers
+// with what fail says.
+func sidecar(t *testing.T, fail func(b observation.Batch) int) (*httptest.Server, chan string) {
+	got := make(chan string, 1000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b observation.Batch
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			t.Errorf("cannot decode batch: %v", err)
+		}
+		if code := fail(b); code != 0 {
+			w.WriteHeader(code)
+			return
+		}
+		for _, o := range b.Observations {
+			if o.WorkspaceDeleted != nil {
+				got <- "deleted " + o.WorkspaceDeleted.Name
+			} else {
+				got <- o.Workspace.Name
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func receive(t *testing.T, got chan string, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		select {
+		case s := <-got:
+			out = append(out, s)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("gave up waiting after %v", out)
+		}
+	}
+	return out
+}
+
+// TestFailedBatchIsKept shows a deletion handed over while the sidecar is
+// down reaching it once it is back: the failed batch is posted again.
+func TestFailedBatchIsKept(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	srv, got := sidecar(t, func(observation.Batch) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	c, err := New(srv.URL, Options{RetryDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	c.Send(obs(1))
+	c.Send(status(2))
+	waitPosted(t, c, "error")
+	down.Store(false)
+	if diff := cmp.Diff([]string{"deleted ws-1", "ws-2"}, receive(t, got, 2)); diff != "" {
+		t.Errorf("received after the outage (-want, +got):\n%s", diff)
+	}
+	if c.Dropped() != 0 {
+		t.Errorf("Dropped() = %d, want 0", c.Dropped())
+	}
+}
+
+func waitPosted(t *testing.T, c *Client, result string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for testutil.ToFloat64(c.posted.WithLabelValues(result)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no batch posted with result %q", result)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRefusedBatchIsSplit shows a batch the sidecar refuses as too large
+// split and delivered in parts, and the one observation it cannot take
+// dropped alone.
+func TestRefusedBatchIsSplit(t *testing.T) {
+	srv, got := sidecar(t, func(b observation.Batch) int {
+		for _, o := range b.Observations {
+			if o.Workspace != nil && o.Workspace.Name == "ws-5" {
+				return http.StatusRequestEntityTooLarge
+			}
+		}
+		if len(b.Observations) > 3 {
+			return http.StatusRequestEntityTooLarge
+		}
+		return 0
+	})
+	c, err := New(srv.URL, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		c.Send(status(i))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	want := []string{"ws-0", "ws-1", "ws-2", "ws-3", "ws-4", "ws-6", "ws-7", "ws-8", "ws-9"}
+	if diff := cmp.Diff(want, receive(t, got, len(want))); diff != "" {
+		t.Errorf("received (-want, +got):\n%s", diff)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for c.Pending() != 0 || c.Dropped() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Pending() = %d, Dropped() = %d; want 0 and 1", c.Pending(), c.Dropped())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

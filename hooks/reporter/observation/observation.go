@@ -1,36 +1,41 @@
 // Package observation holds the wire types of the localhost protocol
-// between the hook server and the reporter sidecar: what the hooks observed,
-// and the restart directive the sidecar answers with.
+// between the hook server and the reporter sidecar: what the hooks observed
+// and decided, handed over without waiting.
 //
-// It is types only. The hooks (hooks/workspace, hooks/observe) build
-// observations and hand them to a Sink, and must stay pure functions with no
-// HTTP client behind them, so this package imports neither net/http nor any
-// package of this module that does; the transport is hooks/reporter/handoff
-// (client) and hooks/reporter (server). k8s.io/apimachinery still links
-// net/http in transitively, which is why the check is on this module's
-// imports, not on `go list -deps`.
+// It belongs to the hooks' side of the seam. The hooks (hooks/workspace,
+// hooks/resourceclaim, hooks/observe) build observations with the
+// constructors here and hand them to a Sink; the reporter turns them into
+// Cluster Control's wire types (hooks/clustercontrol/ccapi), Kubernetes
+// Events and Workspace annotations. So this package imports no part of
+// Cluster Control's API, nor net/http nor any package of this module that
+// does; the transport is hooks/reporter/handoff (client) and hooks/reporter
+// (server). k8s.io/apimachinery still links net/http in transitively, which
+// is why the check is on this module's imports, not on `go list -deps`.
 package observation
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// Paths of the reporter's localhost API.
-const (
-	// PathObservations takes a POSTed Batch.
-	PathObservations = "/v1/observations"
-	// PathRestartDirectives is followed by "namespace/name"; a GET answers
-	// a Directive, or 404 when there is none.
-	PathRestartDirectives = "/v1/restart-directives/"
-)
+// PathObservations is the reporter's localhost endpoint taking a POSTed
+// Batch.
+const PathObservations = "/v1/observations"
 
 // WorkspaceLabel marks the pods that belong to a workspace; its value is the
 // workspace's name, in the pod's namespace.
 const WorkspaceLabel = "formspec.dev/workspace"
+
+// Sink takes observations without blocking; *handoff.Client is one.
+type Sink interface {
+	Send(obs Observation)
+}
 
 // Batch is the body of POST /v1/observations.
 type Batch struct {
@@ -43,23 +48,52 @@ type Observation struct {
 	WorkspaceDeleted *WorkspaceRef    `json:"workspaceDeleted,omitempty"`
 	Node             *corev1.Node     `json:"node,omitempty"`
 	Pod              *PodPlacement    `json:"pod,omitempty"`
+	Claim            *ClaimDecision   `json:"claim,omitempty"`
 }
 
-// WorkspaceRef names a workspace.
+// WorkspaceRef names a workspace. UID, when known, lets an Event about a
+// workspace that is already gone still name the right object.
 type WorkspaceRef struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid,omitempty"`
 }
 
-// WorkspaceStatus is a workspace's status as the workspace hook computed it:
-// which workspace, and the part of its status Cluster Control uses. The
-// status is ccapi.WorkspaceStatus itself, embedded so its fields sit flat
-// beside namespace and name on the wire, so the reporter forwards exactly
-// what the hook computed and the two contracts cannot drift apart.
+// WorkspaceStatus is a workspace's status as the workspace hook computed it,
+// with the few facts of its spec and metadata the reporter acts on.
 type WorkspaceStatus struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	ccapi.WorkspaceStatus
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid,omitempty"`
+
+	ClusterClass       string                              `json:"clusterClass,omitempty"`
+	ObservedGeneration int64                               `json:"observedGeneration,omitempty"`
+	Phase              string                              `json:"phase"`
+	Conditions         []metav1.Condition                  `json:"conditions,omitempty"`
+	Replicas           int32                               `json:"replicas"`
+	ReadyReplicas      int32                               `json:"readyReplicas"`
+	UpdatedReplicas    int32                               `json:"updatedReplicas"`
+	ArtifactHash       string                              `json:"artifactHash,omitempty"`
+	Datastores         []v1alpha1.WorkspaceDatastoreStatus `json:"datastores,omitempty"`
+
+	// WantedArtifactHash is the workspace's formspec.dev/artifact-binary-hash
+	// annotation: the binary its pods are asked to run. It differs from
+	// ArtifactHash while they roll onto it.
+	WantedArtifactHash string `json:"wantedArtifactHash,omitempty"`
+	// Idle is true when the workspace carries formspec.dev/idle: "true".
+	Idle bool `json:"idle,omitempty"`
+	// Terminating is true once the workspace has a deletion timestamp.
+	Terminating bool `json:"terminating,omitempty"`
+	// Class is the ClusterClass the hook saw, when it saw one.
+	Class *ClassInfo `json:"class,omitempty"`
+}
+
+// ClassInfo is what Cluster Control is told about a ClusterClass.
+type ClassInfo struct {
+	Name string `json:"name"`
+	// MaxWorkspaces is the class's placement limit (0: none), reported, not
+	// enforced.
+	MaxWorkspaces int32 `json:"maxWorkspaces"`
 }
 
 // PodPlacement is where one workspace pod runs.
@@ -75,35 +109,97 @@ type PodPlacement struct {
 	Terminating bool `json:"terminating,omitempty"`
 }
 
-// Directive is the answer of GET /v1/restart-directives/{namespace}/{name}.
-type Directive struct {
-	ArtifactHash string `json:"artifactHash"`
+// ClaimDecision is what the resourceclaim hook decided about one claim.
+// It carries no secret material: the reason and message are the claim's
+// own status condition, and CredentialsVersion is a digest of the status's
+// credentials hash, so the reporter can tell a rotation without holding
+// anything that could be tested against a guessed password.
+type ClaimDecision struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid,omitempty"`
+	// Workspace is the claim's spec.workspace.
+	Workspace string `json:"workspace,omitempty"`
+	Granted   bool   `json:"granted"`
+	Reason    string `json:"reason,omitempty"`
+	Message   string `json:"message,omitempty"`
+	// CredentialsVersion changes when the granted credentials change.
+	CredentialsVersion string `json:"credentialsVersion,omitempty"`
+	// Since is when the decision last changed (the Ready condition's
+	// lastTransitionTime).
+	Since metav1.Time `json:"since,omitempty"`
 }
 
 // WorkspaceObservation builds the observation the workspace hook hands over
 // after computing status for ws.
 func WorkspaceObservation(ws *v1alpha1.Workspace, status *v1alpha1.WorkspaceStatus) Observation {
 	return Observation{Workspace: &WorkspaceStatus{
-		Namespace: ws.Namespace,
-		Name:      ws.Name,
-		WorkspaceStatus: ccapi.WorkspaceStatus{
-			ClusterClass:       ws.Spec.ClusterClass,
-			ObservedGeneration: status.ObservedGeneration,
-			Phase:              status.Phase,
-			Conditions:         status.Conditions,
-			Replicas:           status.Replicas,
-			ReadyReplicas:      status.ReadyReplicas,
-			UpdatedReplicas:    status.UpdatedReplicas,
-			ArtifactHash:       status.ArtifactHash,
-			Datastores:         status.Datastores,
-		},
+		Namespace:          ws.Namespace,
+		Name:               ws.Name,
+		UID:                ws.UID,
+		ClusterClass:       ws.Spec.ClusterClass,
+		ObservedGeneration: status.ObservedGeneration,
+		Phase:              status.Phase,
+		Conditions:         status.Conditions,
+		Replicas:           status.Replicas,
+		ReadyReplicas:      status.ReadyReplicas,
+		UpdatedReplicas:    status.UpdatedReplicas,
+		ArtifactHash:       status.ArtifactHash,
+		Datastores:         status.Datastores,
+		WantedArtifactHash: ws.Annotations[v1alpha1.AnnotationArtifactBinaryHash],
+		Idle:               ws.Annotations[v1alpha1.AnnotationIdle] == "true",
+		Terminating:        ws.DeletionTimestamp != nil,
 	}}
+}
+
+// WithClass adds the ClusterClass the hook saw to a workspace observation;
+// a nil class (not found) leaves it unchanged.
+func (o Observation) WithClass(class *v1alpha1.ClusterClass) Observation {
+	if o.Workspace == nil || class == nil {
+		return o
+	}
+	ws := *o.Workspace
+	ws.Class = &ClassInfo{Name: class.Name, MaxWorkspaces: class.Spec.MaxWorkspaces}
+	o.Workspace = &ws
+	return o
+}
+
+// WorkspaceDeletedObservation builds the observation the workspace hook
+// hands over once a workspace's teardown is finished.
+func WorkspaceDeletedObservation(ws *v1alpha1.Workspace) Observation {
+	return Observation{WorkspaceDeleted: &WorkspaceRef{Namespace: ws.Namespace, Name: ws.Name, UID: ws.UID}}
+}
+
+// conditionReady is the ResourceClaim condition that says whether a claim
+// is granted.
+const conditionReady = "Ready"
+
+// ClaimObservation builds the observation the resourceclaim hook hands over
+// after deciding claim's status.
+func ClaimObservation(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceClaimStatus) Observation {
+	d := &ClaimDecision{
+		Namespace: claim.Namespace,
+		Name:      claim.Name,
+		UID:       claim.UID,
+		Workspace: claim.Spec.Workspace,
+	}
+	for _, c := range status.Conditions {
+		if c.Type == conditionReady {
+			d.Granted = c.Status == metav1.ConditionTrue
+			d.Reason, d.Message, d.Since = c.Reason, c.Message, c.LastTransitionTime
+		}
+	}
+	if d.Granted && status.CredentialsHash != "" {
+		sum := sha256.Sum256([]byte("formspec.dev/credentials-version|" + status.CredentialsHash))
+		d.CredentialsVersion = hex.EncodeToString(sum[:8])
+	}
+	return Observation{Claim: d}
 }
 
 // Validate reports an observation the reporter cannot use.
 func (o *Observation) Validate() error {
 	set := 0
-	for _, present := range []bool{o.Workspace != nil, o.WorkspaceDeleted != nil, o.Node != nil, o.Pod != nil} {
+	for _, present := range []bool{o.Workspace != nil, o.WorkspaceDeleted != nil, o.Node != nil, o.Pod != nil, o.Claim != nil} {
 		if present {
 			set++
 		}
@@ -120,6 +216,8 @@ func (o *Observation) Validate() error {
 		return fmt.Errorf("node observation has no name")
 	case o.Pod != nil && (o.Pod.Namespace == "" || o.Pod.Name == "" || o.Pod.Workspace == ""):
 		return fmt.Errorf("pod observation has no namespace, name or workspace")
+	case o.Claim != nil && (o.Claim.Namespace == "" || o.Claim.Name == ""):
+		return fmt.Errorf("claim observation has no namespace or name")
 	}
 	return nil
 }

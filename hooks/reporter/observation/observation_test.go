@@ -2,10 +2,11 @@ package observation
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -13,13 +14,15 @@ import (
 )
 
 // TestWorkspaceObservationWireShape pins the JSON the hook server posts for
-// a workspace: the embedded ccapi.WorkspaceStatus must sit flat beside
-// namespace and name, as it did before the two types were unified.
+// a workspace: the status fields sit flat beside namespace and name, and
+// the annotations the reporter acts on are read from the Workspace.
 func TestWorkspaceObservationWireShape(t *testing.T) {
 	ws := &v1alpha1.Workspace{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop"},
-		Spec:       v1alpha1.WorkspaceSpec{ClusterClass: "standard"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop", UID: "u-1",
+			Annotations: map[string]string{v1alpha1.AnnotationArtifactBinaryHash: "sha256:aa11", v1alpha1.AnnotationIdle: "true"}},
+		Spec: v1alpha1.WorkspaceSpec{ClusterClass: "standard"},
 	}
+	class := &v1alpha1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Name: "standard"}, Spec: v1alpha1.ClusterClassSpec{MaxWorkspaces: 40}}
 	status := &v1alpha1.WorkspaceStatus{
 		ObservedGeneration: 7,
 		Phase:              "Ready",
@@ -32,13 +35,15 @@ func TestWorkspaceObservationWireShape(t *testing.T) {
 		Datastores:   []v1alpha1.WorkspaceDatastoreStatus{{Name: "orders", Claim: "shop-orders", State: "Injected"}},
 	}
 	want := `{"observations":[{"workspace":{
-		"namespace":"team-a","name":"shop",
+		"namespace":"team-a","name":"shop","uid":"u-1",
 		"clusterClass":"standard","observedGeneration":7,"phase":"Ready",
 		"replicas":2,"readyReplicas":2,"updatedReplicas":2,
 		"artifactHash":"sha256:9b2c",
-		"datastores":[{"name":"orders","claim":"shop-orders","state":"Injected"}]}}]}`
+		"datastores":[{"name":"orders","claim":"shop-orders","state":"Injected"}],
+		"wantedArtifactHash":"sha256:aa11","idle":true,
+		"class":{"name":"standard","maxWorkspaces":40}}}]}`
 
-	built := Batch{Observations: []Observation{WorkspaceObservation(ws, status)}}
+	built := Batch{Observations: []Observation{WorkspaceObservation(ws, status).WithClass(class)}}
 	got, err := json.Marshal(built)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +77,7 @@ func TestValidate(t *testing.T) {
 	}{
 		"Workspace": {
 			reason: "A named workspace status is usable.",
-			obs:    Observation{Workspace: &WorkspaceStatus{Namespace: "ns", Name: "ws", WorkspaceStatus: ccapi.WorkspaceStatus{Phase: "Ready"}}},
+			obs:    Observation{Workspace: &WorkspaceStatus{Namespace: "ns", Name: "ws", Phase: "Ready"}},
 		},
 		"Pod": {
 			reason: "A pod with its workspace label is usable.",
@@ -92,6 +97,15 @@ func TestValidate(t *testing.T) {
 			obs:    Observation{Workspace: &WorkspaceStatus{Namespace: "ns"}},
 			want:   cmpopts.AnyError,
 		},
+		"Claim": {
+			reason: "A named claim decision is usable.",
+			obs:    Observation{Claim: &ClaimDecision{Namespace: "ns", Name: "c"}},
+		},
+		"UnnamedClaim": {
+			reason: "Events need the claim's name.",
+			obs:    Observation{Claim: &ClaimDecision{Namespace: "ns"}},
+			want:   cmpopts.AnyError,
+		},
 		"PodWithoutWorkspace": {
 			reason: "A pod is only counted towards its workspace.",
 			obs:    Observation{Pod: &PodPlacement{Namespace: "ns", Name: "p"}},
@@ -104,5 +118,44 @@ func TestValidate(t *testing.T) {
 				t.Errorf("%s\nValidate(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestClaimObservation checks what a claim decision hands over: the Ready
+// condition's verdict and words, and a credentials version that changes
+// with the credentials hash but does not contain it.
+func TestClaimObservation(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	claim := &v1alpha1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop-orders", UID: "c-1"},
+		Spec:       v1alpha1.ResourceClaimSpec{Workspace: "shop"},
+	}
+	granted := func(hash string) *v1alpha1.ResourceClaimStatus {
+		return &v1alpha1.ResourceClaimStatus{CredentialsHash: hash, Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Verified", Message: "ok", LastTransitionTime: since},
+			{Type: "Denied", Status: metav1.ConditionFalse, Reason: "Verified", Message: "ok", LastTransitionTime: since},
+		}}
+	}
+	denied := &v1alpha1.ResourceClaimStatus{Conditions: []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionFalse, Reason: "SignatureInvalid", Message: "signature does not verify", LastTransitionTime: since},
+	}}
+	g1 := ClaimObservation(claim, granted("sha256:1111")).Claim
+	g2 := ClaimObservation(claim, granted("sha256:2222")).Claim
+	d := ClaimObservation(claim, denied).Claim
+
+	want := &ClaimDecision{Namespace: "team-a", Name: "shop-orders", UID: "c-1", Workspace: "shop",
+		Reason: "SignatureInvalid", Message: "signature does not verify", Since: since}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Errorf("denied claim: -want, +got:\n%s", diff)
+	}
+	if !g1.Granted || g1.CredentialsVersion == "" || g1.CredentialsVersion == g2.CredentialsVersion {
+		t.Errorf("granted claims: want distinct credentials versions per hash, got %+v and %+v", g1, g2)
+	}
+	raw, err := json.Marshal(g1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "sha256:1111") {
+		t.Errorf("claim observation carries the credentials hash: %s", raw)
 	}
 }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// testVersion is stamped into the binaries TestCommandLineConventions
+// builds, the way `make build` and the Dockerfile stamp VERSION.
+const testVersion = "v0.0.0-clitest"
+
+// buildBinaries builds the three commands into a temporary directory with
+// testVersion linked in.
+func buildBinaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	ldflags := "-X github.com/formspec/formspec-hooks/hooks/buildinfo.version=" + testVersion
+	cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", dir+"/", "../../cmd/...")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestCommandLineConventions runs every command of the three binaries, as
+// built, the wrong way and the right way, and holds them to one convention
+// (see hooks/cliflag): --help prints the usage on stdout and exits 0; a
+// usage error exits 2 and prints the error first, on stderr, then where to
+// get help, and never the flag list; `version` and `--version` print the
+// linked-in version and exit 0.
+func TestCommandLineConventions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: not building the binaries")
+	}
+	bin := buildBinaries(t)
+	type want struct {
+		Code int
+		// Stdout and Stderr are regular expressions the whole output
+		// must match.
+		Stdout, Stderr string
+	}
+	usageError := func(command, message string) want {
+		return want{Code: 2, Stderr: `^` + regexp.QuoteMeta(command+": "+message) + `.*\nRun '` + regexp.QuoteMeta(command) + ` --help' for usage\.\n$`}
+	}
+	help := func(command string) want {
+		return want{Code: 0, Stdout: `^Usage: ` + regexp.QuoteMeta(command) + `[ \n](.|\n)+$`}
+	}
+	version := func(program string) want {
+		return want{Code: 0, Stdout: `^` + program + ` ` + regexp.QuoteMeta(testVersion) + ` \(revision \S+, go\S+\)\n$`}
+	}
+	cases := map[string]struct {
+		args []string
+		want want
+	}{
+		"hooks":                    {args: []string{"formspec-hooks"}, want: usageError("formspec-hooks", "missing command")},
+		"hooks help":               {args: []string{"formspec-hooks", "--help"}, want: help("formspec-hooks")},
+		"hooks -h":                 {args: []string{"formspec-hooks", "-h"}, want: help("formspec-hooks")},
+		"hooks unknown command":    {args: []string{"formspec-hooks", "deploy"}, want: usageError("formspec-hooks", `unknown command "deploy"`)},
+		"hooks unknown flag":       {args: []string{"formspec-hooks", "--nope"}, want: usageError("formspec-hooks", `unknown command "--nope"`)},
+		"hooks version":            {args: []string{"formspec-hooks", "version"}, want: version("formspec-hooks")},
+		"hooks --version":          {args: []string{"formspec-hooks", "--version"}, want: version("formspec-hooks")},
+		"hooks version help":       {args: []string{"formspec-hooks", "version", "--help"}, want: help("formspec-hooks version")},
+		"hooks version extra":      {args: []string{"formspec-hooks", "version", "extra"}, want: usageError("formspec-hooks version", `unexpected arguments ["extra"]`)},
+		"serve help":               {args: []string{"formspec-hooks", "serve", "--help"}, want: help("formspec-hooks serve")},
+		"serve unknown flag":       {args: []string{"formspec-hooks", "serve", "--nope"}, want: usageError("formspec-hooks serve", "flag provided but not defined: -nope")},
+		"serve bad value":          {args: []string{"formspec-hooks", "serve", "--max-inflight", "many"}, want: usageError("formspec-hooks serve", `invalid value "many" for flag -max-inflight`)},
+		"serve bad log level":      {args: []string{"formspec-hooks", "serve", "--log-level", "loud"}, want: usageError("formspec-hooks serve", `invalid value "loud" for flag -log-level`)},
+		"serve extra":              {args: []string{"formspec-hooks", "serve", "extra"}, want: usageError("formspec-hooks serve", `unexpected arguments ["extra"]`)},
+		"serve bad URL":            {args: []string{"formspec-hooks", "serve", "--cluster-control-url", "ftp://x"}, want: usageError("formspec-hooks serve", "--cluster-control-url must be an http or https URL")},
+		"render help":              {args: []string{"formspec-hooks", "render", "--help"}, want: help("formspec-hooks render")},
+		"render unknown flag":      {args: []string{"formspec-hooks", "render", "--nope"}, want: usageError("formspec-hooks render", "flag provided but not defined: -nope")},
+		"render extra":             {args: []string{"formspec-hooks", "render", "workspace.yaml"}, want: usageError("formspec-hooks render", `unexpected arguments ["workspace.yaml"]`)},
+		"render missing file":      {args: []string{"formspec-hooks", "render", "-f", "/nonexistent.yaml"}, want: want{Code: 1, Stderr: `^warning: no --cluster-control-url.*\nformspec-hooks render: cannot read /nonexistent.yaml: .*\n$`}},
+		"claim":                    {args: []string{"formspec-hooks", "claim"}, want: usageError("formspec-hooks claim", "missing subcommand")},
+		"claim help":               {args: []string{"formspec-hooks", "claim", "--help"}, want: help("formspec-hooks claim")},
+		"claim unknown":            {args: []string{"formspec-hooks", "claim", "forge"}, want: usageError("formspec-hooks claim", `unknown subcommand "forge"`)},
+		"claim keygen help":        {args: []string{"formspec-hooks", "claim", "keygen", "--help"}, want: help("formspec-hooks claim keygen")},
+		"claim keygen no out":      {args: []string{"formspec-hooks", "claim", "keygen"}, want: usageError("formspec-hooks claim keygen", "keygen needs --out FILE")},
+		"claim keygen bad flag":    {args: []string{"formspec-hooks", "claim", "keygen", "--nope"}, want: usageError("formspec-hooks claim keygen", "flag provided but not defined: -nope")},
+		"claim sign help":          {args: []string{"formspec-hooks", "claim", "sign", "--help"}, want: help("formspec-hooks claim sign")},
+		"claim sign no key":        {args: []string{"formspec-hooks", "claim", "sign"}, want: usageError("formspec-hooks claim sign", "sign needs --key FILE")},
+		"claim sign bad format":    {args: []string{"formspec-hooks", "claim", "sign", "--key", "k", "--format", "v3"}, want: usageError("formspec-hooks claim sign", `--format must be v1 or v2, not "v3"`)},
+		"claim verify help":        {args: []string{"formspec-hooks", "claim", "verify", "--help"}, want: help("formspec-hooks claim verify")},
+		"claim verify no files":    {args: []string{"formspec-hooks", "claim", "verify"}, want: usageError("formspec-hooks claim verify", "verify needs --claim, --datastore and --secret")},
+		"claim verify missing":     {args: []string{"formspec-hooks", "claim", "verify", "--claim", "/nonexistent", "--datastore", "d", "--secret", "s"}, want: want{Code: 1, Stderr: `^formspec-hooks claim: cannot read /nonexistent: .*\n$`}},
+		"reporter help":            {args: []string{"formspec-reporter", "--help"}, want: help("formspec-reporter")},
+		"reporter unknown flag":    {args: []string{"formspec-reporter", "--nope"}, want: usageError("formspec-reporter", "flag provided but not defined: -nope")},
+		"reporter extra":           {args: []string{"formspec-reporter", "extra"}, want: usageError("formspec-reporter", `unexpected arguments ["extra"]`)},
+		"reporter bad log format":  {args: []string{"formspec-reporter", "--log-format", "xml"}, want: usageError("formspec-reporter", `invalid value "xml" for flag -log-format`)},
+		"reporter version":         {args: []string{"formspec-reporter", "version"}, want: version("formspec-reporter")},
+		"reporter --version":       {args: []string{"formspec-reporter", "--version"}, want: version("formspec-reporter")},
+		"clustercontrol help":      {args: []string{"formspec-clustercontrol", "--help"}, want: help("formspec-clustercontrol")},
+		"clustercontrol bad flag":  {args: []string{"formspec-clustercontrol", "--nope"}, want: usageError("formspec-clustercontrol", "flag provided but not defined: -nope")},
+		"clustercontrol extra":     {args: []string{"formspec-clustercontrol", "extra"}, want: usageError("formspec-clustercontrol", `unexpected arguments ["extra"]`)},
+		"clustercontrol version":   {args: []string{"formspec-clustercontrol", "version"}, want: version("formspec-clustercontrol")},
+		"clustercontrol --version": {args: []string{"formspec-clustercontrol", "--version"}, want: version("formspec-clustercontrol")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(filepath.Join(bin, tc.args[0]), tc.args[1:]...)
+			cmd.Dir = t.TempDir()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if exit, ok := errors.AsType[*exec.ExitError](err); ok {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want.Code, code); diff != "" {
+				t.Errorf("%s: exit code -want, +got:\n%s\nstderr: %s", strings.Join(tc.args, " "), diff, stderr.String())
+			}
+			for _, o := range []struct{ name, re, got string }{
+				{"stdout", tc.want.Stdout, stdout.String()},
+				{"stderr", tc.want.Stderr, stderr.String()},
+			} {
+				re := o.re
+				if re == "" {
+					re = `^$`
+				}
+				if !regexp.MustCompile(re).MatchString(o.got) {
+					t.Errorf("%s: %s does not match %q:\n%s", strings.Join(tc.args, " "), o.name, re, o.got)
+				}
+			}
+		})
+	}
+}

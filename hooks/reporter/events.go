@@ -1,0 +1,192 @@
+package reporter
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
+)
+
+// Event types.
+const (
+	eventNormal  = corev1.EventTypeNormal
+	eventWarning = corev1.EventTypeWarning
+)
+
+// event is a decision a user should see on their object, as an
+// events.k8s.io/v1 Event.
+type event struct {
+	ref    corev1.ObjectReference
+	typ    string
+	reason string
+	action string
+	note   string
+}
+
+// freshDecision is how recent a claim decision must be for a reporter that
+// sees it for the first time to announce it. A decision made before the
+// reporter (re)started was announced then, and a restarted sidecar must not
+// announce every claim in the cluster again.
+const freshDecision = 5 * time.Minute
+
+func workspaceRef(e *wsEntry) corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: v1alpha1.APIVersion, Kind: "Workspace", Namespace: e.ns, Name: e.name, UID: e.uid}
+}
+
+// workspaceEvents lists the Events a workspace observation calls for, given
+// what the reporter knew of it before (nil when it is new to this
+// reporter). States are announced when they begin; transitions (scaled to
+// zero, woken) only when this reporter saw both sides.
+func workspaceEvents(ref corev1.ObjectReference, prev *wsFacts, cur wsFacts, o *observation.WorkspaceStatus) []event {
+	var out []event
+	if cur.terminating && (prev == nil || !prev.terminating) {
+		out = append(out, event{ref: ref, typ: eventNormal, reason: "TeardownStarted", action: "Delete",
+			note: "scaling to zero, then removing the workspace's children"})
+	}
+	if cur.classMissing && (prev == nil || !prev.classMissing) {
+		note := fmt.Sprintf("ClusterClass %q not found; existing children are kept unchanged until it exists", cur.class)
+		if c := meta.FindStatusCondition(o.Conditions, "Degraded"); c != nil && c.Message != "" {
+			note = c.Message
+		}
+		out = append(out, event{ref: ref, typ: eventWarning, reason: reasonClassNotFound, action: "Sync", note: note})
+	}
+	if cur.wanted != "" && cur.wanted != cur.artifactHash && !cur.terminating && (prev == nil || prev.wanted != cur.wanted) {
+		out = append(out, event{ref: ref, typ: eventNormal, reason: "RollingOut", action: "Rollout",
+			note: fmt.Sprintf("rolling the workspace's pods onto binary %s", cur.wanted)})
+	}
+	if prev != nil && !cur.terminating {
+		switch {
+		case cur.phase == v1alpha1.PhaseIdle && prev.phase != v1alpha1.PhaseIdle:
+			out = append(out, event{ref: ref, typ: eventNormal, reason: "ScaledToZero", action: "Scale",
+				note: "the workspace is idle and scaled to zero replicas"})
+		case prev.phase == v1alpha1.PhaseIdle && cur.phase != v1alpha1.PhaseIdle:
+			out = append(out, event{ref: ref, typ: eventNormal, reason: "Woken", action: "Scale",
+				note: "the workspace is no longer idle and scales back up"})
+		}
+	}
+	return out
+}
+
+// claimEvents lists the Events a claim decision calls for, given what the
+// reporter knew of the claim before (nil when it is new to this reporter).
+func claimEvents(c *observation.ClaimDecision, prev *claimEntry, now time.Time) []event {
+	ref := corev1.ObjectReference{APIVersion: v1alpha1.APIVersion, Kind: "ResourceClaim", Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+	fresh := prev == nil && !c.Since.IsZero() && now.Sub(c.Since.Time) < freshDecision
+	switch {
+	case !c.Granted && (fresh || prev != nil && (prev.granted || prev.reason != c.Reason)):
+		return []event{{ref: ref, typ: eventWarning, reason: "ClaimDenied", action: "Verify",
+			note: denialNote(c)}}
+	case c.Granted && (fresh || prev != nil && !prev.granted):
+		return []event{{ref: ref, typ: eventNormal, reason: "ClaimGranted", action: "Verify",
+			note: fmt.Sprintf("grant verified; credentials projected for workspace %q", c.Workspace)}}
+	case c.Granted && prev != nil && prev.version != "" && c.CredentialsVersion != "" && prev.version != c.CredentialsVersion:
+		return []event{{ref: ref, typ: eventNormal, reason: "CredentialsRotated", action: "Verify",
+			note: "the datastore's credentials changed; the workspace's pods roll onto them"}}
+	}
+	return nil
+}
+
+// denialNote is the denial's reason and the claim condition's message,
+// which the hook already wrote for people and keeps free of secrets.
+func denialNote(c *observation.ClaimDecision) string {
+	if c.Message == "" {
+		return c.Reason
+	}
+	return c.Reason + ": " + c.Message
+}
+
+// maxNote is the API server's limit on an Event's note.
+const maxNote = 1024
+
+// truncateNote cuts a note to the API's limit on a rune boundary.
+func truncateNote(s string) string {
+	if len(s) <= maxNote {
+		return s
+	}
+	s = s[:maxNote-len("…")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// eventLimits bound how many Events the reporter writes: per object, a
+// burst then a trickle, so a flapping workspace cannot flood its namespace;
+// overall, so a restart that sees thousands of fresh decisions at once
+// does not flood the API server.
+type eventLimits struct {
+	PerObjectBurst int
+	PerObjectEvery time.Duration
+	Burst          int
+	PerSecond      float64
+}
+
+// maxLimitedObjects bounds the per-object limiters kept; beyond it they are
+// all forgotten, which at worst lets a few objects burst again.
+const maxLimitedObjects = 10000
+
+// eventWriter rate-limits Events and hands them to client-go's events
+// recorder, which deduplicates repeats of one reason on one object into a
+// series (one Event with a count) and writes them in the background.
+type eventWriter struct {
+	rec    events.EventRecorder
+	lim    eventLimits
+	now    func() time.Time
+	count  func(result string)
+	mu     sync.Mutex
+	all    *rate.Limiter
+	perObj map[string]*rate.Limiter
+}
+
+func newEventWriter(rec events.EventRecorder, lim eventLimits, now func() time.Time, count func(string)) *eventWriter {
+	return &eventWriter{
+		rec:    rec,
+		lim:    lim,
+		now:    now,
+		count:  count,
+		all:    rate.NewLimiter(rate.Limit(lim.PerSecond), lim.Burst),
+		perObj: map[string]*rate.Limiter{},
+	}
+}
+
+// allow takes a token for an Event about ref, from the object's bucket and
+// the overall one.
+func (w *eventWriter) allow(ref corev1.ObjectReference) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	k := strings.Join([]string{ref.Kind, ref.Namespace, ref.Name}, "/")
+	l, ok := w.perObj[k]
+	if !ok {
+		if len(w.perObj) >= maxLimitedObjects {
+			clear(w.perObj)
+		}
+		l = rate.NewLimiter(rate.Every(w.lim.PerObjectEvery), w.lim.PerObjectBurst)
+		w.perObj[k] = l
+	}
+	if !l.AllowN(now, 1) {
+		return false
+	}
+	return w.all.AllowN(now, 1)
+}
+
+// write records evs, dropping (and counting) those over the limits.
+func (w *eventWriter) write(evs []event) {
+	for _, ev := range evs {
+		if !w.allow(ev.ref) {
+			w.count("rate_limited")
+			continue
+		}
+		w.count("recorded")
+		ref := ev.ref
+		w.rec.Eventf(&ref, nil, ev.typ, ev.reason, ev.action, "%s", truncateNote(ev.note))
+	}
+}

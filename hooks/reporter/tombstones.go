@@ -1,0 +1,132 @@
+package reporter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// tombstone is a deletion Cluster Control has not acknowledged yet, as
+// kept in the tombstone file.
+type tombstone struct {
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid,omitempty"`
+	ObservedAt time.Time `json:"observedAt"`
+}
+
+// tombstones lists the unacknowledged deletions, sorted, and a generation
+// that changes whenever the list may have.
+func (s *state) tombstoneList() ([]tombstone, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []tombstone
+	for _, k := range slices.Sorted(maps.Keys(s.workspaces)) {
+		if e := s.workspaces[k]; e.deleted {
+			out = append(out, tombstone{Namespace: e.ns, Name: e.name, UID: e.uid, ObservedAt: ccapi.Stamp(e.observedAt)})
+		}
+	}
+	return out, s.tombstoneGen
+}
+
+// restoreTombstones queues the deletions a previous run had not delivered,
+// each with the time it was observed.
+func (s *state) restoreTombstones(ts []tombstone, now time.Time) {
+	for _, t := range ts {
+		if t.Namespace == "" || t.Name == "" {
+			continue
+		}
+		at := t.ObservedAt
+		if at.IsZero() {
+			at = now
+		}
+		s.deleteWorkspace(&observation.WorkspaceRef{Namespace: t.Namespace, Name: t.Name, UID: t.UID}, at)
+	}
+}
+
+// loadTombstones reads the tombstone file; a missing file is an empty list.
+func loadTombstones(path string) ([]tombstone, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read tombstone file: %w", err)
+	}
+	var ts []tombstone
+	if err := json.Unmarshal(raw, &ts); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errCorruptTombstones, path, err)
+	}
+	return ts, nil
+}
+
+// errCorruptTombstones is a tombstone file that does not decode. The file
+// is replaced atomically, so only something else writing it gets here; the
+// sidecar starts without those deletions rather than not at all.
+var errCorruptTombstones = errors.New("cannot decode tombstone file")
+
+// saveTombstones replaces the tombstone file atomically, so a crash
+// mid-write leaves the previous list, never half of one.
+func saveTombstones(path string, ts []tombstone) error {
+	raw, err := json.Marshal(ts)
+	if err != nil {
+		return fmt.Errorf("cannot encode tombstones: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tombstones-*")
+	if err != nil {
+		return fmt.Errorf("cannot write tombstone file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(raw); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("cannot write tombstone file: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("cannot write tombstone file: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("cannot write tombstone file: %w", err)
+	}
+	return nil
+}
+
+// tombstoneSaveInterval is how often changed tombstones are written out:
+// a mass deletion writes the file once a second, not once per workspace.
+const tombstoneSaveInterval = time.Second
+
+// runTombstoneSaver keeps the tombstone file in step with the state, and
+// writes it a last time when ctx ends.
+func (r *Reporter) runTombstoneSaver(ctx context.Context) {
+	if r.cfg.TombstoneFile == "" {
+		return
+	}
+	var saved uint64
+	save := func() {
+		ts, gen := r.st.tombstoneList()
+		if gen == saved {
+			return
+		}
+		if err := saveTombstones(r.cfg.TombstoneFile, ts); err != nil {
+			if ok, held := r.limiter.allow(logKeyTombstones, r.cfg.now()); ok {
+				r.log.Warn("cannot save tombstones; deletions not yet reported may be lost in a restart", "suppressed", held, "err", err)
+			}
+			return
+		}
+		saved = gen
+	}
+	for r.cfg.sleep(ctx, tombstoneSaveInterval) == nil {
+		save()
+	}
+	save()
+}

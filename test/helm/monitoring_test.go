@@ -1,0 +1,471 @@
+package helm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"sigs.k8s.io/yaml"
+
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// monitoring turns on both monitoring objects.
+var monitoring = release{name: "formspec-hooks", namespace: "formspec-system", values: "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}"}
+
+// monitoringObjects renders r and returns its ServiceMonitor, PrometheusRule
+// and Service (nil when absent).
+func monitoringObjects(t *testing.T, r release) (serviceMonitor, prometheusRule, service controlplane.Object) {
+	t.Helper()
+	for _, obj := range render(t, r).objects {
+		switch obj["kind"] {
+		case "ServiceMonitor":
+			serviceMonitor = obj
+		case "PrometheusRule":
+			prometheusRule = obj
+		case "Service":
+			service = obj
+		}
+	}
+	return serviceMonitor, prometheusRule, service
+}
+
+// TestMonitoringObjects checks that the ServiceMonitor and PrometheusRule
+// are off by default, one value each turns them on, the ServiceMonitor
+// scrapes ports the Service has, and the PrometheusRule carries
+// files/prometheus-rules.yaml unchanged.
+func TestMonitoringObjects(t *testing.T) {
+	sm, pr, _ := monitoringObjects(t, releases["Defaults"])
+	if sm != nil || pr != nil {
+		t.Errorf("the defaults render a ServiceMonitor (%v) or PrometheusRule (%v); both must be off", sm != nil, pr != nil)
+	}
+	sm, pr, svc := monitoringObjects(t, monitoring)
+	if sm == nil || pr == nil {
+		t.Fatalf("serviceMonitor.enabled and prometheusRule.enabled render ServiceMonitor %v, PrometheusRule %v; want both", sm != nil, pr != nil)
+	}
+	var servicePorts, scraped []string
+	for _, p := range get(svc, "spec.ports").([]any) {
+		servicePorts = append(servicePorts, get(p, "name").(string))
+	}
+	for _, e := range get(sm, "spec.endpoints").([]any) {
+		scraped = append(scraped, get(e, "port").(string))
+	}
+	for _, p := range scraped {
+		if !slices.Contains(servicePorts, p) {
+			t.Errorf("the ServiceMonitor scrapes port %q, which the Service (ports %v) does not have", p, servicePorts)
+		}
+	}
+	if diff := cmp.Diff([]string{"metrics", "reporter-metrics"}, scraped); diff != "" {
+		t.Errorf("ServiceMonitor ports: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(get(sm, "spec.selector.matchLabels"), get(svc, "spec.selector")); diff != "" {
+		t.Errorf("the ServiceMonitor selects Services by other labels than the Service's pods: -want, +got:\n%s", diff)
+	}
+	var file map[string]any
+	if err := yaml.Unmarshal(readChartFile(t, "files/prometheus-rules.yaml"), &file); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(file, pr["spec"]); diff != "" {
+		t.Errorf("PrometheusRule spec differs from files/prometheus-rules.yaml: -want, +got:\n%s", diff)
+	}
+}
+
+func readChartFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chartDir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// promql parses PromQL as Prometheus does.
+var promql = parser.NewParser(parser.Options{})
+
+// alertRules parses the rendered PrometheusRule's spec with Prometheus' own
+// rule parser, which also checks every expression and annotation template.
+func alertRules(t *testing.T) []rulefmt.Rule {
+	t.Helper()
+	_, pr, _ := monitoringObjects(t, monitoring)
+	spec, err := yaml.Marshal(pr["spec"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, errs := rulefmt.Parse(spec, false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	for _, err := range errs {
+		t.Errorf("rulefmt: %v", err)
+	}
+	if groups == nil {
+		t.FailNow()
+	}
+	var rules []rulefmt.Rule
+	for _, g := range groups.Groups {
+		rules = append(rules, g.Rules...)
+	}
+	return rules
+}
+
+// TestAlertRules checks the rules parse, that each alert says how bad it is
+// and links to a section of docs/troubleshooting.md that exists, and that
+// the alerts the docs promise are there.
+func TestAlertRules(t *testing.T) {
+	rules := alertRules(t)
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "troubleshooting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := markdownAnchors(string(doc))
+	var names []string
+	for _, r := range rules {
+		names = append(names, r.Alert)
+		if s := r.Labels["severity"]; s != "critical" && s != "warning" && s != "info" {
+			t.Errorf("%s: severity %q, want critical, warning or info", r.Alert, s)
+		}
+		_, anchor, ok := strings.Cut(r.Annotations["runbook_url"], "docs/troubleshooting.md#")
+		if !ok || !anchors[anchor] {
+			t.Errorf("%s: runbook_url %q is not a section of docs/troubleshooting.md (%v)", r.Alert, r.Annotations["runbook_url"], slices.Sorted(maps.Keys(anchors)))
+		}
+	}
+	sort.Strings(names)
+	want := []string{
+		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecHookErrors",
+		"FormspecHookPanics", "FormspecHookSlow", "FormspecHookThrottled",
+		"FormspecReporterBacklog", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
+	}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("alerts: -want, +got:\n%s", diff)
+	}
+}
+
+// markdownAnchors returns the GitHub anchors of a Markdown file's headings.
+func markdownAnchors(doc string) map[string]bool {
+	anchors := map[string]bool{}
+	drop := regexp.MustCompile("[^a-z0-9 _-]")
+	for line := range strings.Lines(doc) {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		anchors[strings.ReplaceAll(drop.ReplaceAllString(h, ""), " ", "-")] = true
+	}
+	return anchors
+}
+
+// selector is one metric a query reads, with the labels it matches on.
+type selector struct {
+	where  string
+	metric string
+	labels []string
+}
+
+// selectors returns the metrics expr reads.
+func selectors(t *testing.T, where, expr string) []selector {
+	t.Helper()
+	node, err := promql.ParseExpr(expr)
+	if err != nil {
+		t.Errorf("%s: %v", where, err)
+		return nil
+	}
+	var out []selector
+	parser.Inspect(node, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		s := selector{where: where, metric: vs.Name}
+		for _, m := range vs.LabelMatchers {
+			if m.Name != model.MetricNameLabel {
+				s.labels = append(s.labels, m.Name)
+			}
+		}
+		out = append(out, s)
+		return nil
+	})
+	return out
+}
+
+// dashboardSelectors returns the metrics the Grafana dashboard's queries
+// read, with Grafana's variables replaced by values PromQL accepts.
+func dashboardSelectors(t *testing.T) []selector {
+	t.Helper()
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+		Templating struct {
+			List []struct {
+				Name       string
+				Definition string
+			}
+		}
+	}
+	if err := json.Unmarshal(readChartFile(t, "files/grafana-dashboard.json"), &dash); err != nil {
+		t.Fatalf("files/grafana-dashboard.json: %v", err)
+	}
+	vars := strings.NewReplacer("$__rate_interval", "5m", "$namespace", "formspec-system")
+	var out []selector
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("dashboard panel %q has no query", p.Title)
+		}
+		for _, target := range p.Targets {
+			out = append(out, selectors(t, "dashboard panel "+p.Title, vars.Replace(target.Expr))...)
+		}
+	}
+	label := regexp.MustCompile(`^label_values\((\w+), *(\w+)\)$`)
+	for _, v := range dash.Templating.List {
+		if m := label.FindStringSubmatch(v.Definition); m != nil {
+			out = append(out, selector{where: "dashboard variable " + v.Name, metric: m[1]})
+		}
+	}
+	return out
+}
+
+// TestMetricNamesExist checks that every metric an alert or the dashboard
+// reads is one the hook server or the reporter really exports, with the
+// labels the query matches on: it builds the three binaries, runs the hook
+// server with its reporter against the reference Cluster Control, posts
+// fixtures so that the request, decision and reporting series exist, and
+// scrapes both /metrics endpoints.
+func TestMetricNamesExist(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: not building and running the binaries")
+	}
+	var want []selector
+	for _, r := range alertRules(t) {
+		want = append(want, selectors(t, "alert "+r.Alert, r.Expr)...)
+	}
+	want = append(want, dashboardSelectors(t)...)
+
+	scrape := runServers(t)
+	// The series appear as the work posted reaches the reporter, the
+	// sidecar and Cluster Control, which takes a few reporting intervals;
+	// scrape until nothing is missing, and report what still is at the
+	// deadline.
+	var problems []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		problems = missingMetrics(want, scrape())
+		if len(problems) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// missingMetrics says which selectors read a metric, or match on a label,
+// that exported does not have.
+func missingMetrics(want []selector, exported map[string]map[string]bool) []string {
+	var problems []string
+	for _, s := range want {
+		labels, ok := exported[s.metric]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s reads %s, which neither the hook server nor the reporter exports", s.where, s.metric))
+			continue
+		}
+		for _, l := range s.labels {
+			if !labels[l] {
+				problems = append(problems, fmt.Sprintf("%s matches %s on label %q, which it does not have (%v)", s.where, s.metric, l, slices.Sorted(maps.Keys(labels))))
+			}
+		}
+	}
+	return problems
+}
+
+// runServers runs the hook server, the reporter and the reference Cluster
+// Control, makes them do some work, and returns a function that scrapes
+// both /metrics endpoints: every exported metric with its label names, and
+// Prometheus' own target labels (namespace, pod), as a ServiceMonitor
+// scrape adds them.
+func runServers(t *testing.T) func() map[string]map[string]bool {
+	t.Helper()
+	root := repoRoot(t)
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/...")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cc, ccAdmin, rep, repMetrics, hooks, hooksMetrics := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin)
+	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
+		"--node-health-interval", "1s", "--deploy-status-interval", "1s")
+	// With a token file, as installed, so that the credentials file
+	// metric exists.
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("metrics-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
+		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--shutdown-delay", "0s",
+		"--auth-token-file", tokens)
+	client := &http.Client{Timeout: 5 * time.Second}
+	waitFor(t, "the hook server and the reporter to be ready", func() bool {
+		return get200(client, "http://"+hooksMetrics+"/readyz") && get200(client, "http://"+repMetrics+"/readyz")
+	})
+	for _, fixture := range []string{"workspace/sync/steady-ready", "resourceclaim/sync/denied-expired", "nodes/sync/ready-node", "pods/sync/running-pod"} {
+		body, err := os.ReadFile(filepath.Join(root, "fixtures", fixture, "request.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook, _, _ := strings.Cut(fixture, "/sync/")
+		req, err := http.NewRequest(http.MethodPost, "http://"+hooks+"/v1/"+hook+"/sync", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer metrics-test-token")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %s", fixture, resp.Status)
+		}
+	}
+	return func() map[string]map[string]bool {
+		exported := map[string]map[string]bool{}
+		for _, url := range []string{"http://" + hooksMetrics + "/metrics", "http://" + repMetrics + "/metrics"} {
+			if err := scrape(client, url, exported); err != nil {
+				t.Logf("scrape: %v", err)
+			}
+		}
+		for _, labels := range exported {
+			labels["namespace"], labels["pod"] = true, true
+		}
+		return exported
+	}
+}
+
+// scrape adds the metrics of a Prometheus text exposition, with their
+// label names, to into.
+func scrape(client *http.Client, url string, into map[string]map[string]bool) error {
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	labelName := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="`)
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		end := strings.IndexAny(line, "{ ")
+		if end < 0 {
+			continue
+		}
+		name, labels := line[:end], ""
+		if line[end] == '{' {
+			labels = line[end+1:]
+		}
+		if into[name] == nil {
+			into[name] = map[string]bool{}
+		}
+		if labels != "" {
+			labels, _, _ = strings.Cut(labels, "}")
+			for _, m := range labelName.FindAllStringSubmatch(labels, -1) {
+				into[name][m[1]] = true
+			}
+		}
+	}
+	return sc.Err()
+}
+
+func get200(client *http.Client, url string) bool {
+	resp, err := client.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start runs a binary until the test ends, logging its output on failure.
+func start(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var logs lockedBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s:\n%s", filepath.Base(bin), logs.String())
+		}
+	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's two output streams.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second) // a guard against a hang on a busy machine
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,160 @@
+package integration
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// TestReporterPolicy installs deploy/reporter (service account, RBAC and
+// the ValidatingAdmissionPolicy) on a real API server and acts as the
+// reporter, with a token the API server issued for its service account:
+// the two directive annotations can be written and removed, an Event can
+// be created, and every other change to a Workspace is refused, whether
+// RBAC or the policy refuses it. The same changes by another user pass,
+// so the policy narrows the reporter only.
+func TestReporterPolicy(t *testing.T) {
+	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
+	admin := cp.Client()
+	if err := admin.InstallCRDs(crdFiles(t)...); err != nil {
+		t.Fatalf("cannot install deploy/crds: %v", err)
+	}
+	ensureNamespace(t, admin, "formspec-system")
+	ensureNamespace(t, admin, "team-a")
+	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
+		if _, err := admin.ApplyYAMLFile(filepath.Join(repoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
+			t.Fatalf("cannot apply deploy/reporter/%s: %v", f, err)
+		}
+	}
+	ws := controlplane.Object{
+		"apiVersion": "formspec.dev/v1alpha1", "kind": "Workspace",
+		"metadata": map[string]any{"name": "shop", "namespace": "team-a",
+			"labels": map[string]any{"team": "a"}, "annotations": map[string]any{"owner.example/contact": "ops"}},
+		"spec": map[string]any{"clusterClass": "standard", "owner": "team-a"},
+	}
+	if _, err := admin.Create(ws); err != nil {
+		t.Fatalf("cannot create the workspace: %v", err)
+	}
+
+	raw, err := admin.Do(http.MethodPost, "/api/v1/namespaces/formspec-system/serviceaccounts/formspec-reporter/token",
+		map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": map[string]any{}})
+	if err != nil {
+		t.Fatalf("cannot get a token for the reporter: %v", err)
+	}
+	var tr struct {
+		Status struct {
+			Token string `json:"token"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &tr); err != nil || tr.Status.Token == "" {
+		t.Fatalf("no token in %s: %v", raw, err)
+	}
+	reporter, err := controlplane.NewClient(cp.URL, tr.Status.Token, cp.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	annotations := func(kv map[string]any) map[string]any {
+		return map[string]any{"metadata": map[string]any{"annotations": kv}}
+	}
+	// Run in order: the allowed writes leave the object as the refused
+	// ones expect it.
+	cases := []struct {
+		name        string
+		reason      string
+		subresource string
+		patch       map[string]any
+		wantCode    int // 0: allowed
+	}{
+		{name: "RestartDirective", reason: "restart_required writes the binary hash",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:9b2c"})},
+		{name: "IdleDirective", reason: "idle sets formspec.dev/idle",
+			patch: annotations(map[string]any{"formspec.dev/idle": "true"})},
+		{name: "SameAgain", reason: "a second reporter writing the same directive agrees",
+			patch: annotations(map[string]any{"formspec.dev/idle": "true"})},
+		{name: "WakeDirective", reason: "wake removes formspec.dev/idle",
+			patch: annotations(map[string]any{"formspec.dev/idle": nil})},
+		{name: "Spec", reason: "the spec is the user's",
+			patch: map[string]any{"spec": map[string]any{"owner": "mallory"}}, wantCode: http.StatusForbidden},
+		{name: "SpecWithAnnotation", reason: "an allowed annotation does not carry a spec change through",
+			patch: map[string]any{"metadata": map[string]any{"annotations": map[string]any{"formspec.dev/idle": "true"}},
+				"spec": map[string]any{"clusterClass": "gold"}}, wantCode: http.StatusForbidden},
+		{name: "OtherAnnotation", reason: "no other annotation may be added",
+			patch: annotations(map[string]any{"example.com/x": "y"}), wantCode: http.StatusForbidden},
+		{name: "RemoveOtherAnnotation", reason: "nor removed",
+			patch: annotations(map[string]any{"owner.example/contact": nil}), wantCode: http.StatusForbidden},
+		{name: "IdleFalse", reason: "formspec.dev/idle is \"true\" or absent",
+			patch: annotations(map[string]any{"formspec.dev/idle": "false"}), wantCode: http.StatusForbidden},
+		{name: "Labels", reason: "labels select children and pods",
+			patch: map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}, wantCode: http.StatusForbidden},
+		{name: "Finalizers", reason: "a finalizer could block deletion",
+			patch: map[string]any{"metadata": map[string]any{"finalizers": []any{"example.com/hold"}}}, wantCode: http.StatusForbidden},
+		{name: "Status", reason: "RBAC gives no access to the status subresource", subresource: "status",
+			patch: map[string]any{"status": map[string]any{"phase": "Ready"}}, wantCode: http.StatusForbidden},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", tc.subresource, tc.patch)
+			var apiErr *controlplane.APIError
+			switch {
+			case tc.wantCode == 0 && err != nil:
+				t.Errorf("%s: refused: %v", tc.reason, err)
+			case tc.wantCode != 0 && err == nil:
+				t.Errorf("%s: allowed, want %d", tc.reason, tc.wantCode)
+			case tc.wantCode != 0 && !(errors.As(err, &apiErr) && apiErr.Code == tc.wantCode):
+				t.Errorf("%s: got %v, want %d", tc.reason, err, tc.wantCode)
+			case tc.wantCode != 0 && tc.subresource == "" && !strings.Contains(err.Error(), "formspec-reporter-workspace-annotations"):
+				// RBAC allows the patch: only the policy may refuse it.
+				t.Errorf("%s: refused, but not by the admission policy: %v", tc.reason, err)
+			}
+		})
+	}
+
+	got, err := admin.Get("formspec.dev/v1alpha1", "Workspace", "team-a", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := got["metadata"].(map[string]any)
+	wantAnnotations := map[string]any{"owner.example/contact": "ops", "formspec.dev/artifact-binary-hash": "sha256:9b2c"}
+	if a := md["annotations"].(map[string]any); len(a) != len(wantAnnotations) || a["formspec.dev/artifact-binary-hash"] != "sha256:9b2c" || a["owner.example/contact"] != "ops" {
+		t.Errorf("annotations after the reporter's writes: got %v, want %v", a, wantAnnotations)
+	}
+	if spec := got["spec"].(map[string]any); spec["owner"] != "team-a" || spec["clusterClass"] != "standard" {
+		t.Errorf("spec changed: %v", spec)
+	}
+
+	t.Run("OthersUnaffected", func(t *testing.T) {
+		if _, err := admin.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}); err != nil {
+			t.Errorf("the policy refused another user: %v", err)
+		}
+	})
+	t.Run("NoRead", func(t *testing.T) {
+		_, err := reporter.Get("formspec.dev/v1alpha1", "Workspace", "team-a", "shop")
+		var apiErr *controlplane.APIError
+		if !(errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden) {
+			t.Errorf("the reporter can read Workspaces (got %v); it needs patch only", err)
+		}
+	})
+	t.Run("Event", func(t *testing.T) {
+		ev := map[string]any{
+			"apiVersion": "events.k8s.io/v1", "kind": "Event",
+			"metadata":            map[string]any{"name": "shop.1", "namespace": "team-a"},
+			"eventTime":           "2026-03-01T12:00:00.000000Z",
+			"reportingController": "formspec.dev/reporter", "reportingInstance": "formspec.dev/reporter-pod",
+			"action": "Rollout", "reason": "RollingOut", "type": "Normal", "note": "rolling",
+			"regarding": map[string]any{"apiVersion": "formspec.dev/v1alpha1", "kind": "Workspace", "namespace": "team-a", "name": "shop"},
+		}
+		if _, err := reporter.Do(http.MethodPost, "/apis/events.k8s.io/v1/namespaces/team-a/events", ev); err != nil {
+			t.Errorf("the reporter cannot create an Event: %v", err)
+		}
+		if _, err := reporter.Do(http.MethodDelete, "/apis/events.k8s.io/v1/namespaces/team-a/events/shop.1", nil); err == nil {
+			t.Errorf("the reporter can delete Events; it needs create and patch only")
+		}
+	})
+}
