@@ -41,6 +41,14 @@ class Hook(BaseHTTPRequestHandler):
         pass
 
 
+class Server(HTTPServer):
+    def handle_error(self, request, client_address):
+        # The load tool cancels requests in flight when a round ends; a
+        # broken pipe then is expected, not worth a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 if __name__ == "__main__":
     ANSWERS = load(sys.argv[2], sys.argv[3])
-    HTTPServer(("127.0.0.1", int(sys.argv[1])), Hook).serve_forever()
+    Server(("127.0.0.1", int(sys.argv[1])), Hook).serve_forever()
