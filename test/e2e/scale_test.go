@@ -33,37 +33,46 @@ const scaleTimeout = 20 * time.Minute
 // its Deployment, Service and ConfigMap and a status.observedGeneration,
 // and the hook server's CPU seconds meanwhile. It runs with
 // Metacontroller's client throttle raised (as the other e2e tests run it),
-// at its defaults (--client-go-qps 5, burst 10), which dominate at any
-// size, and raised again with a trivial hook in place of the hook server
-// (constant children, no work), the floor to compare with. It runs only
-// when FORMSPEC_E2E_SCALE is set.
+// the same with a trivial hook in place of the hook server (constant
+// children, no work: the floor to compare with), and at Metacontroller's
+// defaults (--client-go-qps 5, burst 10), which dominate at any size. It
+// runs only when FORMSPEC_E2E_SCALE is set.
 //
 //	FORMSPEC_E2E_SCALE=300 METACONTROLLER_BIN=... go test ./test/e2e -run TestScale -v -timeout 60m
+//	FORMSPEC_E2E_SCALE=300 METACONTROLLER_BIN=... go test ./test/e2e -run 'TestScale/raised' -v
 func TestScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(EnvScale))
 	if n <= 0 {
 		t.Skip(EnvScale + " is not set to a number of Workspaces: skipping the scale benchmark")
 	}
-	e := startEnv(t)
-	const className = "scale"
-	e.apply(t, clusterClass(className, v1alpha1.Scaling{MinReplicas: ptr.To[int32](1)}))
-
-	e.scaleRun(t, "raised-qps", n, className, e.hookCPUSeconds)
-	raised := slices.Clone(e.mcArgs)
-	e.restartMetacontroller(t, func() {
-		e.mcArgs = slices.DeleteFunc(e.mcArgs, func(a string) bool {
-			return strings.HasPrefix(a, "--client-go-qps=") || strings.HasPrefix(a, "--client-go-burst=")
+	// Each run gets an environment of its own: a restarted Metacontroller
+	// resyncs every Workspace it finds, which would weigh on a later run.
+	run := func(label string, setup func(t *testing.T, e *env), cpu bool) {
+		t.Run(label, func(t *testing.T) {
+			e := startEnv(t)
+			if setup != nil {
+				setup(t, e)
+			}
+			e.apply(t, clusterClass("scale", v1alpha1.Scaling{MinReplicas: ptr.To[int32](1)}))
+			measure := e.hookCPUSeconds
+			if !cpu {
+				measure = nil
+			}
+			e.scaleRun(t, label, n, "scale", measure)
 		})
-	})
-	e.scaleRun(t, "default-qps", n, className, e.hookCPUSeconds)
-	// The same at the raised throttle with a hook that does no work: what
-	// Metacontroller and the API server alone take.
-	e.restartMetacontroller(t, func() {
-		e.mcArgs = raised
+	}
+	run("raised-qps", nil, true)
+	run("raised-qps-trivial-hook", func(t *testing.T, e *env) {
 		e.hooks.Stop()
 		e.startTrivialHook(t)
-	})
-	e.scaleRun(t, "raised-qps-trivial-hook", n, className, nil)
+	}, false)
+	run("default-qps", func(t *testing.T, e *env) {
+		e.restartMetacontroller(t, func() {
+			e.mcArgs = slices.DeleteFunc(e.mcArgs, func(a string) bool {
+				return strings.HasPrefix(a, "--client-go-qps=") || strings.HasPrefix(a, "--client-go-burst=")
+			})
+		})
+	}, true)
 }
 
 // startTrivialHook serves the workspace hooks where the hook server did,
