@@ -29,7 +29,10 @@ RUN_FLAGS ?= --listen $(LISTEN) --metrics-listen $(METRICS) \
 
 include test/k8s.mk
 
-.PHONY: all build image run test test-helm crds helm-crds unit fmt vet fixtures load bench clean
+FORMSPEC_NODE_BIN ?= $(HOME)/.cache/formspec-hooks/node-$(K8S_VERSION)
+export FORMSPEC_NODE_BIN
+
+.PHONY: all build image run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -64,12 +67,30 @@ run: build
 # builds it once, ~15 minutes cold), and the Helm chart's tests. The
 # Metacontroller end-to-end tests run too when METACONTROLLER_BIN names a
 # binary, and say that they skip when it does not.
-test: vet k8s-binaries
-	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e) skip; see docs/testing.md"; fi
+test: vet k8s-binaries node-binaries
+	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e, and those of test/node) skip; see docs/testing.md"; fi
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./hooks/server/... ./hooks/reporter/... ./hooks/clustercontrol/... ./cmd/...
 	cd test/tools && $(GO) test -count=1 ./crdgen/...
 	cd test/helm && $(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory test-node
+
+# test-node runs test/node: a real one-node cluster (kubelet, containerd,
+# kube-proxy, CoreDNS, kube-scheduler beside the test control plane), the
+# project's image built here, deploy/ applied with kubectl, the hook pods
+# Ready behind their Service; with METACONTROLLER_BIN, Metacontroller in a
+# pod and the workspace scenarios. It needs root (a bridge, iptables rules,
+# mounts, cgroups) and the Debian packages .ci/run installs; as another user
+# the cluster tests skip and say so. It prints how long each phase took.
+test-node: k8s-binaries node-binaries
+	@if [ "$$(id -u)" != 0 ]; then echo "note: not root, so the one-node cluster tests (test/node) skip: they create a bridge, iptables rules, mounts and cgroups; see docs/testing.md"; fi
+	cd test/node && $(GO) test -count=1 -timeout 40m -v ./...
+
+# node-binaries builds the kubelet, kube-proxy, kube-scheduler and CoreDNS
+# into $(FORMSPEC_NODE_BIN) unless current (cold: a few minutes); only as
+# root, since only root can run them.
+node-binaries:
+	@if [ "$$(id -u)" = 0 ]; then test/node-binaries.sh; else echo "node-binaries: not root, not building the node binaries (test/node skips)"; fi
 
 # test-helm runs only the chart's tests: render, helm lint, sameness with
 # deploy/, and a dry run of every rendered object against the API server.
@@ -104,6 +125,7 @@ vet:
 	$(GO) vet ./...
 	cd test/helm && $(GO) vet ./...
 	cd test/tools && $(GO) vet ./crdgen/...
+	cd test/node && $(GO) vet ./...
 
 # fixtures regenerates the fixture requests (workspace ones from
 # test/fixturegen, the signed datastore and resourceclaim ones from their

@@ -46,6 +46,7 @@ func BenchmarkMemory(b *testing.B) {
 				b.Fatal(err)
 			}
 			req := httptest.NewRequest(http.MethodPost, observation.PathObservations, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			if rec.Code != http.StatusNoContent {

@@ -88,7 +88,12 @@ func (h *Hooks) decideFinalize(o *observed) (*desired, error) {
 		return d, nil
 	}
 	d.resync = finalizeResync
-	draining := o.hasHPA || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 || o.deployment.Status.Replicas != 0))
+	// status.replicas leaves out pods that are shutting down; they are
+	// still serving their last requests and reading their configuration,
+	// so the Service and ConfigMap wait for terminatingReplicas too (nil
+	// where the DeploymentReplicaSetTerminatingReplicas gate is off).
+	draining := o.hasHPA || (o.deployment != nil && (desiredReplicas(o.deployment) != 0 ||
+		o.deployment.Status.Replicas != 0 || ptr.Deref(o.deployment.Status.TerminatingReplicas, 0) != 0))
 	if draining {
 		// Step one: everything but the HPA as last applied, with the
 		// Deployment at zero replicas. Step two (not draining) is the

@@ -154,7 +154,10 @@ type deploymentView struct {
 		UpdatedReplicas    int32 `json:"updatedReplicas"`
 		ReadyReplicas      int32 `json:"readyReplicas"`
 		AvailableReplicas  int32 `json:"availableReplicas"`
-		Conditions         []struct {
+		// TerminatingReplicas is nil where the API server's
+		// DeploymentReplicaSetTerminatingReplicas gate is off.
+		TerminatingReplicas *int32 `json:"terminatingReplicas"`
+		Conditions          []struct {
 			Type    appsv1.DeploymentConditionType `json:"type"`
 			Status  corev1.ConditionStatus         `json:"status"`
 			Reason  string                         `json:"reason"`
@@ -181,12 +184,13 @@ func (o *Observed[T]) deployment(what string) (*appsv1.Deployment, error) {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: v.Spec.Template.Metadata.Annotations}},
 		},
 		Status: appsv1.DeploymentStatus{
-			ObservedGeneration: v.Status.ObservedGeneration,
-			Replicas:           v.Status.Replicas,
-			UpdatedReplicas:    v.Status.UpdatedReplicas,
-			ReadyReplicas:      v.Status.ReadyReplicas,
-			AvailableReplicas:  v.Status.AvailableReplicas,
-			Conditions:         conditions,
+			ObservedGeneration:  v.Status.ObservedGeneration,
+			Replicas:            v.Status.Replicas,
+			UpdatedReplicas:     v.Status.UpdatedReplicas,
+			ReadyReplicas:       v.Status.ReadyReplicas,
+			AvailableReplicas:   v.Status.AvailableReplicas,
+			TerminatingReplicas: v.Status.TerminatingReplicas,
+			Conditions:          conditions,
 		},
 	}, nil
 }

@@ -49,7 +49,7 @@ func TestObjectCount(t *testing.T) {
 func TestDeploymentView(t *testing.T) {
 	const body = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a","namespace":"n","generation":3,"uid":"u"},
 	  "spec":{"replicas":2,"template":{"metadata":{"annotations":{"formspec.dev/artifact-binary-hash":"h"}},"spec":{"containers":[{"name":"c"}]}}},
-	  "status":{"observedGeneration":3,"replicas":3,"updatedReplicas":2,"readyReplicas":1,"availableReplicas":1,
+	  "status":{"observedGeneration":3,"replicas":3,"updatedReplicas":2,"readyReplicas":1,"availableReplicas":1,"terminatingReplicas":1,
 	    "conditions":[{"type":"Progressing","status":"False","reason":"ProgressDeadlineExceeded","message":"m","lastUpdateTime":"2026-01-10T09:00:00Z"}]}}`
 	var o Observed[appsv1.Deployment]
 	if err := json.Unmarshal([]byte(body), &o); err != nil {
@@ -63,7 +63,7 @@ func TestDeploymentView(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", Generation: 3},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
 			Annotations: map[string]string{"formspec.dev/artifact-binary-hash": "h"}}}},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1,
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, TerminatingReplicas: ptr.To[int32](1),
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "m"}}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

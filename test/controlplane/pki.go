@@ -107,9 +107,12 @@ func writePKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
+	// 10.96.0.1 is the kubernetes Service's ClusterIP (the first address of
+	// --service-cluster-ip-range), which pods of test/node's one-node
+	// cluster dial with their in-cluster configuration.
 	servingCert, servingKey, err := ca.IssueServing("kube-apiserver",
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IPv4(10, 96, 0, 1)})
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,14 @@ func readInstall(t *testing.T, root string, ca *testCA, token string) install {
 				case "Deployment":
 					in.deployment = obj
 				case "Service":
-					in.service = obj
+					// The one Metacontroller calls, not the metrics Service.
+					if targetsHooks(obj) {
+						if in.service != nil {
+							t.Fatalf("two Services target the port named hooks: %s and %s",
+								str(field(in.service, "metadata", "name")), str(field(obj, "metadata", "name")))
+						}
+						in.service = obj
+					}
 				case "Certificate":
 					if isCA, _ := field(obj, "spec", "isCA").(bool); !isCA {
 						in.certificate = obj
@@ -86,6 +93,18 @@ func readInstall(t *testing.T, root string, ca *testCA, token string) install {
 	// Metacontroller sends.
 	in.secrets = append(in.secrets, secret(ns, tokenSecret, "Opaque", map[string]string{"tokens": token, "token": token}))
 	return in
+}
+
+// targetsHooks is whether one of the Service's ports targets the container
+// port named hooks.
+func targetsHooks(svc controlplane.Object) bool {
+	ports, _ := field(svc, "spec", "ports").([]any)
+	for _, p := range ports {
+		if field(p, "targetPort") == "hooks" {
+			return true
+		}
+	}
+	return false
 }
 
 // secret is a Secret object with data encoded.

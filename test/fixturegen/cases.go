@@ -213,6 +213,24 @@ func cases() []fixture {
 		dep["status"] = deploymentStatus(2, 0, 0, 0, 0, nil)
 		add("finalize", "remove-rest", request(p, children(kids...), related(class(autoCls)), true))
 	}
+	// Finalize, between the steps: scaled to zero, but a pod is still
+	// shutting down (the Deployment counts it in terminatingReplicas, not
+	// in replicas), so its Service and ConfigMap must stay.
+	{
+		p := parent("elastic", 1, nil, nil, wsStatus(1, "Terminating", 0, 0, 0,
+			cond("Ready", "False", "ScaledToZero", "idle"),
+			cond("Progressing", "False", "RolloutComplete", "done"),
+			cond("Degraded", "False", "AsExpected", "no problems observed")))
+		p["metadata"].(obj)["deletionTimestamp"] = "2026-01-11T08:00:00Z"
+		p["metadata"].(obj)["deletionGracePeriodSeconds"] = 0
+		kids := without(running(p, autoCls, 0), "HorizontalPodAutoscaler")
+		dep := find(kids, "Deployment")
+		dep["spec"].(obj)["replicas"] = 0
+		dep["metadata"].(obj)["generation"] = 2
+		dep["status"] = deploymentStatus(2, 0, 0, 0, 0, nil)
+		dep["status"].(obj)["terminatingReplicas"] = 1
+		add("finalize", "pods-terminating", request(p, children(kids...), related(class(autoCls)), true))
+	}
 	// Finalize, last call: nothing observed any more.
 	{
 		p := parent("elastic", 1, nil, nil, wsStatus(1, "Terminating", 0, 0, 0,

@@ -36,6 +36,10 @@ import (
 // test/k8s.mk builds the control plane at.
 const kubeVersion = "v1.37.2"
 
+// monitoringNamespace is where the ExistingSecrets release's Prometheus
+// runs (networkPolicy.metricsFrom).
+const monitoringNamespace = "monitoring"
+
 // A release is where a chart is installed and with which values (YAML, as
 // given to helm install -f).
 type release struct {
@@ -49,8 +53,9 @@ type release struct {
 // kustomize installs (cert-manager with a token Secret made beforehand, as
 // `kubectl apply -k deploy/`; and deploy/overlays/insecure-http); existing
 // Secrets under another release name and namespace (so that names visibly
-// follow the release); cert-manager with the cluster's own issuer; a token
-// alone; and one with the optional objects off.
+// follow the release), with metrics scraped from monitoringNamespace only;
+// cert-manager with the cluster's own issuer; a token alone; and one with
+// the optional objects off.
 var releases = map[string]release{
 	"Defaults": {name: "formspec-hooks", namespace: "formspec-system"},
 	"CertManager": {name: "formspec-hooks", namespace: "formspec-system",
@@ -58,7 +63,8 @@ var releases = map[string]release{
 	"InsecureHTTP": {name: "formspec-hooks", namespace: "formspec-system",
 		values: "tls: {enabled: false}\nauthToken: {enabled: false}"},
 	"ExistingSecrets": {name: "fs", namespace: "platform",
-		values: "tls: {secretName: formspec-hooks-tls}\nauthToken: {secretName: formspec-hooks-token}"},
+		values: "tls: {secretName: formspec-hooks-tls}\nauthToken: {secretName: formspec-hooks-token}\n" +
+			"networkPolicy: {metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: " + monitoringNamespace + "}}}]}"},
 	"CertManagerIssuer": {name: "formspec-hooks", namespace: "formspec-system",
 		values: "tls: {certManager: {enabled: true, issuerRef: {name: corp-ca, kind: ClusterIssuer}}}"},
 	"TokenOnly": {name: "formspec-hooks", namespace: "formspec-system",
@@ -192,8 +198,9 @@ func get(v any, path string) any {
 
 // summary is what TestRender checks of a rendered release: which objects,
 // where every hook points, what Metacontroller is told about the
-// endpoint, how the hook server is started, probed and exposed, and which
-// Secrets and Certificates hold its TLS and token material.
+// endpoint, how the hook server is started, probed and exposed, which
+// Secrets and Certificates hold its TLS and token material, and which
+// identities the ClusterRoleBindings and the pods have.
 type summary struct {
 	Objects []string
 	// Webhooks are "<controller> <hook>: <protocol>://<service>.<namespace>:<port><path>".
@@ -212,9 +219,14 @@ type summary struct {
 	Secrets []string
 	// Certificates are cert-manager Certificates' "<name>: <secretName> by
 	// <issuer kind>/<issuer name> [CA] <dnsNames>".
-	Certificates    []string
-	ServicePorts    any
+	Certificates []string
+	// ServicePorts are each Service's spec.ports, keyed by Service name.
+	ServicePorts    map[string]any
 	BindingSubjects any
+	// ReporterSubjects are the formspec-reporter ClusterRoleBinding's
+	// subjects; ServiceAccount is the pods' spec.serviceAccountName.
+	ReporterSubjects any
+	ServiceAccount   string
 }
 
 func summarize(objs []controlplane.Object) summary {
@@ -250,8 +262,9 @@ func summarize(objs []controlplane.Object) summary {
 			}
 			vols, _ := get(obj, "spec.template.spec.volumes").([]any)
 			for _, v := range vols {
-				s.Volumes = append(s.Volumes, get(v, "name").(string)+"="+str(get(v, "secret.secretName")))
+				s.Volumes = append(s.Volumes, get(v, "name").(string)+"="+volumeSource(v))
 			}
+			s.ServiceAccount = str(get(obj, "spec.template.spec.serviceAccountName"))
 		case "Secret":
 			data, _ := obj["data"].(map[string]any)
 			s.Secrets = append(s.Secrets, name+": "+str(obj["type"])+" "+strings.Join(slices.Sorted(maps.Keys(data)), ","))
@@ -266,12 +279,16 @@ func summarize(objs []controlplane.Object) summary {
 			}
 			s.Certificates = append(s.Certificates, c)
 		case "Service":
-			s.ServicePorts = get(obj, "spec.ports")
+			if s.ServicePorts == nil {
+				s.ServicePorts = map[string]any{}
+			}
+			s.ServicePorts[name] = get(obj, "spec.ports")
 		case "ClusterRoleBinding":
-			// The reporter's binding is fixed (deploy/reporter); this
-			// summary follows Metacontroller's, which values change.
-			if get(obj, "metadata.name") == "formspec-metacontroller" {
+			switch name {
+			case "formspec-metacontroller":
 				s.BindingSubjects = obj["subjects"]
+			case "formspec-reporter":
+				s.ReporterSubjects = obj["subjects"]
 			}
 		}
 	}
@@ -280,6 +297,25 @@ func summarize(objs []controlplane.Object) summary {
 	sort.Strings(s.Secrets)
 	sort.Strings(s.Certificates)
 	return s
+}
+
+// volumeSource is what a pod volume holds, for a summary: a Secret's name,
+// "emptyDir", or the kinds of a projected volume's sources.
+func volumeSource(v any) string {
+	switch {
+	case get(v, "secret") != nil:
+		return str(get(v, "secret.secretName"))
+	case get(v, "emptyDir") != nil:
+		return "emptyDir"
+	case get(v, "projected") != nil:
+		sources, _ := get(v, "projected.sources").([]any)
+		var kinds []string
+		for _, src := range sources {
+			kinds = append(kinds, slices.Sorted(maps.Keys(src.(map[string]any)))...)
+		}
+		return "projected(" + strings.Join(kinds, ",") + ")"
+	}
+	return "?"
 }
 
 // webhookURL is the URL Metacontroller builds from a hook's webhook
@@ -355,7 +391,7 @@ func objects(namespace, fullname string, networkPolicy, pdb bool, extra ...strin
 		"DecoratorController/formspec-workspace-pods",
 		"Deployment/" + namespace + "/" + fullname,
 		"Service/" + namespace + "/" + fullname,
-		"ServiceAccount/" + namespace + "/" + fullname,
+		"Service/" + namespace + "/" + fullname + "-metrics",
 		"ServiceAccount/" + namespace + "/formspec-reporter",
 		"ValidatingAdmissionPolicy/formspec-reporter-workspace-annotations",
 		"ValidatingAdmissionPolicyBinding/formspec-reporter-workspace-annotations",
@@ -421,15 +457,33 @@ var (
 	probes = []string{"livenessProbe /healthz metrics", "readinessProbe /readyz metrics"}
 )
 
-func servicePorts(name string, port float64) []any {
-	return []any{
-		map[string]any{"name": name, "port": port, "targetPort": "hooks", "protocol": "TCP"},
-		map[string]any{"name": "metrics", "port": float64(9090), "targetPort": "metrics", "protocol": "TCP"},
-		map[string]any{"name": "reporter-metrics", "port": float64(9091), "targetPort": "rep-metrics", "protocol": "TCP"},
+// servicePorts are the ports of the two Services of a release named
+// fullname: the hook Service, with the hook port alone as name and port,
+// and the metrics Service.
+func servicePorts(fullname, name string, port float64) map[string]any {
+	return map[string]any{
+		fullname: []any{
+			map[string]any{"name": name, "port": port, "targetPort": "hooks", "protocol": "TCP"},
+		},
+		fullname + "-metrics": []any{
+			map[string]any{"name": "metrics", "port": float64(9090), "targetPort": "metrics", "protocol": "TCP"},
+			map[string]any{"name": "reporter-metrics", "port": float64(9091), "targetPort": "rep-metrics", "protocol": "TCP"},
+		},
 	}
 }
 
 var defaultSubjects = []any{map[string]any{"kind": "ServiceAccount", "name": "metacontroller", "namespace": "metacontroller"}}
+
+// reporterSubjects is the reporter's ClusterRoleBinding in a release
+// installed in namespace: its service account there.
+func reporterSubjects(namespace string) []any {
+	return []any{map[string]any{"kind": "ServiceAccount", "name": "formspec-reporter", "namespace": namespace}}
+}
+
+// reporterVolumes are the reporter's volumes besides its Cluster Control
+// token, last in every release: its Kubernetes credentials and its
+// tombstone file's directory.
+var reporterVolumes = []any{"reporter-kube-api=projected(serviceAccountToken,configMap,downwardAPI)", "reporter-state=emptyDir"}
 
 // secure describes a release with TLS (from Secret tlsSecret) and a token
 // (from Secret tokenSecret), named fullname in namespace.
@@ -464,15 +518,17 @@ func (s secure) summary() summary {
 		HookPorts:       []string{"hooks=8443", "metrics=9090"},
 		Probes:          probes,
 		HookMounts:      []any{tlsMount, tokenMount},
-		Volumes: []any{
+		Volumes: append([]any{
 			"cluster-control-token=formspec-cluster-control-token",
 			"tls=" + s.tlsSecret,
 			"token=" + s.tokenSecret,
-		},
-		Secrets:         s.secrets,
-		Certificates:    s.certs,
-		ServicePorts:    servicePorts("https", 443),
-		BindingSubjects: defaultSubjects,
+		}, reporterVolumes...),
+		Secrets:          s.secrets,
+		Certificates:     s.certs,
+		ServicePorts:     servicePorts(s.fullname, "https", 443),
+		BindingSubjects:  defaultSubjects,
+		ReporterSubjects: reporterSubjects(s.namespace),
+		ServiceAccount:   "formspec-reporter",
 	}
 }
 
@@ -526,14 +582,16 @@ func TestRender(t *testing.T) {
 		"InsecureHTTP": {
 			reason: "Both off: plain HTTP on 8080 behind port 80, no endpointConfigs, nothing generated, and a warning.",
 			want: summary{
-				Objects:         objects("formspec-system", "formspec-hooks", true, true),
-				Webhooks:        webhooks(func(p string) string { return "http://formspec-hooks.formspec-system:80" + p }),
-				HookArgs:        baseArgs(":8080"),
-				HookPorts:       []string{"hooks=8080", "metrics=9090"},
-				Probes:          probes,
-				Volumes:         []any{"cluster-control-token=formspec-cluster-control-token"},
-				ServicePorts:    servicePorts("http", 80),
-				BindingSubjects: defaultSubjects,
+				Objects:          objects("formspec-system", "formspec-hooks", true, true),
+				Webhooks:         webhooks(func(p string) string { return "http://formspec-hooks.formspec-system:80" + p }),
+				HookArgs:         baseArgs(":8080"),
+				HookPorts:        []string{"hooks=8080", "metrics=9090"},
+				Probes:           probes,
+				Volumes:          append([]any{"cluster-control-token=formspec-cluster-control-token"}, reporterVolumes...),
+				ServicePorts:     servicePorts("formspec-hooks", "http", 80),
+				BindingSubjects:  defaultSubjects,
+				ReporterSubjects: reporterSubjects("formspec-system"),
+				ServiceAccount:   "formspec-reporter",
 			},
 			notes: []string{"WARNING: hook traffic is plain HTTP and not authenticated"},
 		},
@@ -547,12 +605,14 @@ func TestRender(t *testing.T) {
 				HookPorts:       []string{"hooks=8080", "metrics=9090"},
 				Probes:          probes,
 				HookMounts:      []any{tokenMount},
-				Volumes: []any{
+				Volumes: append([]any{
 					"cluster-control-token=formspec-cluster-control-token",
 					"token=hook-token",
-				},
-				ServicePorts:    servicePorts("http", 80),
-				BindingSubjects: defaultSubjects,
+				}, reporterVolumes...),
+				ServicePorts:     servicePorts("formspec-hooks", "http", 80),
+				BindingSubjects:  defaultSubjects,
+				ReporterSubjects: reporterSubjects("formspec-system"),
+				ServiceAccount:   "formspec-reporter",
 			},
 			notes: []string{"WARNING: hook traffic is plain HTTP."},
 		},

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -25,8 +26,10 @@ import (
 
 // install is a rendered release sorted by what TestWiring looks at.
 type install struct {
-	deployment, service, networkPolicy controlplane.Object
-	controllers                        []controlplane.Object
+	// service is the one Metacontroller calls (its ports target the
+	// container port named hooks); metricsService is the other.
+	deployment, service, metricsService, networkPolicy controlplane.Object
+	controllers                                        []controlplane.Object
 	// secrets are the rendered Secrets' data (base64), by name.
 	secrets map[string]map[string]any
 	// issued are the dnsNames of the rendered Certificates, by secretName.
@@ -41,7 +44,17 @@ func sortInstall(t *testing.T, objs []controlplane.Object) install {
 		case "Deployment":
 			in.deployment = obj
 		case "Service":
-			in.service = obj
+			switch {
+			case strings.Contains(str(get(obj, "spec.ports")), "targetPort: hooks"):
+				if in.service != nil {
+					t.Fatalf("two Services target the port named hooks: %s and %s", identity(in.service), identity(obj))
+				}
+				in.service = obj
+			case in.metricsService == nil:
+				in.metricsService = obj
+			default:
+				t.Fatalf("three Services: %s, %s and %s", identity(in.service), identity(in.metricsService), identity(obj))
+			}
 		case "NetworkPolicy":
 			in.networkPolicy = obj
 		case "CompositeController", "DecoratorController":
@@ -58,8 +71,8 @@ func sortInstall(t *testing.T, objs []controlplane.Object) install {
 			in.issued[str(get(obj, "spec.secretName"))] = dns
 		}
 	}
-	if in.deployment == nil || in.service == nil || len(in.controllers) != 5 {
-		t.Fatalf("the release lacks the Deployment, the Service or some of the five controllers")
+	if in.deployment == nil || in.service == nil || in.metricsService == nil || len(in.controllers) != 5 {
+		t.Fatalf("the release lacks the Deployment, the hook or metrics Service or some of the five controllers")
 	}
 	return in
 }
@@ -129,14 +142,12 @@ func TestWiring(t *testing.T) {
 				t.Errorf("--listen port %q, container port named hooks %q", listenPort, hooksPort)
 			}
 			svcPort, _ := get(in.service, "spec.ports").([]any)
-			if len(svcPort) == 0 || str(get(svcPort[0], "targetPort")) != "hooks" {
-				t.Fatalf("the Service's first port does not target the port named hooks: %v", svcPort)
+			if len(svcPort) != 1 || str(get(svcPort[0], "targetPort")) != "hooks" {
+				t.Fatalf("the hook Service has other ports than the one targeting the port named hooks: %v", svcPort)
 			}
+			checkMetricsService(t, in)
 			if in.networkPolicy != nil {
-				rule, _ := get(in.networkPolicy, "spec.ingress").([]any)
-				if len(rule) == 0 || !strings.Contains(str(get(rule[0], "ports")), "port: hooks") {
-					t.Errorf("the NetworkPolicy's Metacontroller rule does not open the port named hooks: %v", rule)
-				}
+				checkNetworkPolicy(t, r, in)
 			}
 
 			fullname := str(get(in.deployment, "metadata.name"))
@@ -189,6 +200,90 @@ func TestWiring(t *testing.T) {
 			}
 		})
 	}
+}
+
+// containerPorts are the named container ports of the Deployment's pods,
+// each with the container it belongs to.
+func containerPorts(dep controlplane.Object) map[string]string {
+	out := map[string]string{}
+	containers, _ := get(dep, "spec.template.spec.containers").([]any)
+	for _, c := range containers {
+		ports, _ := get(c, "ports").([]any)
+		for _, p := range ports {
+			out[str(get(p, "name"))] = str(get(c, "name"))
+		}
+	}
+	return out
+}
+
+// sortedFields are the values of key in each element of a list of
+// objects, sorted.
+func sortedFields(list any, key string) []string {
+	items, _ := list.([]any)
+	var out []string
+	for _, e := range items {
+		out = append(out, str(get(e, key)))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// targetPorts are the target ports of a Service, sorted.
+func targetPorts(svc controlplane.Object) []string {
+	return sortedFields(get(svc, "spec.ports"), "targetPort")
+}
+
+// checkMetricsService checks the metrics Service: it selects the hook
+// pods, exactly as the hook Service does, and exposes the hook server's
+// metrics port and the reporter's, never the hook port.
+func checkMetricsService(t *testing.T, in install) {
+	t.Helper()
+	if diff := cmp.Diff(get(in.service, "spec.selector"), get(in.metricsService, "spec.selector")); diff != "" {
+		t.Errorf("the metrics Service selects other pods than the hook Service: -want, +got:\n%s", diff)
+	}
+	owners := containerPorts(in.deployment)
+	var got []string
+	for _, p := range targetPorts(in.metricsService) {
+		got = append(got, owners[p]+"/"+p)
+	}
+	if diff := cmp.Diff([]string{"hooks/metrics", "reporter/rep-metrics"}, got); diff != "" {
+		t.Errorf("metrics Service ports as <container>/<port>: -want, +got:\n%s", diff)
+	}
+}
+
+// checkNetworkPolicy checks the NetworkPolicy's two rules: the port named
+// hooks admits Metacontroller's namespace and nothing else, and the
+// metrics Service's ports admit networkPolicy.metricsFrom (anyone without
+// it).
+func checkNetworkPolicy(t *testing.T, r release, in install) {
+	t.Helper()
+	rules, _ := get(in.networkPolicy, "spec.ingress").([]any)
+	if len(rules) != 2 {
+		t.Fatalf("the NetworkPolicy has %d ingress rules, want 2 (hooks, metrics): %v", len(rules), rules)
+	}
+	ports := func(rule any) []string { return sortedFields(get(rule, "ports"), "port") }
+	// No release in releases moves Metacontroller.
+	if diff := cmp.Diff(namespacePeer("metacontroller"), get(rules[0], "from")); diff != "" {
+		t.Errorf("the hook rule admits: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"hooks"}, ports(rules[0])); diff != "" {
+		t.Errorf("the hook rule's ports: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(targetPorts(in.metricsService), ports(rules[1])); diff != "" {
+		t.Errorf("the metrics rule's ports are not the metrics Service's: -want, +got:\n%s", diff)
+	}
+	var wantFrom any // no from: any source
+	if strings.Contains(r.values, "metricsFrom") {
+		wantFrom = namespacePeer(monitoringNamespace)
+	}
+	if diff := cmp.Diff(wantFrom, get(rules[1], "from")); diff != "" {
+		t.Errorf("the metrics rule admits: -want, +got:\n%s", diff)
+	}
+}
+
+// namespacePeer is a NetworkPolicy's from admitting one namespace.
+func namespacePeer(namespace string) []any {
+	return []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": namespace}}}}
 }
 
 // checkSource checks that Secret name is rendered with keys, issued by a

@@ -42,7 +42,11 @@ type Options struct {
 	// HTTPClient talks to the sidecar (default: a client with its own
 	// transport, so a slow sidecar cannot exhaust a shared pool).
 	HTTPClient *http.Client
-	// Logger receives failures, at most one line per RetryDelay.
+	// LogInterval is the least time between two failure lines (default
+	// 30s): the first failure is logged at once, and so is the recovery,
+	// but a sidecar that stays down does not fill the log once per retry.
+	LogInterval time.Duration
+	// Logger receives failures and recoveries.
 	Logger *slog.Logger
 }
 
@@ -93,6 +97,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	setDefault(&opts.BatchBytes, 1<<20)
 	setDefault(&opts.PostTimeout, 2*time.Second)
 	setDefault(&opts.RetryDelay, time.Second)
+	setDefault(&opts.LogInterval, 30*time.Second)
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{
 			MaxIdleConnsPerHost: 4,
@@ -240,7 +245,10 @@ var errRefused = errors.New("reporter refused the batch")
 // after RetryDelay; a batch it refuses (too large, or undecodable) is split
 // in halves until the one observation at fault is found and dropped.
 func (c *Client) Run(ctx context.Context) error {
-	var lastLog time.Time
+	var (
+		lastLog time.Time
+		failing bool
+	)
 	for {
 		batch := c.peek()
 		if len(batch) == 0 {
@@ -254,15 +262,19 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		err := c.deliver(ctx, batch)
 		if err == nil {
+			if failing {
+				c.opts.Logger.Info("handing observations to the reporter again")
+				failing = false
+			}
 			continue
 		}
 		if ctx.Err() != nil {
 			c.flush()
 			return nil
 		}
-		if time.Since(lastLog) >= c.opts.RetryDelay {
+		if !failing || time.Since(lastLog) >= c.opts.LogInterval {
 			c.opts.Logger.Warn("cannot hand observations to the reporter; keeping them for a retry", "count", len(batch), "err", err)
-			lastLog = time.Now()
+			lastLog, failing = time.Now(), true
 		}
 		t := time.NewTimer(c.opts.RetryDelay)
 		select {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -194,6 +197,68 @@ func TestFailedBatchIsKept(t *testing.T) {
 	if c.Dropped() != 0 {
 		t.Errorf("Dropped() = %d, want 0", c.Dropped())
 	}
+}
+
+// TestFailureLogsAreRateLimited shows a sidecar that stays down logged
+// once, not once per retry, and its recovery logged once.
+func TestFailureLogsAreRateLimited(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	srv, got := sidecar(t, func(observation.Batch) int {
+		if down.Load() {
+			return http.StatusServiceUnavailable
+		}
+		return 0
+	})
+	var logs lockedBuffer
+	c, err := New(srv.URL, Options{RetryDelay: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	c.Send(status(1))
+	deadline := time.Now().Add(20 * time.Second)
+	for testutil.ToFloat64(c.posted.WithLabelValues("error")) < 20 {
+		if time.Now().After(deadline) {
+			t.Fatal("fewer than 20 failed posts")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	down.Store(false)
+	receive(t, got, 1)
+	// The recovery line follows the delivery it reports.
+	for !strings.Contains(logs.String(), "again") && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	want := map[string]int{"cannot hand observations": 1, "handing observations to the reporter again": 1}
+	gotCounts := map[string]int{}
+	for msg := range want {
+		gotCounts[msg] = strings.Count(logs.String(), msg)
+	}
+	if diff := cmp.Diff(want, gotCounts); diff != "" {
+		t.Errorf("log lines (-want, +got):\n%s\n%s", diff, logs.String())
+	}
+}
+
+// lockedBuffer is a log destination written by Run's goroutine and read
+// by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func waitPosted(t *testing.T, c *Client, result string) {

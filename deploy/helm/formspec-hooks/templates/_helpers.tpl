@@ -109,3 +109,12 @@ endpointConfigs:
     {{- end }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The reporter's service account, which the hook pods run as. Fixed, like
+the cluster-scoped objects that name it: its ClusterRoleBinding and the
+admission policy's match, which name it with the release namespace.
+*/}}
+{{- define "formspec-hooks.reporterServiceAccount" -}}
+formspec-reporter
+{{- end -}}

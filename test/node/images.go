@@ -1,0 +1,370 @@
+package node
+
+import (
+	"archive/tar"
+	"bytes"
+	"cmp"
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// The names the images are imported under. Only the tag differs from what
+// users run (deploy/ and the hooks' defaults), and it is not latest, so
+// that the kubelet's default pull policy (IfNotPresent) never pulls.
+const (
+	// HooksImage is the project's image, built as the Dockerfile's final
+	// stage describes.
+	HooksImage = "ghcr.io/formspec/formspec-hooks:node-test"
+	// WorkspaceImage stands in for the resource image workspaces run
+	// (--resource-image formahub/formspec-resource, spec.version node-test).
+	WorkspaceImage = "docker.io/formahub/formspec-resource:node-test"
+	// WorkspaceVersion is the spec.version that selects WorkspaceImage.
+	WorkspaceVersion = "node-test"
+	// MetacontrollerImage runs METACONTROLLER_BIN.
+	MetacontrollerImage = "formspec.test/metacontroller:node-test"
+)
+
+// nonroot is the user distroless' :nonroot images run as.
+const nonroot = "65532"
+
+// goBuildFlags are the Dockerfile's go build flags (TestDockerfileInStep
+// checks that they still are).
+var goBuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+
+// File is one regular file or directory (Dir) of an image.
+type File struct {
+	Path string
+	Mode int64
+	Data []byte
+	Dir  bool
+}
+
+// Image is a single-layer image for linux/amd64 (or the machine's
+// architecture).
+type Image struct {
+	Name   string
+	Files  []File
+	Config v1.Config
+}
+
+// WriteArchive writes img as a docker archive (what `docker save` writes and
+// `ctr images import` reads) with img.Name as its tag. The layer's
+// timestamps are zero, so the same files give the same image.
+func (img Image) WriteArchive(path string) error {
+	layerTar, err := img.layer()
+	if err != nil {
+		return err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot make the layer of %s: %w", img.Name, err)
+	}
+	out, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return err
+	}
+	cf, err := out.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", goArch()
+	cf.Config = img.Config
+	if out, err = mutate.ConfigFile(out, cf); err != nil {
+		return err
+	}
+	tag, err := name.NewTag(img.Name)
+	if err != nil {
+		return err
+	}
+	if err := tarball.WriteToFile(path, tag, out); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
+}
+
+// layer is the image's files as a tar stream, parents before children.
+func (img Image) layer() ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	written := map[string]bool{}
+	var mkdirs func(dir string) error
+	mkdirs = func(dir string) error {
+		if dir == "/" || dir == "." || written[dir] {
+			return nil
+		}
+		if err := mkdirs(path.Dir(dir)); err != nil {
+			return err
+		}
+		written[dir] = true
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(dir, "/") + "/", Mode: 0o755, ModTime: time.Unix(0, 0)})
+	}
+	files := slices.Clone(img.Files)
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	for _, f := range files {
+		if err := mkdirs(path.Dir(f.Path)); err != nil {
+			return nil, err
+		}
+		if f.Dir {
+			written[f.Path] = true
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(f.Path, "/") + "/", Mode: f.Mode, ModTime: time.Unix(0, 0)}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode, Size: int64(len(f.Data)), ModTime: time.Unix(0, 0)}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func goArch() string {
+	out, err := exec.Command("go", "env", "GOARCH").Output()
+	if err != nil {
+		return "amd64"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// distrolessBase stands in for gcr.io/distroless/static's files that a Go
+// program may touch: the users (root, nobody, nonroot 65532), a world-
+// writable /tmp and nonroot's home. It has no CA bundle or time zones:
+// nothing in the cluster leaves it.
+func distrolessBase() []File {
+	return []File{
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n")},
+		{Path: "/tmp", Mode: 0o1777, Dir: true},
+		{Path: "/home/nonroot", Mode: 0o700, Dir: true},
+	}
+}
+
+// distrolessEnv is the environment distroless images set.
+var distrolessEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
+
+// goBuild builds Go packages statically (CGO_ENABLED=0) with the
+// Dockerfile's flags, in the module at dir, into out.
+func goBuild(dir, out string, pkgs ...string) error {
+	args := append(append([]string{"build"}, goBuildFlags...), "-o", out+"/")
+	cmd := exec.Command("go", append(args, pkgs...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, b)
+	}
+	return nil
+}
+
+// HooksImageFrom builds the project's image the way the final stage of the
+// Dockerfile at root describes it: every binary a COPY --from takes from
+// the build stage is built from ./cmd/<name> with the Dockerfile's flags
+// and placed where the COPY puts it, on a stand-in for the distroless base,
+// with the stage's user, entrypoint, command, environment, labels and
+// ports. work is a scratch directory.
+func HooksImageFrom(root, work string) (Image, error) {
+	stage, err := ParseFinalStage(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		return Image{}, err
+	}
+	img := Image{
+		Name:  HooksImage,
+		Files: distrolessBase(),
+		Config: v1.Config{
+			User:         stage.User,
+			Entrypoint:   stage.Entrypoint,
+			Cmd:          stage.Cmd,
+			WorkingDir:   cmp.Or(stage.WorkingDir, "/home/nonroot"),
+			Env:          append(slices.Clone(distrolessEnv), stage.Env...),
+			Labels:       stage.Labels,
+			ExposedPorts: map[string]struct{}{},
+		},
+	}
+	for _, p := range stage.ExposedPorts {
+		img.Config.ExposedPorts[p] = struct{}{}
+	}
+	for _, c := range stage.Copies {
+		if c.From == "" {
+			return Image{}, fmt.Errorf("Dockerfile: COPY %v from the build context is not reproduced by the test image", c.Sources)
+		}
+		var pkgs []string
+		for _, src := range c.Sources {
+			pkgs = append(pkgs, "./cmd/"+path.Base(src))
+		}
+		if err := goBuild(root, work, pkgs...); err != nil {
+			return Image{}, err
+		}
+		for _, src := range c.Sources {
+			data, err := os.ReadFile(filepath.Join(work, path.Base(src)))
+			if err != nil {
+				return Image{}, err
+			}
+			dest := c.Dest
+			if strings.HasSuffix(dest, "/") || len(c.Sources) > 1 {
+				dest = path.Join(dest, path.Base(src))
+			}
+			img.Files = append(img.Files, File{Path: dest, Mode: 0o755, Data: data})
+		}
+	}
+	return img, nil
+}
+
+// programImage is an image of one static program built from
+// test/node/cmd/<program>, run as user.
+func programImage(nodeDir, work, imageName, program, user string, ports ...string) (Image, error) {
+	if err := goBuild(nodeDir, work, "./cmd/"+program); err != nil {
+		return Image{}, err
+	}
+	data, err := os.ReadFile(filepath.Join(work, program))
+	if err != nil {
+		return Image{}, err
+	}
+	img := Image{
+		Name:   imageName,
+		Files:  append(distrolessBase(), File{Path: "/" + program, Mode: 0o755, Data: data}),
+		Config: v1.Config{User: user, Entrypoint: []string{"/" + program}, Env: distrolessEnv, ExposedPorts: map[string]struct{}{}},
+	}
+	for _, p := range ports {
+		img.Config.ExposedPorts[p] = struct{}{}
+	}
+	return img, nil
+}
+
+// MetacontrollerImageFrom packs the Metacontroller binary at bin the way
+// Metacontroller's own distroless image does (/usr/bin/metacontroller, user
+// nonroot). A dynamically linked binary gets the shared libraries it loads
+// from this machine (its ELF interpreter and what ldd lists).
+func MetacontrollerImageFrom(bin string) (Image, error) {
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return Image{}, err
+	}
+	img := Image{
+		Name:   MetacontrollerImage,
+		Files:  append(distrolessBase(), File{Path: "/usr/bin/metacontroller", Mode: 0o755, Data: data}),
+		Config: v1.Config{User: nonroot + ":" + nonroot, Entrypoint: []string{"/usr/bin/metacontroller"}, Env: distrolessEnv},
+	}
+	libs, err := sharedLibraries(bin)
+	if err != nil {
+		return Image{}, err
+	}
+	for _, lib := range libs {
+		b, err := os.ReadFile(lib)
+		if err != nil {
+			return Image{}, err
+		}
+		img.Files = append(img.Files, File{Path: lib, Mode: 0o755, Data: b})
+	}
+	return img, nil
+}
+
+var lddPath = regexp.MustCompile(`(/\S+) \(0x`)
+
+// sharedLibraries lists the files a dynamically linked binary loads, or
+// nothing for a static one.
+func sharedLibraries(bin string) ([]string, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	dynamic := false
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			dynamic = true
+		}
+	}
+	if !dynamic {
+		return nil, nil
+	}
+	out, err := exec.Command("ldd", bin).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ldd %s: %w", bin, err)
+	}
+	var libs []string
+	for _, m := range lddPath.FindAllStringSubmatch(string(out), -1) {
+		real, err := filepath.EvalSymlinks(m[1])
+		if err != nil {
+			return nil, err
+		}
+		libs = append(libs, m[1])
+		if real != m[1] {
+			libs = append(libs, real)
+		}
+	}
+	return libs, nil
+}
+
+// Archives are the image archives of a test run, by image name.
+type Archives map[string]string
+
+// BuildImages builds the project's image (from the repository at root),
+// the pause image, the stand-in workspace image and, when mcBin is not
+// empty, the Metacontroller image, and writes each as an archive into work.
+func BuildImages(root, nodeDir, work, mcBin string) (Archives, error) {
+	var images []Image
+	hooks, err := HooksImageFrom(root, work)
+	if err != nil {
+		return nil, err
+	}
+	images = append(images, hooks)
+	pause, err := programImage(nodeDir, work, PauseImage, "pause", "65535:65535")
+	if err != nil {
+		return nil, err
+	}
+	images = append(images, pause)
+	ws, err := programImage(nodeDir, work, WorkspaceImage, "workspace", nonroot+":"+nonroot, "8080/tcp")
+	if err != nil {
+		return nil, err
+	}
+	images = append(images, ws)
+	if mcBin != "" {
+		mc, err := MetacontrollerImageFrom(mcBin)
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, mc)
+	}
+	out := Archives{}
+	for _, img := range images {
+		p := filepath.Join(work, strings.NewReplacer("/", "_", ":", "_").Replace(img.Name)+".tar")
+		if err := img.WriteArchive(p); err != nil {
+			return nil, err
+		}
+		out[img.Name] = p
+	}
+	return out, nil
+}
+
+// Paths returns the archives' paths, sorted.
+func (a Archives) Paths() []string {
+	var out []string
+	for _, p := range a {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}

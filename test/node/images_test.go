@@ -1,0 +1,224 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+func TestParseFinalStage(t *testing.T) {
+	cases := map[string]struct {
+		reason     string
+		dockerfile string
+		want       *Stage
+		wantErr    string
+	}{
+		"FinalStageOnly": {
+			reason: "Instructions of earlier stages are not part of the image; ARGs are scoped to their stage.",
+			dockerfile: `FROM golang AS build
+ARG VERSION=dev
+RUN go build ./...
+# the image
+FROM base:nonroot
+ARG REV=abc
+COPY --from=build /out/a /out/b /usr/local/bin/
+USER 65532:65532
+EXPOSE 8080 9090/udp
+ENV A=1 B="two words"
+LABEL org.opencontainers.image.source="https://example.com/x" \
+      org.opencontainers.image.revision=$REV version=${VERSION}
+ENTRYPOINT ["/usr/local/bin/a"]
+CMD ["serve"]
+`,
+			want: &Stage{
+				From:         "base:nonroot",
+				Copies:       []Copy{{From: "build", Sources: []string{"/out/a", "/out/b"}, Dest: "/usr/local/bin/"}},
+				User:         "65532:65532",
+				Entrypoint:   []string{"/usr/local/bin/a"},
+				Cmd:          []string{"serve"},
+				Env:          []string{"A=1", "B=two words"},
+				Labels:       map[string]string{"org.opencontainers.image.source": "https://example.com/x", "org.opencontainers.image.revision": "abc", "version": ""},
+				ExposedPorts: []string{"8080/tcp", "9090/udp"},
+			},
+		},
+		"RunInFinalStage": {
+			reason:     "A RUN changes the image in a way the test image cannot reproduce.",
+			dockerfile: "FROM base\nRUN touch /x\n",
+			wantErr:    "RUN in the final stage cannot be reproduced",
+		},
+		"ShellFormEntrypoint": {
+			reason:     "A shell-form ENTRYPOINT needs a shell the distroless image does not have.",
+			dockerfile: "FROM base\nENTRYPOINT /bin/a serve\n",
+			wantErr:    "ENTRYPOINT must be in JSON form",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "Dockerfile")
+			if err := os.WriteFile(path, []byte(tc.dockerfile), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseFinalStage(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s\nParseFinalStage: got error %v, want one containing %q", tc.reason, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nParseFinalStage: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestHooksImageInStepWithDockerfile builds the test cluster's project image
+// from the repository's Dockerfile and checks that it is what a docker build
+// of the Dockerfile would give where it matters to a pod: the same
+// binaries, built with the same flags, at the same paths, and the same
+// user, entrypoint, command, labels and ports. The test image is derived
+// from the Dockerfile, so the two stay in step by construction; this test
+// fails when the Dockerfile gains something the derivation does not
+// reproduce.
+func TestHooksImageInStepWithDockerfile(t *testing.T) {
+	root := controlplane.RepoRoot(t)
+	dockerfile := filepath.Join(root, "Dockerfile")
+	data, err := os.ReadFile(dockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, inst := range instructions(string(data)) {
+		if strings.HasPrefix(inst, "RUN ") && strings.Contains(inst, "go build ") {
+			line = strings.Join(strings.Fields(strings.ReplaceAll(inst, `"`, "")), " ")
+		}
+	}
+	if line == "" {
+		t.Fatal("no RUN ... go build in the Dockerfile")
+	}
+	for _, want := range append([]string{"CGO_ENABLED=0"}, goBuildFlags...) {
+		if !strings.Contains(line, want) {
+			t.Errorf("the Dockerfile builds with %q, which lacks %q that test/node/images.go builds with", line, want)
+		}
+	}
+
+	stage, err := ParseFinalStage(dockerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	img, err := HooksImageFrom(root, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(work, "hooks.tar")
+	if err := img.WriteArchive(archive); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := tarball.ImageFromPath(archive, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := loaded.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]struct{}{}
+	for _, p := range stage.ExposedPorts {
+		ports[p] = struct{}{}
+	}
+	want := v1.Config{
+		User:         stage.User,
+		Entrypoint:   stage.Entrypoint,
+		Cmd:          stage.Cmd,
+		Labels:       stage.Labels,
+		ExposedPorts: ports,
+	}
+	got := v1.Config{
+		User:         cf.Config.User,
+		Entrypoint:   cf.Config.Entrypoint,
+		Cmd:          cf.Config.Cmd,
+		Labels:       cf.Config.Labels,
+		ExposedPorts: cf.Config.ExposedPorts,
+	}
+	if len(want.Labels) == 0 {
+		want.Labels = nil
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("image config: -want (Dockerfile final stage), +got (test image):\n%s", diff)
+	}
+
+	var wantFiles, gotFiles []string
+	for _, c := range stage.Copies {
+		for _, src := range c.Sources {
+			wantFiles = append(wantFiles, filepath.Join(c.Dest, filepath.Base(src)))
+		}
+	}
+	for _, f := range img.Files {
+		if !f.Dir && f.Mode&0o111 != 0 {
+			gotFiles = append(gotFiles, f.Path)
+		}
+	}
+	slices.Sort(wantFiles)
+	slices.Sort(gotFiles)
+	if diff := cmp.Diff(wantFiles, gotFiles); diff != "" {
+		t.Errorf("executables: -want (Dockerfile COPY), +got (test image):\n%s", diff)
+	}
+}
+
+func TestIPTablesCleanup(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		dump   string
+		want   string
+	}{
+		"Nothing": {
+			reason: "A table without node chains needs nothing.",
+			dump:   "*filter\n:INPUT ACCEPT\n-A INPUT -i lo -j ACCEPT\nCOMMIT",
+			want:   "",
+		},
+		"JumpsThenChains": {
+			reason: "Rules jumping to a node chain from another chain go first, then the node chains are flushed and deleted; rules inside node chains go with them.",
+			dump: `*filter
+:INPUT ACCEPT
+:FORWARD ACCEPT
+:KUBE-FIREWALL -
+:FORMSPEC-NODE-ISOLATION -
+-A INPUT -j KUBE-FIREWALL
+-A INPUT -i lo -j ACCEPT
+-A FORWARD -j FORMSPEC-NODE-ISOLATION
+-A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -j DROP
+COMMIT
+*nat
+:PREROUTING ACCEPT
+COMMIT`,
+			want: `*filter
+-D INPUT -j KUBE-FIREWALL
+-D FORWARD -j FORMSPEC-NODE-ISOLATION
+-F KUBE-FIREWALL
+-F FORMSPEC-NODE-ISOLATION
+-X KUBE-FIREWALL
+-X FORMSPEC-NODE-ISOLATION
+COMMIT
+`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, iptablesCleanup(tc.dump)); diff != "" {
+				t.Errorf("%s\niptablesCleanup: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,499 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// EnvMetacontrollerBin names the environment variable holding the path of
+// the Metacontroller binary, as in test/e2e.
+const EnvMetacontrollerBin = "METACONTROLLER_BIN"
+
+// fieldManager is the server-side apply field manager of the tests' writes.
+const fieldManager = "formspec-node-test"
+
+// TestMetacontrollerOnNode runs Metacontroller in a pod, with only the RBAC
+// deploy/ grants it, beside the hook pods of TestInstall's install, and
+// walks a Workspace on real pods: Ready from real readiness, idle to zero
+// and back, and a deletion that drains the pods before the rest goes.
+func TestMetacontrollerOnNode(t *testing.T) {
+	mcBin := os.Getenv(EnvMetacontrollerBin)
+	if mcBin == "" {
+		t.Skip(EnvMetacontrollerBin + " not set: skipping Metacontroller on the one-node cluster; see docs/testing.md")
+	}
+	SkipUnlessPossible(t)
+	tm := NewTimings(t)
+	archives := buildImages(t, mcBin)
+	tm.Phase("images built")
+	c := Start(t, tm, archives.Paths()...)
+	c.install(t)
+	tm.Phase("kubectl apply -k, hook pods Ready")
+	admin := c.startClusterControl(t)
+	c.startMetacontroller(t)
+	// Also when a scenario fails: a refused request is the likeliest cause.
+	t.Cleanup(func() { c.checkMetacontrollerAllowed(t) })
+	tm.Phase("Metacontroller Ready")
+	c.checkNodeHealthReported(t, admin)
+	tm.Phase("node health reported to Cluster Control")
+
+	const ns, name, class = "node-ws", "acme", "node-standard"
+	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	c.apply(t, &v1alpha1.ClusterClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "ClusterClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec:       v1alpha1.ClusterClassSpec{SLA: "99.9", Scaling: v1alpha1.Scaling{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](2), ScaleToZero: true}},
+	})
+	c.apply(t, &v1alpha1.Workspace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.WorkspaceSpec{
+			Owner:        "acme-corp",
+			Region:       "ap-southeast-3",
+			ClusterClass: class,
+			Environment:  "production",
+			Version:      WorkspaceVersion,
+			Config:       map[string]string{"LOG_LEVEL": "info"},
+		},
+	})
+
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
+	c.waitDeploymentReady(t, ns, name)
+	if got := c.podEnv(t, ns, name); !strings.Contains(got, "WORKSPACE_ID="+name+"\n") || !strings.Contains(got, "LOG_LEVEL=info\n") {
+		t.Errorf("the workspace pod's environment lacks WORKSPACE_ID=%s or LOG_LEVEL=info:\n%s", name, got)
+	}
+	tm.Phase("Workspace Ready on real pods")
+
+	c.checkArtifactHashRolls(t, ns, name)
+	tm.Phase("new artifact hash rolls the pods")
+
+	c.patch(t, v1alpha1.APIVersion, "Workspace", ns, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationIdle: "true"}},
+	})
+	c.waitPods(t, ns, name, 0)
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseIdle)
+	c.patch(t, v1alpha1.APIVersion, "Workspace", ns, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationIdle: nil}},
+	})
+	c.waitDeploymentReady(t, ns, name)
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
+	tm.Phase("idle to zero and back")
+
+	c.checkOrderedDeletion(t, ns, name)
+	tm.Phase("ordered deletion")
+
+	c.checkCredentialsInPod(t, class)
+	tm.Phase("claim credentials in the pod, then revoked")
+}
+
+// checkMetacontrollerAllowed reads Metacontroller's log (kubectl logs, as an
+// operator would) for requests the API server refused: the RBAC deploy/
+// grants must cover everything Metacontroller does for these controllers.
+func (c *Cluster) checkMetacontrollerAllowed(t *testing.T) {
+	t.Helper()
+	var refused []string
+	for _, line := range strings.Split(c.kubectl(t, "-n", "metacontroller", "logs", "metacontroller-0"), "\n") {
+		if strings.Contains(line, " is forbidden: ") {
+			refused = append(refused, line)
+		}
+	}
+	if len(refused) > 0 {
+		t.Errorf("Metacontroller was refused %d requests with deploy/rbac's ClusterRole; the first:\n%s", len(refused), refused[0])
+	}
+}
+
+// checkCredentialsInPod grants a claim on a Datastore to a workspace (the
+// signed test claim of hooks/claims/claimstest) and reads, from inside the
+// workspace's pod through its Service, the claim's password in the
+// environment (with the workspace's prefix) and under /bindings/<claim>;
+// when the Datastore's owner stops allowing the workspace, the rolled-out
+// pod has neither.
+func (c *Cluster) checkCredentialsInPod(t *testing.T, class string) {
+	t.Helper()
+	const (
+		ns        = claimstest.ClaimNamespace
+		name      = claimstest.Workspace
+		claimName = claimstest.ClaimName
+		envPrefix = "ORDERS_"
+	)
+	for _, n := range []string{claimstest.DatastoreNamespace, ns} {
+		c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": n}})
+	}
+	endpoint := claimstest.Secret()
+	endpoint.ObjectMeta = metav1.ObjectMeta{Name: endpoint.Name, Namespace: endpoint.Namespace, Labels: endpoint.Labels}
+	c.apply(t, endpoint)
+	ds := claimstest.Datastore()
+	ds.ObjectMeta = metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, Labels: ds.Labels, Annotations: ds.Annotations}
+	c.apply(t, ds)
+	claim := claimstest.Claim()
+	claim.ObjectMeta = metav1.ObjectMeta{Name: claim.Name, Namespace: claim.Namespace, Labels: claim.Labels, Annotations: claim.Annotations}
+	// Granted a minute ago by the real clock, which the hook checks.
+	claim.Spec.GrantedAt = time.Now().UTC().Add(-time.Minute).Truncate(time.Second).Format(time.RFC3339)
+	c.apply(t, claimstest.SignClaim(claim, claimstest.Owner))
+	c.apply(t, &v1alpha1.Workspace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.WorkspaceSpec{
+			Owner:        "acme-corp",
+			Region:       "ap-southeast-3",
+			ClusterClass: class,
+			Environment:  "production",
+			Version:      WorkspaceVersion,
+			Datastores:   []v1alpha1.DatastoreRef{{Name: ds.Name, Namespace: ds.Namespace, EnvPrefix: envPrefix}},
+		},
+	})
+	envLine := envPrefix + "password=" + claimstest.Password + "\n"
+	bindingLine := "/bindings/" + claimName + "/password: " + claimstest.Password + "\n"
+	c.waitFor(t, "the claim's credentials inside the pod of Workspace "+ns+"/"+name, func() (bool, string) {
+		env, err := c.serviceGet(ns, name, "/env")
+		if err != nil {
+			return false, err.Error()
+		}
+		bindings, err := c.serviceGet(ns, name, "/bindings")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(env, envLine) && strings.Contains(bindings, bindingLine),
+			fmt.Sprintf("password in env: %v, bindings: %q", strings.Contains(env, envLine), bindings)
+	}, ns)
+
+	c.patch(t, v1alpha1.APIVersion, "Datastore", ds.Namespace, ds.Name, map[string]any{
+		"spec": map[string]any{"allowedTenants": []string{"team-b/*"}},
+	})
+	c.waitFor(t, "the revoked claim's credentials gone from the pod of Workspace "+ns+"/"+name, func() (bool, string) {
+		pods, err := c.pods(ns, name)
+		if err != nil || len(pods) != 1 {
+			return false, fmt.Sprintf("pods %v (%v)", pods, err)
+		}
+		env, err := c.serviceGet(ns, name, "/env")
+		if err != nil {
+			return false, err.Error()
+		}
+		bindings, err := c.serviceGet(ns, name, "/bindings")
+		if err != nil {
+			return false, err.Error()
+		}
+		return !strings.Contains(env, envPrefix+"password=") && bindings == "",
+			fmt.Sprintf("password in env: %v, bindings: %q", strings.Contains(env, envPrefix+"password="), bindings)
+	}, ns)
+}
+
+// serviceGet GETs path from a workspace's pod through its Service.
+func (c *Cluster) serviceGet(namespace, ws, path string) (string, error) {
+	svc, err := c.Client().Get("v1", "Service", namespace, ws)
+	if err != nil {
+		return "", err
+	}
+	return get("http://" + stringField(svc, "spec", "clusterIP") + path)
+}
+
+// startMetacontroller runs Metacontroller the way its own production
+// manifests do (a StatefulSet in the metacontroller namespace, service
+// account metacontroller), from the image built from METACONTROLLER_BIN,
+// but bound only to the ClusterRole deploy/rbac grants it instead of
+// upstream's wildcard one, and with server-side apply.
+func (c *Cluster) startMetacontroller(t *testing.T) {
+	t.Helper()
+	const ns = "metacontroller"
+	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "metacontroller", "namespace": ns}})
+	probe := func(path string) map[string]any {
+		return map[string]any{"httpGet": map[string]any{"port": 8081, "path": path}}
+	}
+	c.apply(t, map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "StatefulSet",
+		"metadata":   map[string]any{"name": "metacontroller", "namespace": ns, "labels": map[string]any{"app.kubernetes.io/name": "metacontroller"}},
+		"spec": map[string]any{
+			"replicas":    1,
+			"serviceName": "",
+			"selector":    map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "metacontroller"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "metacontroller"}},
+				"spec": map[string]any{
+					"serviceAccountName": "metacontroller",
+					"containers": []any{map[string]any{
+						"name":    "metacontroller",
+						"image":   MetacontrollerImage,
+						"command": []any{"/usr/bin/metacontroller"},
+						"args": []any{
+							"--zap-log-level=4",
+							"--discovery-interval=5s",
+							"--apply-strategy=server-side-apply",
+						},
+						"livenessProbe":  probe("/healthz"),
+						"readinessProbe": probe("/readyz"),
+					}},
+				},
+			},
+		},
+	})
+	c.waitFor(t, "Metacontroller Ready", func() (bool, string) {
+		s, err := c.Client().Get("apps/v1", "StatefulSet", ns, "metacontroller")
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := intField(s, "status", "readyReplicas")
+		return ready == 1, fmt.Sprintf("%d ready", ready)
+	}, ns)
+}
+
+// apply server-side applies a typed object or a map.
+func (c *Cluster) apply(t *testing.T, v any) {
+	t.Helper()
+	obj, ok := v.(map[string]any)
+	if !ok {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Client().Apply(obj, fieldManager); err != nil {
+		t.Fatalf("cannot apply %v %v: %v", obj["kind"], obj["metadata"], err)
+	}
+}
+
+func (c *Cluster) patch(t *testing.T, apiVersion, kind, namespace, name string, patch any) {
+	t.Helper()
+	if _, err := c.Client().MergePatch(apiVersion, kind, namespace, name, "", patch); err != nil {
+		t.Fatalf("cannot patch %s %s/%s: %v", kind, namespace, name, err)
+	}
+}
+
+// waitWorkspacePhase waits for a Workspace's status.phase.
+func (c *Cluster) waitWorkspacePhase(t *testing.T, namespace, name, phase string) {
+	t.Helper()
+	c.waitFor(t, fmt.Sprintf("Workspace %s/%s %s", namespace, name, phase), func() (bool, string) {
+		ws, err := c.Client().Get(v1alpha1.APIVersion, "Workspace", namespace, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		status, _ := json.Marshal(ws["status"])
+		return stringField(ws, "status", "phase") == phase, string(status)
+	}, namespace)
+}
+
+// pods lists the names of a workspace's pods that still run: a pod
+// whose containers have all stopped turns Succeeded or Failed before the
+// kubelet removes it, and counts as gone (so does the Deployment's
+// terminatingReplicas).
+func (c *Cluster) pods(namespace, ws string) ([]string, error) {
+	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(workspace.LabelWorkspace+"="+ws), nil)
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+			Status   struct {
+				Phase string `json:"phase"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range list.Items {
+		if p.Status.Phase != "Succeeded" && p.Status.Phase != "Failed" {
+			out = append(out, p.Metadata.Name)
+		}
+	}
+	return out, nil
+}
+
+// waitPods waits until a workspace has exactly n pods.
+func (c *Cluster) waitPods(t *testing.T, namespace, ws string, n int) {
+	t.Helper()
+	c.waitFor(t, fmt.Sprintf("%d pods of Workspace %s/%s", n, namespace, ws), func() (bool, string) {
+		pods, err := c.pods(namespace, ws)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(pods) == n, fmt.Sprintf("pods %v", pods)
+	}, namespace)
+}
+
+// podEnv returns what the stand-in image answers on /env in the
+// workspace's pod, through the workspace's Service.
+func (c *Cluster) podEnv(t *testing.T, namespace, ws string) string {
+	t.Helper()
+	return c.httpGet(t, "http://"+c.serviceIP(t, namespace, ws)+"/env")
+}
+
+func (c *Cluster) httpGet(t *testing.T, url string) string {
+	t.Helper()
+	var last error
+	for range 30 {
+		body, err := get(url)
+		if err == nil {
+			return body
+		}
+		last = err
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("GET %s: %v", url, last)
+	return ""
+}
+
+// checkArtifactHashRolls sets a new artifact hash on the Workspace: its
+// pods must be replaced by new ones that turn Ready.
+func (c *Cluster) checkArtifactHashRolls(t *testing.T, namespace, name string) {
+	t.Helper()
+	before, err := c.pods(namespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.patch(t, v1alpha1.APIVersion, "Workspace", namespace, name, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationArtifactBinaryHash: "sha256:0d1e2f"}},
+	})
+	c.waitFor(t, "the pods of Workspace "+namespace+"/"+name+" replaced", func() (bool, string) {
+		pods, err := c.pods(namespace, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range pods {
+			if slices.Contains(before, p) {
+				return false, fmt.Sprintf("pods %v, before %v", pods, before)
+			}
+		}
+		return len(pods) > 0, fmt.Sprintf("pods %v, before %v", pods, before)
+	}, namespace)
+	c.waitDeploymentReady(t, namespace, name)
+	c.waitWorkspacePhase(t, namespace, name, v1alpha1.PhaseReady)
+}
+
+// checkOrderedDeletion deletes the Workspace as kubectl does and watches
+// its pods and its ConfigMap: the pods must be gone while the ConfigMap
+// (which the pods read) still exists, and then everything goes.
+func (c *Cluster) checkOrderedDeletion(t *testing.T, namespace, name string) {
+	t.Helper()
+	if err := c.Client().DeleteWithPropagation(v1alpha1.APIVersion, "Workspace", namespace, name, "Background"); err != nil {
+		t.Fatalf("cannot delete Workspace %s/%s: %v", namespace, name, err)
+	}
+	var podsGone, configGone time.Time
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) && (podsGone.IsZero() || configGone.IsZero()) {
+		if podsGone.IsZero() {
+			if pods, err := c.pods(namespace, name); err == nil && len(pods) == 0 {
+				podsGone = time.Now()
+			}
+		}
+		if configGone.IsZero() {
+			if _, err := c.Client().Get("v1", "ConfigMap", namespace, name+"-config"); controlplane.IsNotFound(err) {
+				configGone = time.Now()
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	switch {
+	case podsGone.IsZero() || configGone.IsZero():
+		t.Fatalf("Workspace %s/%s deletion: pods gone at %v, ConfigMap gone at %v (zero: not within %v)", namespace, name, podsGone, configGone, waitTimeout)
+	case configGone.Before(podsGone):
+		t.Errorf("Workspace %s/%s deletion: the ConfigMap went %v before the last pod", namespace, name, podsGone.Sub(configGone))
+	}
+	c.waitFor(t, "Workspace "+namespace+"/"+name+" gone", func() (bool, string) {
+		_, err := c.Client().Get(v1alpha1.APIVersion, "Workspace", namespace, name)
+		return controlplane.IsNotFound(err), fmt.Sprint(err)
+	}, namespace)
+}
+
+// clusterControlToken is the bearer token the reporter sidecars present to
+// the reference Cluster Control.
+const clusterControlToken = "node-test-cluster-control-token"
+
+// startClusterControl runs the reference Cluster Control on the host, on
+// NodeIP:7070, requiring clusterControlToken, and makes it the
+// formspec-ctl.formspec-system:7070 that deploy/ points the reporters at (a
+// Service without selector and its EndpointSlice), with the token in the
+// Secret the reporters mount. It returns the admin API's base URL.
+func (c *Cluster) startClusterControl(t *testing.T) string {
+	t.Helper()
+	work := t.TempDir()
+	if err := goBuild(controlplane.RepoRoot(t), work, "./cmd/formspec-clustercontrol"); err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(work, "tokens")
+	if err := os.WriteFile(tokens, []byte(clusterControlToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin := "127.0.0.1:" + strconv.Itoa(controlplane.FreePorts(t, 1)[0])
+	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: work}, filepath.Join(work, "formspec-clustercontrol"),
+		"--listen="+net.JoinHostPort(NodeIP, "7070"), "--admin-listen="+admin, "--token-file="+tokens)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitReady(ctx, func() bool { _, err := get("http://" + admin + "/admin/state"); return err == nil }); err != nil {
+		t.Fatalf("Cluster Control did not start: %v", err)
+	}
+	c.apply(t, map[string]any{
+		"apiVersion": "v1", "kind": "Service",
+		"metadata": map[string]any{"name": "formspec-ctl", "namespace": hooksNamespace},
+		"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": 7070, "protocol": "TCP"}}},
+	})
+	c.apply(t, map[string]any{
+		"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+		"metadata": map[string]any{"name": "formspec-ctl", "namespace": hooksNamespace, "labels": map[string]any{
+			"kubernetes.io/service-name": "formspec-ctl", "endpointslice.kubernetes.io/managed-by": fieldManager,
+		}},
+		"addressType": "IPv4",
+		"endpoints":   []any{map[string]any{"addresses": []any{NodeIP}, "conditions": map[string]any{"ready": true}}},
+		"ports":       []any{map[string]any{"name": "http", "port": 7070, "protocol": "TCP"}},
+	})
+	c.apply(t, map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "formspec-cluster-control-token", "namespace": hooksNamespace},
+		"stringData": map[string]any{"token": clusterControlToken},
+	})
+	return "http://" + admin
+}
+
+// checkNodeHealthReported waits until the reference Cluster Control has a
+// node-health report from a hook pod's reporter, sent with the token,
+// that says this node is healthy with its real capacity: Metacontroller
+// showed the Node to the hooks, which handed it to the sidecar.
+func (c *Cluster) checkNodeHealthReported(t *testing.T, admin string) {
+	t.Helper()
+	node, err := c.Client().Get("v1", "Node", "", NodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := stringField(node, "status", "capacity", "cpu")
+	c.waitFor(t, "a node-health report at Cluster Control", func() (bool, string) {
+		body, err := get(admin + "/admin/state")
+		if err != nil {
+			return false, err.Error()
+		}
+		var st clustercontrol.AdminState
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			return false, err.Error()
+		}
+		r := st.LastNodeHealth
+		if r == nil || len(r.Nodes) != 1 {
+			return false, body
+		}
+		n := r.Nodes[0]
+		ok := strings.HasPrefix(r.Reporter, hooksName+"-") && n.Name == NodeName && n.Health == "healthy" && n.Capacity.CPU == cpu
+		return ok, body
+	}, hooksNamespace)
+}
