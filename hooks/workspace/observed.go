@@ -296,6 +296,10 @@ func decodeSpec(raw json.RawMessage, spec *v1alpha1.WorkspaceSpec) error {
 	err := json.Unmarshal(raw, spec)
 	var typeErr *json.UnmarshalTypeError
 	switch {
+	case err == nil && len(spec.Datastores) > v1alpha1.MaxWorkspaceDatastores:
+		// The CRD refuses this; a request that carries it anyway would
+		// make every sync match that many entries against every claim.
+		return fmt.Errorf("spec.datastores has %d entries, more than the %d allowed", len(spec.Datastores), v1alpha1.MaxWorkspaceDatastores)
 	case err == nil:
 		return nil
 	case errors.As(err, &typeErr) && typeErr.Field != "":
