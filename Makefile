@@ -32,7 +32,7 @@ include test/k8s.mk
 FORMSPEC_NODE_BIN ?= $(HOME)/.cache/formspec-hooks/node-$(K8S_VERSION)
 export FORMSPEC_NODE_BIN
 
-.PHONY: all build image run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load clean
+.PHONY: all build image run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -140,6 +140,15 @@ fixtures:
 # prints throughput and latency percentiles.
 load:
 	$(GO) run ./test/load -duration 20s -workers 4
+
+# bench measures, in one run, the hook server against a bare encoding/json
+# round-trip server, a Python http.server + json hook (when python3 is
+# present) and an HTTP floor, over the Workspace sync fixtures: req/s,
+# ratios, p50/p99 and peak RSS. Compare ratios, not absolute figures.
+BENCH_FLAGS ?= -duration 8s -workers 8
+bench: build
+	$(GO) build -o $(BIN)/load ./test/load
+	$(BIN)/load -compare $(BIN)/formspec-hooks $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

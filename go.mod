@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	filippo.io/edwards25519 v1.2.0
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/goccy/go-json v0.12.0
 	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,7 +16,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
@@ -63,7 +67,7 @@ func fixtureCases(t *testing.T) []fixtureCase {
 	return out
 }
 
-func fixtureHandler(t *testing.T) http.Handler {
+func fixtureHandler(t testing.TB) http.Handler {
 	t.Helper()
 	h, err := server.NewRouter(hookRoutes(fixtureConfig()), server.RouterConfig{})
 	if err != nil {
@@ -207,9 +211,19 @@ func TestUndecodableObject(t *testing.T) {
 			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":{"clusterClass":"c"}},"children":{"Deployment.apps/v1":{"n/a":{"spec":{"replicas":"two"}}}},"related":{}}`,
 		},
 		"Customize": {
-			reason: "A customize request whose parent spec is a list.",
+			reason: "A customize request whose parent metadata is a list.",
 			path:   "/v1/workspace/customize",
-			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":[]}}`,
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":[],"spec":{}}}`,
+		},
+		"ChildNotObjectClassMissing": {
+			reason: "A child that is not a JSON object, in a sync that would freeze the children because the class is missing.",
+			path:   "/v1/workspace/sync",
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":{"clusterClass":"gone"}},"children":{"ConfigMap.v1":{"n/a-config":7}},"related":{}}`,
+		},
+		"ChildNotObjectFinalize": {
+			reason: "A child that is not a JSON object, in finalize.",
+			path:   "/v1/workspace/finalize",
+			body:   `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n","deletionTimestamp":"2026-01-11T08:00:00Z"},"spec":{"clusterClass":"c"}},"children":{"Deployment.apps/v1":{"n/a":"x"}},"related":{},"finalizing":true}`,
 		},
 	}
 	for name, tc := range cases {
@@ -220,6 +234,76 @@ func TestUndecodableObject(t *testing.T) {
 			}
 			if got := rec.Body.String(); strings.Count(strings.TrimSuffix(got, "\n"), "\n") != 0 {
 				t.Errorf("%s\nerror body %q: want one line", tc.reason, got)
+			}
+		})
+	}
+}
+
+// TestInvalidSpecIsADecision shows that a Workspace whose spec does not fit
+// its types (a passthrough field of the wrong type, which the API server
+// may let through) or breaks a CRD limit the hook relies on is answered
+// with a 200: customize still answers, and sync reports InvalidSpec and
+// keeps the children.
+func TestInvalidSpecIsADecision(t *testing.T) {
+	h := fixtureHandler(t)
+	tooMany := make([]string, v1alpha1.MaxWorkspaceDatastores+1)
+	for i := range tooMany {
+		tooMany[i] = fmt.Sprintf(`{"name":"db-%d"}`, i)
+	}
+	cases := map[string]struct {
+		reason    string
+		spec      string
+		customize string
+		message   string
+	}{
+		"WrongType": {
+			reason:    "A passthrough field of the wrong type is named in the message.",
+			spec:      `{"clusterClass":"c","pod":{"tolerations":[{"key":"k","tolerationSeconds":"abc"}]}}`,
+			customize: `{"relatedResources":[{"apiVersion":"formspec.dev/v1alpha1","resource":"clusterclasses","names":["c"]}]}`,
+			message:   "spec.pod.tolerations.0.tolerationSeconds must be int64, not string; existing children are kept unchanged until the spec is fixed",
+		},
+		"TooManyDatastores": {
+			reason:  "The CRD's maxItems on spec.datastores holds in the hook too.",
+			spec:    `{"clusterClass":"c","datastores":[` + strings.Join(tooMany, ",") + `]}`,
+			message: "spec.datastores has 33 entries, more than the 32 allowed; existing children are kept unchanged until the spec is fixed",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			parent := `{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"a","namespace":"n"},"spec":` + tc.spec + `}`
+			custom := post(h, "/v1/workspace/customize", []byte(`{"parent":`+parent+`}`), nil)
+			if custom.Code != http.StatusOK {
+				t.Errorf("customize: status %d, want 200", custom.Code)
+			}
+			if diff := cmp.Diff(tc.customize, strings.TrimSpace(custom.Body.String())); tc.customize != "" && diff != "" {
+				t.Errorf("customize: body -want, +got:\n%s", diff)
+			}
+			children := `{"ConfigMap.v1":{"n/a-config":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a-config","namespace":"n"},"data":{"k":"v"}}}}`
+			rec := post(h, "/v1/workspace/sync", []byte(`{"parent":`+parent+`,"children":`+children+`,"related":{}}`), nil)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("sync: status %d, body %q; want 200", rec.Code, rec.Body)
+			}
+			var resp struct {
+				Status struct {
+					Phase      string             `json:"phase"`
+					Conditions []metav1.Condition `json:"conditions"`
+				} `json:"status"`
+				Children []map[string]any `json:"children"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+				t.Fatal(err)
+			}
+			degraded := meta.FindStatusCondition(resp.Status.Conditions, "Degraded")
+			got := []string{resp.Status.Phase}
+			if degraded != nil {
+				got = append(got, degraded.Reason, degraded.Message)
+			}
+			want := []string{"Degraded", "InvalidSpec", tc.message}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("sync status: -want, +got:\n%s", diff)
+			}
+			if len(resp.Children) != 1 || resp.Children[0]["kind"] != "ConfigMap" {
+				t.Errorf("sync children: got %v, want the observed ConfigMap kept", resp.Children)
 			}
 		})
 	}

@@ -36,8 +36,8 @@ type hookConfig struct {
 	controlClusterURL string
 	// reporterURL is the reporter sidecar on localhost.
 	reporterURL string
-	// reports hands observations to the sidecar and answers restart
-	// directives; nil means no sidecar (tests, render).
+	// reports hands observations to the sidecar; nil means no sidecar
+	// (tests, render).
 	reports   *handoff.Client
 	logger    *slog.Logger
 	decisions server.Decisions

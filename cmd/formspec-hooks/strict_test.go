@@ -64,7 +64,13 @@ func TestFixtureResponsesDecodeStrictly(t *testing.T) {
 		}
 		switch r := envelope.(type) {
 		case *metacontroller.CompositeResponse:
-			objects = r.Children
+			for _, c := range r.Children {
+				obj, ok := c.(map[string]any)
+				if !ok {
+					t.Fatalf("%s: a child is not an object: %v", fc.dir, c)
+				}
+				objects = append(objects, obj)
+			}
 		case *metacontroller.DecoratorResponse:
 			objects = r.Attachments
 		}

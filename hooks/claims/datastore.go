@@ -127,6 +127,9 @@ func PublicKeys(ds *v1alpha1.Datastore) ([][]byte, error) {
 	if ds.Spec.OwnerPublicKey != "" {
 		raw = append(raw, ds.Spec.OwnerPublicKey)
 	}
+	if n := len(ds.Spec.OwnerPublicKeys); n > v1alpha1.MaxOwnerPublicKeys {
+		return nil, fmt.Errorf("%w: spec.ownerPublicKeys has %d entries, more than the %d allowed", grant.ErrMalformedPublicKey, n, v1alpha1.MaxOwnerPublicKeys)
+	}
 	raw = append(raw, ds.Spec.OwnerPublicKeys...)
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("%w: the Datastore has neither ownerPublicKey nor ownerPublicKeys", grant.ErrMalformedPublicKey)
@@ -202,6 +205,9 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 			return deny(ReasonWeakPublicKey, "%v; such a key must never verify a grant: remove it, and list only keys made by formspec-hooks claim keygen", err)
 		}
 		return deny(ReasonInvalidPublicKey, "%v; every owner key must be an ed25519 public key in 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
+	}
+	if n := len(ds.Spec.AllowedTenants); n > v1alpha1.MaxAllowedTenants {
+		return deny(ReasonInvalidTenant, "spec.allowedTenants has %d entries, more than the %d allowed; use namespace/* entries", n, v1alpha1.MaxAllowedTenants)
 	}
 	for _, t := range ds.Spec.AllowedTenants {
 		if err := CheckTenant(t); err != nil {

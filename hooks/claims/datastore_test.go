@@ -1,6 +1,7 @@
 package claims_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -93,6 +94,26 @@ func TestCheckDatastore(t *testing.T) {
 				return s
 			},
 			want: claims.ReasonInvalidPublicKey,
+		},
+		"TooManyKeys": {
+			reason: "The CRD allows 16 rotated keys; a request with more is refused before any is parsed.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				for range v1alpha1.MaxOwnerPublicKeys + 1 {
+					ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, ds.Spec.OwnerPublicKey)
+				}
+				return s
+			},
+			want: claims.ReasonInvalidPublicKey,
+		},
+		"TooManyTenants": {
+			reason: "The CRD allows 256 tenants; more would make every claim walk them all.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				for i := range v1alpha1.MaxAllowedTenants + 1 {
+					ds.Spec.AllowedTenants = append(ds.Spec.AllowedTenants, fmt.Sprintf("team-%d/*", i))
+				}
+				return s
+			},
+			want: claims.ReasonInvalidTenant,
 		},
 		"TenantNamespaceWildcard": {
 			reason: "There is no */workspace.",

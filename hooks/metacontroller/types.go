@@ -45,8 +45,10 @@ type CompositeResponse struct {
 	// Status replaces the parent's .status.
 	Status any `json:"status"`
 	// Children is the complete desired set: an observed child missing here
-	// is deleted.
-	Children []Object `json:"children"`
+	// is deleted. Each element encodes as one Kubernetes object: an Object,
+	// or a typed value whose JSON is one (the workspace hooks encode typed
+	// children straight into the response).
+	Children []any `json:"children"`
 	// ResyncAfterSeconds asks for another sync after this many seconds.
 	ResyncAfterSeconds float64 `json:"resyncAfterSeconds,omitempty"`
 	// Finalized tells the finalize hook's caller that teardown is complete.

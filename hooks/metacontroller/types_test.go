@@ -23,12 +23,12 @@ func TestWireShape(t *testing.T) {
 	}{
 		"CompositeSync": {
 			reason: "A sync response carries status and children and nothing else by default.",
-			value:  CompositeResponse{Status: map[string]any{"phase": "Ready"}, Children: []Object{{"apiVersion": "v1", "kind": "ConfigMap"}}},
+			value:  CompositeResponse{Status: map[string]any{"phase": "Ready"}, Children: []any{Object{"apiVersion": "v1", "kind": "ConfigMap"}}},
 			want:   `{"status":{"phase":"Ready"},"children":[{"apiVersion":"v1","kind":"ConfigMap"}]}`,
 		},
 		"CompositeFinalize": {
 			reason: "A finalize response may add resyncAfterSeconds and finalized.",
-			value:  CompositeResponse{Status: nil, Children: []Object{}, ResyncAfterSeconds: 5, Finalized: true},
+			value:  CompositeResponse{Status: nil, Children: []any{}, ResyncAfterSeconds: 5, Finalized: true},
 			want:   `{"status":null,"children":[],"resyncAfterSeconds":5,"finalized":true}`,
 		},
 		"Decorator": {

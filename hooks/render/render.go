@@ -39,7 +39,16 @@ func Render(ctx context.Context, w io.Writer, cfg workspace.Config, docs []json.
 		return err
 	}
 	req := renderRequest(in)
-	resp, err := workspace.New(cfg).Sync(ctx, req)
+	// The hook reads the request the way the server decodes it.
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	var wreq workspace.Request
+	if err := json.Unmarshal(body, &wreq); err != nil {
+		return &metacontroller.InvalidObjectError{What: "Workspace request", Err: err}
+	}
+	resp, err := workspace.New(cfg).Sync(ctx, &wreq)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ type metrics struct {
 	resyncs         prometheus.Counter
 }
 
-func newMetrics(st *state) *metrics {
+func newMetrics(st *state, files []credential) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -85,6 +85,18 @@ func newMetrics(st *state) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	for _, f := range files {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "formspec_reporter_credentials_file_ok",
+			Help:        "1 while a credentials file for Cluster Control (token, client certificate, CA) loads, 0 while it is broken and not used.",
+			ConstLabels: prometheus.Labels{"file": f.Name()},
+		}, func() float64 {
+			if f.Err() != nil {
+				return 0
+			}
+			return 1
+		}))
+	}
 	// Pre-create the drop series so a dashboard shows 0, not "no data".
 	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropInvalid, dropRejected} {
 		m.dropped.WithLabelValues(r)

@@ -187,8 +187,9 @@ func New(cfg Config) (*Reporter, error) {
 		cfg.rand = defaultRand
 	}
 	hc := cfg.HTTPClient
+	var files []credential
 	if hc == nil {
-		if hc, err = newHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile, cfg.Logger); err != nil {
+		if hc, files, err = newHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -197,6 +198,7 @@ func New(cfg Config) (*Reporter, error) {
 		if tok, err = newFileToken(cfg.TokenFile, cfg.Logger); err != nil {
 			return nil, err
 		}
+		files = append(files, tok)
 	}
 	r := &Reporter{
 		cfg:     cfg,
@@ -219,7 +221,7 @@ func New(cfg Config) (*Reporter, error) {
 		// claim unseen for longer is gone.
 		claimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
-	r.m = newMetrics(r.st)
+	r.m = newMetrics(r.st, files)
 	if cfg.TombstoneFile != "" {
 		ts, err := loadTombstones(cfg.TombstoneFile)
 		switch {

@@ -210,3 +210,53 @@ func TestTokenFileAppearsLater(t *testing.T) {
 		t.Errorf("missing-token warnings (rate-limited): -want, +got:\n%s\nlogs:\n%s", diff, logs.String())
 	}
 }
+
+// TestCredentialsFileMetric shows formspec_reporter_credentials_file_ok
+// follow the token file: 1 with one token, and while the optional Secret
+// is missing; 0 while the file holds something the reporter will not send.
+func TestCredentialsFileMetric(t *testing.T) {
+	p := writeFile(t, "token", "first\n")
+	cfg := fastConfig("http://127.0.0.1:1")
+	cfg.TokenFile = p
+	r := newReporter(t, cfg)
+	ok := func() float64 {
+		t.Helper()
+		families, err := r.m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "formspec_reporter_credentials_file_ok" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("formspec_reporter_credentials_file_ok is not exported")
+		return 0
+	}
+	steps := []struct {
+		reason string
+		write  *string
+		remove bool
+		want   float64
+	}{
+		{reason: "one token", want: 1},
+		{reason: "two tokens: broken", write: ptr("a\nb\n"), want: 0},
+		{reason: "fixed", write: ptr("second\n"), want: 1},
+		{reason: "missing: the optional Secret is not there yet", remove: true, want: 1},
+	}
+	for _, s := range steps {
+		if s.write != nil {
+			if err := os.WriteFile(p, []byte(*s.write), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.remove {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := ok(); got != s.want {
+			t.Errorf("%s: credentials_file_ok = %v, want %v", s.reason, got, s.want)
+		}
+	}
+}

@@ -207,23 +207,48 @@ func (t *fileToken) get() (string, error) {
 	}
 }
 
+// Name identifies the token file in metrics.
+func (t *fileToken) Name() string { return t.tokens.Name() }
+
+// Err is nil while the token file is usable: holding one token, or missing
+// or empty (the optional Secret is not there yet, and calls go out without
+// a token as documented). A file that is there but cannot be read or holds
+// more than one token is broken.
+func (t *fileToken) Err() error {
+	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
+		return err
+	}
+	return nil
+}
+
+// credential is a credentials file the reporter reads, watched by the
+// formspec_reporter_credentials_file_ok gauge.
+type credential interface {
+	// Name identifies the file; never secret.
+	Name() string
+	// Err is nil while the file loads.
+	Err() error
+}
+
 // newHTTPClient builds the client towards Cluster Control: optional CA
 // bundle and client certificate on top of Go's defaults. Both are read
 // under filereload's rules for every new connection, so rotating them needs
 // no restart, and a broken file fails the handshake instead of presenting
-// or trusting stale material.
-func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http.Client, error) {
+// or trusting stale material. It also returns the files it reads.
+func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http.Client, []credential, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	var files []credential
 	if (certFile == "") != (keyFile == "") {
-		return nil, fmt.Errorf("client certificate and key must be given together")
+		return nil, nil, fmt.Errorf("client certificate and key must be given together")
 	}
 	if certFile != "" {
 		pair := filereload.NewKeyPair(certFile, keyFile, filereload.Options{Name: "cluster-control-client-cert", Logger: logger})
 		if err := pair.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		files = append(files, pair)
 		tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return pair.Get()
 		}
@@ -232,15 +257,16 @@ func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http
 		roots := filereload.NewCertPool(caFile, filereload.Options{Name: "cluster-control-ca", Logger: logger})
 		pool, err := roots.Get()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		files = append(files, roots)
 		// Through an HTTPS proxy the transport does the handshake itself
 		// with this config: the bundle as it was at start.
 		tlsCfg.RootCAs = pool
 		tr.DialTLSContext = dialTLSWith(tlsCfg, roots)
 	}
 	tr.TLSClientConfig = tlsCfg
-	return &http.Client{Transport: tr}, nil
+	return &http.Client{Transport: tr}, files, nil
 }
 
 // dialTLSWith dials TLS connections that verify the server, in Go's usual

@@ -15,12 +15,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
@@ -188,12 +191,14 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
 		return
 	}
-	body, err := encode(resp)
-	if err != nil {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if err := encode(buf, resp); err != nil {
 		hh.cfg.logger.ErrorContext(r.Context(), "cannot encode hook response", "hook", hh.name, "err", err)
 		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
 		return
 	}
+	body := buf.Bytes()
 
 	etag := strongETag(body)
 	w.Header().Set("ETag", etag)
@@ -202,23 +207,45 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }
 
-// encode renders v the same way every time: encoding/json sorts map keys,
-// and the hooks sort everything else that came from a map. HTML escaping is
-// off because the body is never HTML and "<" inside a user's config value
-// should reach the cluster as written.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+// encode renders v into buf the same way every time: the encoder sorts map
+// keys, and the hooks sort everything else that came from a map. HTML
+// escaping is off because the body is never HTML and "<" inside a user's
+// config value should reach the cluster as written. The codec is
+// github.com/goccy/go-json, held byte for byte to encoding/json
+// (docs/testing.md, "The JSON codec").
+func encode(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("cannot encode response: %w", err)
+		return fmt.Errorf("cannot encode response: %w", err)
 	}
-	return buf.Bytes(), nil
+	return nil
+}
+
+// Response buffers are reused: a Workspace answer is several kilobytes and
+// every sync needs one. A buffer that grew past maxPooledBuffer (a rare,
+// huge answer) is dropped rather than kept for every later request.
+const maxPooledBuffer = 1 << 20
+
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getBuffer() *bytes.Buffer {
+	buf := buffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	return buf
+}
+
+// putBuffer returns buf to the pool once nothing refers to its bytes any
+// more: ServeHTTP calls it after the body was written.
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBuffer {
+		buffers.Put(buf)
+	}
 }
 
 // strongETag is byte-exact: a hash of the whole body, so two bodies share a

@@ -26,7 +26,7 @@ func echoHook(_ context.Context, req *metacontroller.CompositeRequest) (*metacon
 	}
 	status["parentBytes"] = len(req.Parent)
 	status["html"] = "<a & b>"
-	return &metacontroller.CompositeResponse{Status: status, Children: []metacontroller.Object{}}, nil
+	return &metacontroller.CompositeResponse{Status: status, Children: []any{}}, nil
 }
 
 func failingHook(context.Context, *metacontroller.CompositeRequest) (*metacontroller.CompositeResponse, error) {

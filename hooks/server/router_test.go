@@ -35,7 +35,7 @@ func (b *blockingHook) hook(ctx context.Context, _ *metacontroller.CompositeRequ
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return &metacontroller.CompositeResponse{Status: map[string]any{"done": true}, Children: []metacontroller.Object{}}, nil
+	return &metacontroller.CompositeResponse{Status: map[string]any{"done": true}, Children: []any{}}, nil
 }
 
 func TestMaxInFlight(t *testing.T) {

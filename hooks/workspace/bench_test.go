@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 
 // BenchmarkSync measures one sync, decoding and encoding included as the
@@ -26,7 +24,7 @@ func BenchmarkSync(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				var req metacontroller.CompositeRequest
+				var req Request
 				if err := json.Unmarshal(body, &req); err != nil {
 					b.Fatal(err)
 				}

@@ -3,12 +3,12 @@ package workspace
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
+	json "github.com/goccy/go-json"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -18,30 +18,6 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 )
-
-// desired holds what one sync asks for, before conversion to wire form.
-type desired struct {
-	scaling      scaling
-	bindings     []binding
-	artifactHash string
-	configMap    *corev1.ConfigMap
-	deployment   *appsv1.Deployment
-	service      *corev1.Service
-	hpa          *autoscalingv2.HorizontalPodAutoscaler
-	pdb          *policyv1.PodDisruptionBudget
-}
-
-// objects lists the desired children in a fixed order.
-func (d *desired) objects() []any {
-	out := []any{d.configMap, d.deployment, d.service}
-	if d.hpa != nil {
-		out = append(out, d.hpa)
-	}
-	if d.pdb != nil {
-		out = append(out, d.pdb)
-	}
-	return out
-}
 
 // labels are the labels on every child and pod of a workspace.
 func labels(ws *v1alpha1.Workspace) map[string]string {

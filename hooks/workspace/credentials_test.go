@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 
 func claimObj(name, ws, store, storeNS string, gen, observedGen int64, ready, denied bool) *v1alpha1.ResourceClaim {
@@ -132,10 +131,11 @@ func TestCredentialsHash(t *testing.T) {
 // TestClaimsInSkipsBroken shows that one claim that does not decode does not
 // hide the others (nor fail the request).
 func TestClaimsInSkipsBroken(t *testing.T) {
-	related := metacontroller.ObjectMap{keyResourceClaim: {
+	related := map[string]json.RawMessage{
 		"team-a/broken": json.RawMessage(`{"metadata":{"name":"broken","namespace":"team-a"},"spec":{"workspace":7}}`),
 		"team-a/good":   json.RawMessage(`{"metadata":{"name":"good","namespace":"team-a"},"spec":{"workspace":"acme"}}`),
-	}}
+		"team-a/gone":   json.RawMessage(`null`),
+	}
 	got := claimsIn(related)
 	if len(got) != 1 || got[0].Name != "good" {
 		t.Errorf("claimsIn: got %d claims (%v), want only the good one", len(got), got)

@@ -3,9 +3,10 @@ package workspace
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
+
+	json "github.com/goccy/go-json"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,8 +16,19 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 )
 
+// podInputs is what the Deployment is built from besides the workspace and
+// its class, each computed before the Deployment.
+type podInputs struct {
+	scaling  scaling
+	bindings []binding
+	// configHash digests the ConfigMap's data.
+	configHash string
+	// artifactHash is the binary hash for the pod template, or empty.
+	artifactHash string
+}
+
 // buildDeployment renders the workspace's Deployment per SPEC §4.
-func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass, d *desired) (*appsv1.Deployment, error) {
+func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass, d podInputs) (*appsv1.Deployment, error) {
 	pod := ws.Spec.Pod
 
 	podLabels := maps.Clone(pod.Labels)
@@ -35,7 +47,7 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationConfigHash] = hashData(d.configMap.Data)
+	annotations[AnnotationConfigHash] = d.configHash
 	if hash := credentialsHash(d.bindings); hash != "" {
 		annotations[AnnotationCredentialsHash] = hash
 	}

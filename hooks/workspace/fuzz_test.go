@@ -25,12 +25,16 @@ func FuzzSync(f *testing.F) {
 	f.Add([]byte(`{"parent":{"metadata":{"name":"a"},"spec":{"clusterClass":"c","datastores":[{"name":"x"},{"name":"x"}]}},"related":{"ClusterClass.formspec.dev/v1alpha1":{"c":{"spec":{"scaling":{"minReplicas":-5,"maxReplicas":-1}}}}}}`))
 	h := New(Config{})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var req metacontroller.CompositeRequest
+		var req Request
 		if json.Unmarshal(body, &req) != nil || req.Validate() != nil {
 			return
 		}
+		var parent metacontroller.CustomizeRequest
+		if json.Unmarshal(body, &parent) != nil {
+			return
+		}
 		ctx := context.Background()
-		for _, hook := range []func(context.Context, *metacontroller.CompositeRequest) (*metacontroller.CompositeResponse, error){h.Sync, h.Finalize} {
+		for _, hook := range []func(context.Context, *Request) (*metacontroller.CompositeResponse, error){h.Sync, h.Finalize} {
 			resp, err := hook(ctx, &req)
 			if err != nil {
 				continue
@@ -39,7 +43,7 @@ func FuzzSync(f *testing.F) {
 				t.Fatalf("response does not encode: %v", err)
 			}
 		}
-		if resp, err := h.Customize(ctx, &metacontroller.CustomizeRequest{Parent: req.Parent}); err == nil {
+		if resp, err := h.Customize(ctx, &parent); err == nil {
 			if _, err := json.Marshal(resp); err != nil {
 				t.Fatalf("customize response does not encode: %v", err)
 			}

@@ -1,18 +1,31 @@
 package workspace
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	json "github.com/goccy/go-json"
+
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"maps"
-	"slices"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 
-// Child keys in Metacontroller's v2 object maps.
+// This file is the first step of a Workspace hook: what the request says,
+// decoded once, each part only as far as the hooks read it.
+
+// Child and related keys in Metacontroller's v2 object maps. The JSON tags
+// of Children and Related spell the same keys; TestRequestKeys keeps them
+// in step.
 var (
 	keyDeployment    = metacontroller.Key("apps/v1", "Deployment")
 	keyService       = metacontroller.Key("v1", "Service")
@@ -23,55 +36,278 @@ var (
 	keyResourceClaim = metacontroller.Key(v1alpha1.APIVersion, "ResourceClaim")
 )
 
-// observed is everything a sync or finalize request tells about one
-// workspace, decoded into typed objects. A nil pointer means "not observed".
-type observed struct {
-	ws     *v1alpha1.Workspace
-	class  *v1alpha1.ClusterClass
-	claims []*v1alpha1.ResourceClaim
-
-	deployment *appsv1.Deployment
-	service    *corev1.Service
-	configMap  *corev1.ConfigMap
-	hpa        *autoscalingv2.HorizontalPodAutoscaler
-	pdb        *policyv1.PodDisruptionBudget
-
-	// raw children by key and name, for teardown and freezing.
-	children metacontroller.ObjectMap
+// Request is the body Metacontroller sends to the Workspace sync and
+// finalize hooks (metacontroller.CompositeRequest), decoded in one pass
+// straight into the types the hooks use. Three parts stay as the bytes
+// received until a hook reads them: the spec and each related claim, whose
+// failure to decode is a decision rather than a broken request, and each
+// observed child (Observed), which a sync reads only a little of. None is
+// decoded twice.
+//
+// The controller object is not decoded: the hooks do not use it.
+type Request struct {
+	// Parent is the Workspace as observed; nil when the request has none.
+	Parent *Parent `json:"parent"`
+	// Children are the observed children, by kind.
+	Children Children `json:"children"`
+	// Related are the objects Customize asked for.
+	Related Related `json:"related"`
+	// Finalizing is true when the request comes to the finalize hook.
+	Finalizing bool `json:"finalizing"`
 }
 
-// decode reads a CompositeRequest into typed objects. An error means the
-// request itself is broken (an object that does not decode), which is the
-// caller's bug, not a decision about the user's workspace.
-func decode(req *metacontroller.CompositeRequest) (*observed, error) {
-	ws, err := decodeWorkspace(req.Parent)
-	if err != nil {
-		return nil, err
+// Parent is a Workspace as observed, with its spec kept as written. The
+// spec's passthrough fields reach the hook with whatever the API server
+// let through; a spec that does not fit the Go types is a decision about
+// the user's object (phase Degraded, reason InvalidSpec), so it is decoded
+// on its own, after the rest of the request.
+type Parent struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        ParentMeta `json:"metadata"`
+	// Spec is the Workspace's spec, undecoded.
+	Spec json.RawMessage `json:"spec"`
+	// Status is the status as last written, for condition transition times.
+	Status v1alpha1.WorkspaceStatus `json:"status,omitempty"`
+}
+
+// ParentMeta is the part of a Workspace's metadata the hooks read. The
+// rest is skipped rather than decoded: above all managedFields, which
+// Metacontroller sends with every object and which can outweigh the spec.
+type ParentMeta struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	UID               types.UID         `json:"uid"`
+	Generation        int64             `json:"generation"`
+	CreationTimestamp metav1.Time       `json:"creationTimestamp"`
+	DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
+	Annotations       map[string]string `json:"annotations"`
+}
+
+// Children are the observed children of a Workspace, the five kinds the
+// workspace CompositeController declares (compositecontrollers/workspace.yaml),
+// each by "namespace/name". A kind Metacontroller sends but the controller
+// does not declare cannot occur.
+type Children struct {
+	Deployments map[string]*Observed[appsv1.Deployment]                     `json:"Deployment.apps/v1"`
+	Services    map[string]*Observed[corev1.Service]                        `json:"Service.v1"`
+	ConfigMaps  map[string]*Observed[corev1.ConfigMap]                      `json:"ConfigMap.v1"`
+	HPAs        map[string]*Observed[autoscalingv2.HorizontalPodAutoscaler] `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	PDBs        map[string]*Observed[policyv1.PodDisruptionBudget]          `json:"PodDisruptionBudget.policy/v1"`
+}
+
+// Observed is one observed child, held as the JSON object Metacontroller
+// sent. A sync reads little of most children (that the Service exists, the
+// Deployment's replicas and status), so each is decoded only as far as a
+// hook needs it, and at most once in full (Object), when the children are
+// frozen.
+type Observed[T any] struct {
+	raw []byte
+}
+
+// UnmarshalJSON keeps the child; anything but an object is a broken
+// request.
+func (o *Observed[T]) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return errors.New("an observed child must be a JSON object")
 	}
-	o := &observed{ws: ws, children: req.Children}
-	ns, name := ws.Namespace, ws.Name
+	o.raw = bytes.Clone(b)
+	return nil
+}
+
+// MarshalJSON writes the child as it was received.
+func (o *Observed[T]) MarshalJSON() ([]byte, error) {
+	if o == nil || o.raw == nil {
+		return []byte("null"), nil
+	}
+	return o.raw, nil
+}
+
+// Object decodes the whole child.
+func (o *Observed[T]) Object(what string) (*T, error) {
+	out := new(T)
+	if err := json.Unmarshal(o.raw, out); err != nil {
+		return nil, &metacontroller.InvalidObjectError{What: what, Err: err}
+	}
+	return out, nil
+}
+
+// deploymentView is the part of an observed Deployment that a sync reads:
+// its replicas, the hashes on its pod template, and its status.
+type deploymentView struct {
+	Metadata struct {
+		Name       string `json:"name"`
+		Namespace  string `json:"namespace"`
+		Generation int64  `json:"generation"`
+	} `json:"metadata"`
+	Spec struct {
+		Replicas *int32 `json:"replicas"`
+		Template struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		} `json:"template"`
+	} `json:"spec"`
+	// Status leaves out the conditions' times, which nothing reads.
+	Status struct {
+		ObservedGeneration int64 `json:"observedGeneration"`
+		Replicas           int32 `json:"replicas"`
+		UpdatedReplicas    int32 `json:"updatedReplicas"`
+		ReadyReplicas      int32 `json:"readyReplicas"`
+		AvailableReplicas  int32 `json:"availableReplicas"`
+		// TerminatingReplicas is nil where the API server's
+		// DeploymentReplicaSetTerminatingReplicas gate is off.
+		TerminatingReplicas *int32 `json:"terminatingReplicas"`
+		Conditions          []struct {
+			Type    appsv1.DeploymentConditionType `json:"type"`
+			Status  corev1.ConditionStatus         `json:"status"`
+			Reason  string                         `json:"reason"`
+			Message string                         `json:"message"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+// deployment decodes the view of an observed Deployment into the fields of
+// an appsv1.Deployment it covers.
+func (o *Observed[T]) deployment(what string) (*appsv1.Deployment, error) {
+	var v deploymentView
+	if err := json.Unmarshal(o.raw, &v); err != nil {
+		return nil, &metacontroller.InvalidObjectError{What: what, Err: err}
+	}
+	var conditions []appsv1.DeploymentCondition
+	for _, c := range v.Status.Conditions {
+		conditions = append(conditions, appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: v.Metadata.Name, Namespace: v.Metadata.Namespace, Generation: v.Metadata.Generation},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: v.Spec.Replicas,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: v.Spec.Template.Metadata.Annotations}},
+		},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration:  v.Status.ObservedGeneration,
+			Replicas:            v.Status.Replicas,
+			UpdatedReplicas:     v.Status.UpdatedReplicas,
+			ReadyReplicas:       v.Status.ReadyReplicas,
+			AvailableReplicas:   v.Status.AvailableReplicas,
+			TerminatingReplicas: v.Status.TerminatingReplicas,
+			Conditions:          conditions,
+		},
+	}, nil
+}
+
+// Related are the related objects of a Workspace: its ClusterClass and the
+// ResourceClaims of its namespace.
+type Related struct {
+	ClusterClasses map[string]*v1alpha1.ClusterClass `json:"ClusterClass.formspec.dev/v1alpha1"`
+	// ResourceClaims stay raw so that one claim that does not decode is
+	// skipped instead of failing every workspace of the namespace.
+	ResourceClaims map[string]json.RawMessage `json:"ResourceClaim.formspec.dev/v1alpha1"`
+}
+
+// Validate reports a request that cannot be served: no parent object.
+func (r *Request) Validate() error {
+	if r.Parent == nil {
+		return errors.New("request has no parent object")
+	}
+	return nil
+}
+
+// ObjectCount is how many objects the request carries besides its parent;
+// the transport caps it (server.WithMaxObjects) so that a hook's work stays
+// bounded whatever the request holds.
+func (r *Request) ObjectCount() int {
+	n := r.Children.count()
+	for _, c := range r.Related.ClusterClasses {
+		if c != nil {
+			n++
+		}
+	}
+	for _, c := range r.Related.ResourceClaims {
+		if len(c) > 0 && string(c) != "null" {
+			n++
+		}
+	}
+	return n
+}
+
+// observed is everything a sync or finalize request tells about one
+// workspace. A nil pointer means "not observed".
+type observed struct {
+	ws *v1alpha1.Workspace
+	// invalidSpec says why the spec does not decode; ws.Spec is then zero
+	// and nothing may be built from it.
+	invalidSpec *problem
+	class       *v1alpha1.ClusterClass
+	claims      []*v1alpha1.ResourceClaim
+
+	// deployment is the workspace's Deployment as far as deploymentView
+	// reads it.
+	deployment *appsv1.Deployment
+	// hasService and hasHPA say whether the workspace's own Service and
+	// HPA are observed.
+	hasService, hasHPA bool
+
+	// children are every observed child, for teardown and freezing.
+	children *Children
+}
+
+// observe reads a decoded request into the observed state. It fails only
+// when an object the hooks read does not fit its type (a broken request);
+// a spec that does not decode is a decision, recorded in invalidSpec.
+func observe(req *Request) (*observed, error) {
+	p := req.Parent
+	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, Status: p.Status, ObjectMeta: metav1.ObjectMeta{
+		Name:              p.Metadata.Name,
+		Namespace:         p.Metadata.Namespace,
+		UID:               p.Metadata.UID,
+		Generation:        p.Metadata.Generation,
+		CreationTimestamp: p.Metadata.CreationTimestamp,
+		DeletionTimestamp: p.Metadata.DeletionTimestamp,
+		Annotations:       p.Metadata.Annotations,
+	}}
+	o := &observed{ws: ws, children: &req.Children}
+	if err := decodeSpec(p.Spec, &ws.Spec); err != nil {
+		ws.Spec = v1alpha1.WorkspaceSpec{}
+		o.invalidSpec = &problem{reason: "InvalidSpec", message: err.Error() + "; existing children are kept unchanged until the spec is fixed"}
+	}
 	if ws.Spec.ClusterClass != "" {
-		if o.class, err = metacontroller.Get[v1alpha1.ClusterClass](req.Related, keyClusterClass, ws.Spec.ClusterClass); err != nil {
+		o.class = req.Related.ClusterClasses[ws.Spec.ClusterClass]
+	}
+	o.claims = claimsIn(req.Related.ResourceClaims)
+	name := metacontroller.Name(ws.Namespace, ws.Name)
+	if dep := req.Children.Deployments[name]; dep != nil {
+		var err error
+		if o.deployment, err = dep.deployment(keyDeployment + " " + name); err != nil {
 			return nil, err
 		}
 	}
-	o.claims = claimsIn(req.Related)
-	if o.deployment, err = metacontroller.Get[appsv1.Deployment](req.Children, keyDeployment, metacontroller.Name(ns, name)); err != nil {
-		return nil, err
-	}
-	if o.service, err = metacontroller.Get[corev1.Service](req.Children, keyService, metacontroller.Name(ns, name)); err != nil {
-		return nil, err
-	}
-	if o.configMap, err = metacontroller.Get[corev1.ConfigMap](req.Children, keyConfigMap, metacontroller.Name(ns, configMapName(name))); err != nil {
-		return nil, err
-	}
-	if o.hpa, err = metacontroller.Get[autoscalingv2.HorizontalPodAutoscaler](req.Children, keyHPA, metacontroller.Name(ns, name)); err != nil {
-		return nil, err
-	}
-	if o.pdb, err = metacontroller.Get[policyv1.PodDisruptionBudget](req.Children, keyPDB, metacontroller.Name(ns, name)); err != nil {
-		return nil, err
-	}
+	o.hasService = req.Children.Services[name] != nil
+	o.hasHPA = req.Children.HPAs[name] != nil
 	return o, nil
+}
+
+// decodeSpec decodes a Workspace spec, describing a failure in terms of the
+// spec's own fields so that a person can fix it: the message ends up in
+// the Degraded condition.
+func decodeSpec(raw json.RawMessage, spec *v1alpha1.WorkspaceSpec) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	err := json.Unmarshal(raw, spec)
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case err == nil && len(spec.Datastores) > v1alpha1.MaxWorkspaceDatastores:
+		// The CRD refuses this; a request that carries it anyway would
+		// make every sync match that many entries against every claim.
+		return fmt.Errorf("spec.datastores has %d entries, more than the %d allowed", len(spec.Datastores), v1alpha1.MaxWorkspaceDatastores)
+	case err == nil:
+		return nil
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Errorf("spec.%s must be %s, not %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	case errors.As(err, &typeErr):
+		return fmt.Errorf("spec must be an object, not %s", typeErr.Value)
+	}
+	return fmt.Errorf("spec does not decode: %v", err)
 }
 
 // configMapName is the name of a workspace's ConfigMap.
@@ -82,12 +318,28 @@ func configMapName(ws string) string { return ws + "-config" }
 // workspace asks for every claim in its namespace, and one broken claim
 // must not stop every workspace there (the one that needed it reports its
 // datastore Missing).
-func claimsIn(related metacontroller.ObjectMap) []*v1alpha1.ResourceClaim {
+func claimsIn(related map[string]json.RawMessage) []*v1alpha1.ResourceClaim {
 	var out []*v1alpha1.ResourceClaim
-	for _, name := range slices.Sorted(maps.Keys(related[keyResourceClaim])) {
-		if c, err := metacontroller.Get[v1alpha1.ResourceClaim](related, keyResourceClaim, name); err == nil && c != nil {
+	for _, name := range slices.Sorted(maps.Keys(related)) {
+		c := &v1alpha1.ResourceClaim{}
+		if raw := related[name]; len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, c) == nil {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// count returns how many children are observed.
+func (c *Children) count() int {
+	return countOf(c.Deployments) + countOf(c.Services) + countOf(c.ConfigMaps) + countOf(c.HPAs) + countOf(c.PDBs)
+}
+
+func countOf[T any](m map[string]*Observed[T]) int {
+	n := 0
+	for _, v := range m {
+		if v != nil {
+			n++
+		}
+	}
+	return n
 }

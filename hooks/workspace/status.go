@@ -32,15 +32,15 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 		st.UpdatedReplicas = dep.Status.UpdatedReplicas
 		st.ArtifactHash = dep.Spec.Template.Annotations[v1alpha1.AnnotationArtifactBinaryHash]
 	}
-	if o.service != nil {
-		st.ServiceName = o.service.Name
+	if o.hasService {
+		st.ServiceName = o.ws.Name
 	}
 	for _, b := range bindings {
 		st.Datastores = append(st.Datastores, b.status)
 	}
 
 	ready := readyCondition(dep)
-	progressing := progressingCondition(dep)
+	progressing := progressingCondition(dep, bindings)
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: "no problems observed"}
 	if ws.DeletionTimestamp != nil {
 		// During teardown only the teardown matters: a missing credential
@@ -54,21 +54,32 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 	}
 	st.Conditions = h.conditions(ws, ready, progressing, degraded)
 
-	switch {
-	case ws.DeletionTimestamp != nil:
-		st.Phase = v1alpha1.PhaseTerminating
-	case degraded.Status == metav1.ConditionTrue:
-		st.Phase = v1alpha1.PhaseDegraded
-	case dep == nil:
-		st.Phase = v1alpha1.PhasePending
-	case desiredReplicas(dep) == 0 && dep.Status.Replicas == 0:
-		st.Phase = v1alpha1.PhaseIdle
-	case ready.Status == metav1.ConditionTrue && progressing.Status == metav1.ConditionFalse:
-		st.Phase = v1alpha1.PhaseReady
-	default:
-		st.Phase = v1alpha1.PhaseProgressing
-	}
+	st.Phase = phase(ws.DeletionTimestamp != nil, degraded.Status == metav1.ConditionTrue, dep,
+		ready.Status == metav1.ConditionTrue && progressing.Status == metav1.ConditionFalse)
 	return st
+}
+
+// phase summarises the conditions. When several phases apply, the one that
+// asks most of a person wins: Terminating > Degraded > Pending > Idle >
+// Progressing > Ready (docs/workspaces.md). An idle workspace that also
+// waits for a claim is Idle: nothing runs that could use the credentials.
+// A ready workspace that waits for a claim is Progressing, not Ready: its
+// pods will roll once the credentials arrive.
+func phase(terminating, degraded bool, dep *appsv1.Deployment, settled bool) string {
+	switch {
+	case terminating:
+		return v1alpha1.PhaseTerminating
+	case degraded:
+		return v1alpha1.PhaseDegraded
+	case dep == nil:
+		// Nothing observed yet: no other phase can be told.
+		return v1alpha1.PhasePending
+	case desiredReplicas(dep) == 0 && dep.Status.Replicas == 0:
+		return v1alpha1.PhaseIdle
+	case settled:
+		return v1alpha1.PhaseReady
+	}
+	return v1alpha1.PhaseProgressing
 }
 
 func desiredReplicas(dep *appsv1.Deployment) int32 {
@@ -98,8 +109,12 @@ func readyCondition(dep *appsv1.Deployment) metav1.Condition {
 	return c
 }
 
-func progressingCondition(dep *appsv1.Deployment) metav1.Condition {
+// progressingCondition is True while the Deployment is created or rolls
+// out, and while a claim the workspace expects is still being verified:
+// its credentials will roll the pods once more when they arrive.
+func progressingCondition(dep *appsv1.Deployment, bindings []binding) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue}
+	waiting := waitingFor(bindings)
 	switch {
 	case dep == nil:
 		c.Reason, c.Message = "Creating", "creating the workspace's Deployment"
@@ -107,15 +122,29 @@ func progressingCondition(dep *appsv1.Deployment) metav1.Condition {
 		c.Status = metav1.ConditionFalse
 		c.Reason = "ProgressDeadlineExceeded"
 		c.Message = "the Deployment's rollout exceeded its progress deadline"
-	case rolloutComplete(dep):
+	case !rolloutComplete(dep):
+		c.Reason = "RollingOut"
+		c.Message = fmt.Sprintf("%d of %d replicas updated, %d available", dep.Status.UpdatedReplicas, desiredReplicas(dep), dep.Status.AvailableReplicas)
+	case len(waiting) > 0:
+		c.Reason = "WaitingForCredentials"
+		c.Message = "waiting for credentials: " + strings.Join(waiting, "; ")
+	default:
 		c.Status = metav1.ConditionFalse
 		c.Reason = "RolloutComplete"
 		c.Message = fmt.Sprintf("all %d replicas run the current pod template", desiredReplicas(dep))
-	default:
-		c.Reason = "RollingOut"
-		c.Message = fmt.Sprintf("%d of %d replicas updated, %d available", dep.Status.UpdatedReplicas, desiredReplicas(dep), dep.Status.AvailableReplicas)
 	}
 	return c
+}
+
+// waitingFor describes the datastores whose claim is not verified yet.
+func waitingFor(bindings []binding) []string {
+	var out []string
+	for _, b := range bindings {
+		if b.status.State == v1alpha1.DatastorePending {
+			out = append(out, fmt.Sprintf("%s: rclaim %q is not verified yet", b.ref.Name, b.status.Claim))
+		}
+	}
+	return out
 }
 
 // rolloutComplete follows the check kubectl rollout status makes: the
@@ -161,18 +190,15 @@ func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []bind
 			return &problem{reason: "ReplicaFailure", message: "the Deployment cannot create pods: " + msg}
 		}
 	}
+	// A claim still being verified is not a problem yet (see
+	// progressingCondition); a missing or denied one is.
 	var missing []string
 	for _, b := range bindings {
-		if b.injected() {
-			continue
-		}
 		switch b.status.State {
 		case v1alpha1.DatastoreMissing:
 			missing = append(missing, fmt.Sprintf("%s: no ResourceClaim (kubectl: rclaim) for this workspace", b.ref.Name))
 		case v1alpha1.DatastoreDenied:
 			missing = append(missing, fmt.Sprintf("%s: rclaim %q is denied", b.ref.Name, b.status.Claim))
-		default:
-			missing = append(missing, fmt.Sprintf("%s: rclaim %q is not ready yet", b.ref.Name, b.status.Claim))
 		}
 	}
 	if len(missing) > 0 {

@@ -91,6 +91,8 @@ func TestStatusPhase(t *testing.T) {
 		bindings     []binding
 		wantPhase    string
 		wantDegraded string
+		// wantProgressing, when set, is the Progressing condition's reason.
+		wantProgressing string
 	}{
 		"NothingObserved": {
 			reason: "Before the Deployment exists the workspace is pending.", wantPhase: v1alpha1.PhasePending, wantDegraded: "AsExpected",
@@ -137,10 +139,16 @@ func TestStatusPhase(t *testing.T) {
 			wantPhase:    v1alpha1.PhaseDegraded, wantDegraded: "ClusterClassNotFound",
 		},
 		"DatastorePending": {
-			reason:    "An expected datastore that is not injected degrades an otherwise ready workspace.",
+			reason:    "A claim still being verified makes an otherwise ready workspace Progressing, not Degraded.",
 			dep:       deployment(2, 1, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}),
-			bindings:  []binding{{ref: v1alpha1.DatastoreRef{Name: "db"}, status: v1alpha1.WorkspaceDatastoreStatus{Name: "db", Claim: "c", State: v1alpha1.DatastorePending}}},
-			wantPhase: v1alpha1.PhaseDegraded, wantDegraded: "DatastoreNotInjected",
+			bindings:  []binding{pendingBinding},
+			wantPhase: v1alpha1.PhaseProgressing, wantDegraded: "AsExpected", wantProgressing: "WaitingForCredentials",
+		},
+		"DatastoreDenied": {
+			reason:    "A denied claim degrades an otherwise ready workspace.",
+			dep:       deployment(2, 1, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}),
+			bindings:  []binding{{ref: v1alpha1.DatastoreRef{Name: "db"}, status: v1alpha1.WorkspaceDatastoreStatus{Name: "db", Claim: "c", State: v1alpha1.DatastoreDenied}}},
+			wantPhase: v1alpha1.PhaseDegraded, wantDegraded: "DatastoreNotInjected", wantProgressing: "RolloutComplete",
 		},
 	}
 	for name, tc := range cases {
@@ -149,7 +157,7 @@ func TestStatusPhase(t *testing.T) {
 			o := &observed{ws: &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 1}}, deployment: tc.dep}
 			var cp *problem
 			if tc.classMissing {
-				cp = classMissing(o.ws)
+				cp = classMissing(o)
 			}
 			st := h.status(o, tc.bindings, cp)
 			if st.Phase != tc.wantPhase {
@@ -157,6 +165,51 @@ func TestStatusPhase(t *testing.T) {
 			}
 			if got := findCondition(st.Conditions, v1alpha1.ConditionDegraded).Reason; got != tc.wantDegraded {
 				t.Errorf("%s\nDegraded reason: got %q, want %q", tc.reason, got, tc.wantDegraded)
+			}
+			if got := findCondition(st.Conditions, v1alpha1.ConditionProgressing).Reason; tc.wantProgressing != "" && got != tc.wantProgressing {
+				t.Errorf("%s\nProgressing reason: got %q, want %q", tc.reason, got, tc.wantProgressing)
+			}
+		})
+	}
+}
+
+var pendingBinding = binding{ref: v1alpha1.DatastoreRef{Name: "db"}, status: v1alpha1.WorkspaceDatastoreStatus{Name: "db", Claim: "c", State: v1alpha1.DatastorePending}}
+
+// TestPhasePrecedence pins which phase wins when several apply:
+// Terminating > Degraded > Pending > Idle > Progressing > Ready, the order
+// docs/workspaces.md gives.
+func TestPhasePrecedence(t *testing.T) {
+	deletion := metav1.NewTime(created.Add(time.Hour))
+	deadline := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
+	ready := deployment(2, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2})
+	idle := deployment(2, 0, appsv1.DeploymentStatus{ObservedGeneration: 2})
+	stuck := deployment(2, 2, appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 1, Conditions: []appsv1.DeploymentCondition{deadline}})
+	missing := binding{ref: v1alpha1.DatastoreRef{Name: "db"}, status: v1alpha1.WorkspaceDatastoreStatus{Name: "db", State: v1alpha1.DatastoreMissing}}
+	cases := map[string]struct {
+		reason   string
+		deleted  bool
+		dep      *appsv1.Deployment
+		bindings []binding
+		want     string
+	}{
+		"TerminatingOverDegraded": {reason: "During teardown nothing else matters.", deleted: true, dep: stuck, bindings: []binding{missing}, want: v1alpha1.PhaseTerminating},
+		"DegradedOverIdle":        {reason: "A missing claim is a problem even while idle.", dep: idle, bindings: []binding{missing}, want: v1alpha1.PhaseDegraded},
+		"DegradedOverProgressing": {reason: "A stuck rollout is a problem, not progress.", dep: stuck, bindings: []binding{pendingBinding}, want: v1alpha1.PhaseDegraded},
+		"PendingOverWaiting":      {reason: "Before the Deployment exists the workspace is Pending, claims or not.", bindings: []binding{pendingBinding}, want: v1alpha1.PhasePending},
+		"IdleOverWaiting":         {reason: "An idle workspace that waits for a claim is Idle: nothing runs that could use it.", dep: idle, bindings: []binding{pendingBinding}, want: v1alpha1.PhaseIdle},
+		"ProgressingOverReady":    {reason: "Ready pods still waiting for a claim will roll again: Progressing.", dep: ready, bindings: []binding{pendingBinding}, want: v1alpha1.PhaseProgressing},
+		"Ready":                   {reason: "Nothing else applies.", dep: ready, want: v1alpha1.PhaseReady},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := New(Config{Now: func() time.Time { return clock }})
+			ws := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 2, CreationTimestamp: created}}
+			if tc.deleted {
+				ws.DeletionTimestamp = &deletion
+			}
+			got := h.status(&observed{ws: ws, deployment: tc.dep}, tc.bindings, nil).Phase
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nphase: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,66 +15,39 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 
-// directives is a DirectiveSource for tests.
-type directives struct {
-	hash  string
-	ok    bool
-	block bool // wait for the caller's deadline, like a hung sidecar
-}
-
-func (d directives) RestartDirective(ctx context.Context, _, _ string) (string, bool) {
-	if d.block {
-		<-ctx.Done()
-		return "", false
-	}
-	return d.hash, d.ok
-}
-
 func TestArtifactHash(t *testing.T) {
 	running := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
 		Annotations: map[string]string{v1alpha1.AnnotationArtifactBinaryHash: "running"}}}}}
 	cases := map[string]struct {
 		reason     string
 		annotation string
-		source     DirectiveSource
 		deployment *appsv1.Deployment
 		want       string
 	}{
 		"AnnotationFirst": {
-			reason:     "The workspace's own annotation wins over a directive.",
-			annotation: "annotated", source: directives{hash: "directed", ok: true}, deployment: running,
+			reason:     "The workspace's annotation (a person's, or the reporter's for a directive) wins over what runs.",
+			annotation: "annotated", deployment: running,
 			want: "annotated",
 		},
-		"DirectiveNext": {
-			reason: "Without an annotation, Cluster Control's directive applies.",
-			source: directives{hash: "directed", ok: true}, deployment: running,
-			want: "directed",
-		},
 		"KeepRunning": {
-			reason: "Without either, the hash the pods run with stays, so a consumed directive is not undone.",
-			source: directives{}, deployment: running,
-			want: "running",
-		},
-		"HungSidecar": {
-			reason: "A sidecar that does not answer means no directive, within the timeout.",
-			source: directives{block: true}, deployment: running,
-			want: "running",
+			reason:     "Without an annotation the hash the pods run with stays, so a removed annotation does not roll them back.",
+			deployment: running,
+			want:       "running",
 		},
 		"Nothing": {
-			reason: "A new workspace with no directive has no hash.",
+			reason: "A new workspace without an annotation has no hash.",
 			want:   "",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			h := New(Config{Directives: tc.source, DirectiveTimeout: 20 * time.Millisecond})
 			ws := &v1alpha1.Workspace{}
 			if tc.annotation != "" {
 				ws.Annotations = map[string]string{v1alpha1.AnnotationArtifactBinaryHash: tc.annotation}
 			}
-			got := h.artifactHash(context.Background(), &observed{ws: ws, deployment: tc.deployment})
-			if got != tc.want {
-				t.Errorf("%s\nartifactHash: got %q, want %q", tc.reason, got, tc.want)
+			got := artifactHash(&observed{ws: ws, deployment: tc.deployment})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nartifactHash: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -1,13 +1,17 @@
 // Package workspace implements the Workspace CompositeController hooks:
 // customize (which related objects sync sees), sync (the desired children and
 // the status) and finalize (ordered teardown). Every hook is a pure function
-// of its request, the configuration and the clock; nothing here talks to the
-// network except the optional restart-directive lookup, whose failure is
-// never an error.
+// of its request, the configuration and the clock, and reads nothing but its
+// request: a restart arrives as an annotation on the Workspace, which the
+// reporter writes for Cluster Control.
+//
+// A sync or finalize goes one way through three files: observed.go decodes
+// the request (once, and each child only as far as it is read), decide.go
+// turns what was observed into what is desired (one value), and encode.go
+// turns that into the response the transport encodes.
 package workspace
 
 import (
-	"context"
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
@@ -42,14 +46,6 @@ const (
 	bindingRoot = "/bindings"
 )
 
-// DirectiveSource answers whether Cluster Control asked for a rolling
-// restart of a workspace with a new artifact binary. The reporter sidecar
-// implements it. ok is false when there is no directive or the answer could
-// not be had; the caller bounds the wait with ctx.
-type DirectiveSource interface {
-	RestartDirective(ctx context.Context, namespace, name string) (hash string, ok bool)
-}
-
 // Sink takes observations for the reporter sidecar without blocking;
 // *handoff.Client is one.
 type Sink interface {
@@ -64,13 +60,9 @@ type Config struct {
 	DefaultVersion string
 	// ControlClusterURL is handed to the workspace's pods.
 	ControlClusterURL string
-	// Directives, when set, is asked for restart directives.
-	Directives DirectiveSource
 	// Reports, when set, receives every computed status and every finished
 	// teardown, for Cluster Control.
 	Reports Sink
-	// DirectiveTimeout bounds each directive lookup (default 200ms, as the hand-off client's).
-	DirectiveTimeout time.Duration
 	// Now is the clock for condition transitions (default time.Now).
 	Now func() time.Time
 }
@@ -87,9 +79,6 @@ func New(cfg Config) *Hooks {
 	}
 	if cfg.DefaultVersion == "" {
 		cfg.DefaultVersion = "latest"
-	}
-	if cfg.DirectiveTimeout <= 0 {
-		cfg.DirectiveTimeout = 200 * time.Millisecond
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

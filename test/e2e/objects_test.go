@@ -13,7 +13,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
@@ -162,31 +161,26 @@ func newWorkspace(namespace, name, class string) *v1alpha1.Workspace {
 // for what Metacontroller should have applied.
 func render(t testing.TB, ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass) *appsv1.Deployment {
 	t.Helper()
-	parent, err := json.Marshal(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rawClass, err := json.Marshal(class)
+	spec, err := json.Marshal(ws.Spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := workspace.New(workspace.Config{ControlClusterURL: controlClusterURL})
-	resp, err := h.Sync(context.Background(), &metacontroller.CompositeRequest{
-		Parent:   parent,
-		Children: metacontroller.ObjectMap{},
-		Related: metacontroller.ObjectMap{
-			metacontroller.Key(v1alpha1.APIVersion, "ClusterClass"): {class.Name: rawClass},
-		},
+	resp, err := h.Sync(context.Background(), &workspace.Request{
+		Parent: &workspace.Parent{TypeMeta: ws.TypeMeta, Spec: spec, Metadata: workspace.ParentMeta{
+			Name: ws.Name, Namespace: ws.Namespace, Generation: ws.Generation, Annotations: ws.Annotations,
+		}},
+		Related: workspace.Related{ClusterClasses: map[string]*v1alpha1.ClusterClass{class.Name: class}},
 	})
 	if err != nil {
 		t.Fatalf("rendering Workspace %s/%s: %v", ws.Namespace, ws.Name, err)
 	}
 	for _, child := range resp.Children {
-		if child["kind"] == "Deployment" {
-			dep, err := convert[appsv1.Deployment](child)
-			if err != nil {
-				t.Fatal(err)
-			}
+		dep, err := convert[appsv1.Deployment](child)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dep.Kind == "Deployment" {
 			return dep
 		}
 	}

@@ -264,6 +264,33 @@ func cases() []fixture {
 		}
 		add("sync", "credentials-mixed", request(p, children(kids...), rel, false))
 	}
+	// Credentials: the one claim is not verified yet, the rest is ready:
+	// Progressing (WaitingForCredentials), not Degraded.
+	{
+		stores := obj{"datastores": []obj{{"name": "orders-db", "envPrefix": "ORDERS_"}}}
+		p := parent("standard", 3, nil, stores, wsStatus(3, "Progressing", 1, 1, 1,
+			cond("Ready", "True", "ReplicasAvailable", "ready"),
+			cond("Progressing", "True", "WaitingForCredentials", "waiting"),
+			cond("Degraded", "False", "AsExpected", "no problems observed")))
+		kids := running(parent("standard", 3, nil, nil, nil), standard, 1)
+		rel := related(class(standard))
+		pending := claim("acme-orders-db", "orders-db", "", true)
+		pending["status"] = obj{}
+		rel["ResourceClaim.formspec.dev/v1alpha1"] = obj{ns + "/acme-orders-db": pending}
+		add("sync", "credentials-pending", request(p, children(kids...), rel, false))
+	}
+	// A spec the API server let through but the hook cannot read (a
+	// passthrough field of the wrong type): Degraded with the reason, and
+	// the children kept as they are.
+	{
+		p := parent("premium", 4, nil, nil, wsStatus(3, "Degraded", 2, 2, 2,
+			cond("Ready", "True", "ReplicasAvailable", "ready"),
+			cond("Progressing", "False", "RolloutComplete", "done"),
+			cond("Degraded", "True", "InvalidSpec", "invalid")))
+		kids := running(p, premium, 2)
+		p["spec"].(obj)["pod"] = obj{"tolerations": []obj{{"key": "dedicated", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": "abc"}}}
+		add("sync", "invalid-spec", request(p, children(kids...), related(class(premium)), false))
+	}
 	// Customize: the class and, with datastores, the namespace's claims.
 	{
 		add("customize", "with-datastores", obj{"controller": controller(), "parent": parent("standard", 1, nil, obj{"datastores": []obj{{"name": "orders-db"}}}, nil)})

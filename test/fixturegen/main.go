@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
@@ -146,7 +145,7 @@ func parent(className string, generation int, annotations map[string]string, spe
 func desiredFor(p, related obj) map[string]obj {
 	req := obj{"controller": controller(), "parent": p, "children": obj{}, "related": related, "finalizing": false}
 	raw, _ := json.Marshal(req)
-	var creq metacontroller.CompositeRequest
+	var creq workspace.Request
 	if err := json.Unmarshal(raw, &creq); err != nil {
 		log.Fatal(err)
 	}
@@ -155,8 +154,13 @@ func desiredFor(p, related obj) map[string]obj {
 	if err != nil {
 		log.Fatal(err)
 	}
+	children, _ := json.Marshal(resp.Children)
+	var objs []obj
+	if err := json.Unmarshal(children, &objs); err != nil {
+		log.Fatal(err)
+	}
 	out := map[string]obj{}
-	for _, c := range resp.Children {
+	for _, c := range objs {
 		out[c["kind"].(string)] = c
 	}
 	return out

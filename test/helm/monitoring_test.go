@@ -167,7 +167,7 @@ func TestAlertRules(t *testing.T) {
 	want := []string{
 		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecHookErrors",
 		"FormspecHookPanics", "FormspecHookSlow", "FormspecHookThrottled",
-		"FormspecReporterBacklog", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
+		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("alerts: -want, +got:\n%s", diff)
@@ -328,15 +328,15 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cc, ccAdmin, rep, repMetrics, hooks, hooksMetrics := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
-	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin)
-	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
-		"--node-health-interval", "1s", "--deploy-status-interval", "1s")
-	// With a token file, as installed, so that the credentials file
-	// metric exists.
+	// With token files, as installed, so that the credentials file
+	// metrics exist.
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("metrics-test-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin)
+	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
+		"--node-health-interval", "1s", "--deploy-status-interval", "1s", "--token-file", tokens)
 	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
 		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--shutdown-delay", "0s",
 		"--auth-token-file", tokens)

@@ -6,6 +6,9 @@
 //	make run &                     # or any formspec-hooks serve on loopback
 //	go run ./test/load -duration 20s -workers 8
 //
+// With -compare it starts the server itself, and the comparison servers of
+// compare.go, and prints them side by side (make bench).
+//
 // It only talks to loopback addresses: a load test never leaves the machine.
 package main
 
@@ -23,13 +26,15 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
 type request struct {
-	path string
+	path string // /v1/<controller>/<hook>
+	name string // the case directory
 	body []byte
 }
 
@@ -51,8 +56,18 @@ func run(args []string, stdout io.Writer) error {
 	workers := fs.Int("workers", 4, "concurrent clients")
 	duration := fs.Duration("duration", 10*time.Second, "how long to send (at most 5m)")
 	maxRequests := fs.Int("max-requests", 1_000_000, "stop after this many requests")
+	compareWith := fs.String("compare", "", "instead of loading -url, start this formspec-hooks binary and the comparison servers one after the other and print them side by side (make bench)")
+	warmup := fs.Duration("warmup", 2*time.Second, "with -compare: load each server this long before measuring")
+	rounds := fs.Int("rounds", 10, "with -compare: split -duration into this many rounds, each server in turn")
+	serve := fs.String("serve", "", "run a comparison server (roundtrip or floor) on -url; used by -compare")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *serve != "" {
+		return serveComparison(*serve, *base, *fixtures, *match)
+	}
+	if *compareWith != "" {
+		return compare(compareOptions{hooksBin: *compareWith, fixtures: *fixtures, match: *match, workers: *workers, rounds: max(1, *rounds), duration: *duration, warmup: *warmup}, stdout)
 	}
 	if *workers < 1 || *duration <= 0 || *duration > 5*time.Minute || *maxRequests < 1 {
 		return errors.New("want -workers ≥ 1, 0 < -duration ≤ 5m, -max-requests ≥ 1")
@@ -68,20 +83,72 @@ func run(args []string, stdout io.Writer) error {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *workers}}
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
+	r := drive(ctx, client, *base, reqs, *workers, *maxRequests)
+	fmt.Fprintf(stdout, "fixtures: %d (%s), workers: %d, elapsed: %s\n", len(reqs), *match, *workers, r.elapsed.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "requests: %d answered, %d failed, %.0f/s\n", len(r.latencies), r.failures, r.rate())
+	fmt.Fprintf(stdout, "latency: p50 %s  p90 %s  p99 %s  max %s\n", pct(r.latencies, 50), pct(r.latencies, 90), pct(r.latencies, 99), pct(r.latencies, 100))
+	fmt.Fprintf(stdout, "status codes: %s\n", r.codeSummary())
+	if len(r.latencies) == 0 {
+		// Figures of nothing are not a measurement: make load must fail.
+		return fmt.Errorf("no request was answered by %s (%d failed); is the server running (make run)?", *base, r.failures)
+	}
+	return nil
+}
+
+// result is what one load run measured.
+type result struct {
+	elapsed   time.Duration
+	latencies []time.Duration // sorted
+	codes     map[int]int
+	failures  int
+}
+
+func (r *result) rate() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
+
+// merge adds o to r (which may be nil) and returns the sum.
+func (r *result) merge(o *result) *result {
+	if r == nil {
+		return o
+	}
+	r.elapsed += o.elapsed
+	r.latencies = append(r.latencies, o.latencies...)
+	slices.Sort(r.latencies)
+	r.failures += o.failures
+	for c, n := range o.codes {
+		r.codes[c] += n
+	}
+	return r
+}
+
+func (r *result) codeSummary() string {
+	keys := make([]int, 0, len(r.codes))
+	for c := range r.codes {
+		keys = append(keys, c)
+	}
+	sort.Ints(keys)
+	parts := make([]string, 0, len(keys))
+	for _, c := range keys {
+		parts = append(parts, fmt.Sprintf("%d×%d", c, r.codes[c]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// drive posts reqs round-robin from workers until ctx ends or maxRequests
+// were sent. Each request carries its fixture's index in X-Fixture, which
+// the comparison servers use to pick their canned answer.
+func drive(ctx context.Context, client *http.Client, base string, reqs []request, workers, maxRequests int) *result {
 	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		codes     = map[int]int{}
-		failures  int
-		sent      int
+		mu   sync.Mutex
+		sent int
+		r    = &result{codes: map[int]int{}}
 	)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := range *workers {
+	for w := range workers {
 		wg.Go(func() {
-			for i := w; ; i += *workers {
+			for i := w; ; i += workers {
 				mu.Lock()
-				if sent >= *maxRequests {
+				if sent >= maxRequests {
 					mu.Unlock()
 					return
 				}
@@ -90,45 +157,27 @@ func run(args []string, stdout io.Writer) error {
 				if ctx.Err() != nil {
 					return
 				}
-				r := reqs[i%len(reqs)]
+				n := i % len(reqs)
 				t0 := time.Now()
-				code, err := post(ctx, client, *base+r.path, r.body)
+				code, err := post(ctx, client, base+reqs[n].path, reqs[n].body, n)
 				d := time.Since(t0)
 				mu.Lock()
 				switch {
 				case err != nil && ctx.Err() != nil:
 				case err != nil:
-					failures++
+					r.failures++
 				default:
-					codes[code]++
-					latencies = append(latencies, d)
+					r.codes[code]++
+					r.latencies = append(r.latencies, d)
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-
-	slices.Sort(latencies)
-	fmt.Fprintf(stdout, "fixtures: %d (%s), workers: %d, elapsed: %s\n", len(reqs), *match, *workers, elapsed.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "requests: %d answered, %d failed, %.0f/s\n", len(latencies), failures, float64(len(latencies))/elapsed.Seconds())
-	fmt.Fprintf(stdout, "latency: p50 %s  p90 %s  p99 %s  max %s\n", pct(latencies, 50), pct(latencies, 90), pct(latencies, 99), pct(latencies, 100))
-	keys := make([]int, 0, len(codes))
-	for c := range codes {
-		keys = append(keys, c)
-	}
-	sort.Ints(keys)
-	parts := make([]string, 0, len(keys))
-	for _, c := range keys {
-		parts = append(parts, fmt.Sprintf("%d×%d", c, codes[c]))
-	}
-	fmt.Fprintf(stdout, "status codes: %s\n", strings.Join(parts, " "))
-	if len(latencies) == 0 {
-		// Figures of nothing are not a measurement: make load must fail.
-		return fmt.Errorf("no request was answered by %s (%d failed); is the server running (make run)?", *base, failures)
-	}
-	return nil
+	r.elapsed = time.Since(start)
+	slices.Sort(r.latencies)
+	return r
 }
 
 // load reads fixtures/<controller>/<hook>/<case>/request.json whose path
@@ -153,7 +202,8 @@ func load(dir, match string) ([]request, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, request{path: "/v1/" + rel[:strings.LastIndex(rel, "/")], body: body})
+		i := strings.LastIndex(rel, "/")
+		out = append(out, request{path: "/v1/" + rel[:i], name: rel[i+1:], body: body})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no fixtures under %s match %q", dir, match)
@@ -161,12 +211,13 @@ func load(dir, match string) ([]request, error) {
 	return out, nil
 }
 
-func post(ctx context.Context, c *http.Client, u string, body []byte) (int, error) {
+func post(ctx context.Context, c *http.Client, u string, body []byte, fixture int) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Fixture", strconv.Itoa(fixture))
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
@@ -174,6 +225,15 @@ func post(ctx context.Context, c *http.Client, u string, body []byte) (int, erro
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
+}
+
+// parseLoopback returns the host:port of a loopback URL.
+func parseLoopback(base string) (string, error) {
+	if err := checkLoopback(base); err != nil {
+		return "", err
+	}
+	u, _ := url.Parse(base)
+	return u.Host, nil
 }
 
 // checkLoopback refuses any target that is not a loopback address.

@@ -34,14 +34,16 @@ type DatastoreSpec struct {
 	Driver string `json:"driver"`
 	// EndpointSecretRef names the Secret holding the connection details.
 	EndpointSecretRef SecretRef `json:"endpointSecretRef"`
-	// AllowedTenants are "namespace/workspace" or "namespace/*" entries.
+	// AllowedTenants are "namespace/workspace" or "namespace/*" entries;
+	// at most MaxAllowedTenants.
 	AllowedTenants []string `json:"allowedTenants,omitempty"`
 	Owner          string   `json:"owner,omitempty"`
 	// Capacity is free-form and only carried.
 	Capacity json.RawMessage `json:"capacity,omitempty"`
 	// OwnerPublicKey is the owner's ed25519 public key, 64 hex characters.
 	OwnerPublicKey string `json:"ownerPublicKey,omitempty"`
-	// OwnerPublicKeys are more accepted keys, for rotation.
+	// OwnerPublicKeys are more accepted keys, for rotation; at most
+	// MaxOwnerPublicKeys.
 	OwnerPublicKeys []string `json:"ownerPublicKeys,omitempty"`
 }
 

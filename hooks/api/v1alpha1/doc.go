@@ -11,3 +11,16 @@ const (
 	Version    = "v1alpha1"
 	APIVersion = Group + "/" + Version
 )
+
+// The CRDs' maxItems on the lists a hook walks. The API server enforces
+// them on what it stores; the hooks apply them again, because a hook
+// request is not guaranteed to come from that API server, and each list's
+// size multiplies the work of a sync.
+const (
+	// MaxWorkspaceDatastores bounds WorkspaceSpec.Datastores.
+	MaxWorkspaceDatastores = 32
+	// MaxAllowedTenants bounds DatastoreSpec.AllowedTenants.
+	MaxAllowedTenants = 256
+	// MaxOwnerPublicKeys bounds DatastoreSpec.OwnerPublicKeys.
+	MaxOwnerPublicKeys = 16
+)

@@ -42,7 +42,8 @@ type WorkspaceSpec struct {
 	Cache map[string]any `json:"cache,omitempty"`
 	// Config entries become ConfigMap keys, and so environment variables.
 	Config map[string]string `json:"config,omitempty"`
-	// Datastores lists the datastores the workspace expects credentials for.
+	// Datastores lists the datastores the workspace expects credentials for;
+	// at most MaxWorkspaceDatastores.
 	Datastores []DatastoreRef `json:"datastores,omitempty"`
 	// Pod passes plain core fields through to the pod template.
 	Pod PodOverrides `json:"pod,omitempty"`

@@ -1,0 +1,76 @@
+package workspace
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TestRequestKeys keeps the JSON tags of Children and Related, which decide
+// where each kind is decoded from, equal to the keys Metacontroller uses.
+func TestRequestKeys(t *testing.T) {
+	var got []string
+	for _, typ := range []reflect.Type{reflect.TypeFor[Children](), reflect.TypeFor[Related]()} {
+		for f := range typ.Fields() {
+			got = append(got, f.Tag.Get("json"))
+		}
+	}
+	want := []string{keyDeployment, keyService, keyConfigMap, keyHPA, keyPDB, keyClusterClass, keyResourceClaim}
+	slices.Sort(got)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("request keys: -want, +got:\n%s", diff)
+	}
+}
+
+func TestObjectCount(t *testing.T) {
+	body := `{"parent":{"metadata":{"name":"a"}},
+	  "children":{"Deployment.apps/v1":{"n/a":{},"n/b":null},"Service.v1":{"n/a":{}},"ConfigMap.v1":{"n/a-config":{}}},
+	  "related":{"ClusterClass.formspec.dev/v1alpha1":{"c":{}},"ResourceClaim.formspec.dev/v1alpha1":{"n/x":{},"n/y":{},"n/z":null}}}`
+	var req Request
+	if err := json.Unmarshal([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(6, req.ObjectCount()); diff != "" {
+		t.Errorf("ObjectCount (null entries are not objects): -want, +got:\n%s", diff)
+	}
+}
+
+// TestDeploymentView checks that the view of an observed Deployment keeps
+// every field the hooks read (status.go, replicas.go, decide.go) and that
+// a field it reads of the wrong type is refused as a broken request.
+func TestDeploymentView(t *testing.T) {
+	const body = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a","namespace":"n","generation":3,"uid":"u"},
+	  "spec":{"replicas":2,"template":{"metadata":{"annotations":{"formspec.dev/artifact-binary-hash":"h"}},"spec":{"containers":[{"name":"c"}]}}},
+	  "status":{"observedGeneration":3,"replicas":3,"updatedReplicas":2,"readyReplicas":1,"availableReplicas":1,"terminatingReplicas":1,
+	    "conditions":[{"type":"Progressing","status":"False","reason":"ProgressDeadlineExceeded","message":"m","lastUpdateTime":"2026-01-10T09:00:00Z"}]}}`
+	var o Observed[appsv1.Deployment]
+	if err := json.Unmarshal([]byte(body), &o); err != nil {
+		t.Fatal(err)
+	}
+	got, err := o.deployment("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", Generation: 3},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
+			Annotations: map[string]string{"formspec.dev/artifact-binary-hash": "h"}}}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, TerminatingReplicas: ptr.To[int32](1),
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "m"}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deployment view: -want, +got:\n%s", diff)
+	}
+	bad := Observed[appsv1.Deployment]{raw: []byte(`{"spec":{"replicas":"two"}}`)}
+	if _, err := bad.deployment("d"); err == nil {
+		t.Error("a replicas count that is a string: got no error, want one")
+	}
+}
