@@ -24,10 +24,11 @@ const chartDir = "deploy/helm/formspec-hooks"
 // turn Ready through their probes, and the Service answers over HTTPS, with
 // the generated CA, a request carrying the generated token and refuses one
 // without. With METACONTROLLER_BIN, Metacontroller in its pod drives a
-// Workspace to Ready and a claim's credentials into its pod, calling the
-// hooks over TLS with the token as the chart's controllers tell it, and
-// the chart's reporter sidecar reports the node's health to Cluster
-// Control.
+// Workspace to Ready, through the same lifecycle as TestMetacontrollerOnNode
+// (rolls, idle and back, ordered deletion), and a claim's credentials into
+// its pod, calling the hooks over TLS with the token as the chart's
+// controllers tell it, and the chart's reporter sidecar reports the node's
+// health to Cluster Control.
 func TestHelmInstall(t *testing.T) {
 	SkipUnlessPossible(t)
 	mcBin := os.Getenv(EnvMetacontrollerBin)
@@ -47,8 +48,10 @@ func TestHelmInstall(t *testing.T) {
 	c.checkNodeHealthReported(t, admin)
 	tm.Phase("node health reported to Cluster Control")
 	const class = "node-standard"
-	c.checkWorkspaceReady(t, "node-ws", "acme", class)
+	const ns, name = "node-ws", "acme"
+	c.checkWorkspaceReady(t, ns, name, class)
 	tm.Phase("Workspace Ready over TLS + token")
+	c.checkLifecycle(t, tm, ns, name, class)
 	c.checkCredentialsInPod(t, class)
 	tm.Phase("claim credentials in the pod, then revoked")
 }

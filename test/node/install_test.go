@@ -286,6 +286,21 @@ func (c *Cluster) checkFixtures(t *testing.T, base string, client *http.Client, 
 		t.Fatalf("no fixtures under %s: %v", fixtures, err)
 	}
 	slices.Sort(requests)
+	// Pods Ready is not yet rules in place: kube-proxy programs the
+	// Service's endpoints on its own schedule, and until then a connection
+	// is refused. Any HTTP answer (this empty body gets a 400) means the
+	// Service leads to a hook pod.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, _, err := post(client, base+"/v1/nodes/sync", token, []byte("{}"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Service %s never answered: %v", base, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	for _, req := range requests {
 		dir := filepath.Dir(req)
 		rel, _ := filepath.Rel(fixtures, filepath.Dir(dir))

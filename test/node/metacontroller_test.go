@@ -54,6 +54,18 @@ func TestMetacontrollerOnNode(t *testing.T) {
 	c.checkWorkspaceReady(t, ns, name, class)
 	tm.Phase("Workspace Ready on real pods")
 
+	c.checkLifecycle(t, tm, ns, name, class)
+
+	c.checkCredentialsInPod(t, class)
+	tm.Phase("claim credentials in the pod, then revoked")
+}
+
+// checkLifecycle walks a Ready Workspace through what users do to it on
+// real pods: a new artifact hash and a ClusterClass change each roll the
+// pods, idle scales them to zero and back, and a deletion drains them
+// before the rest goes.
+func (c *Cluster) checkLifecycle(t *testing.T, tm *Timings, ns, name, class string) {
+	t.Helper()
 	c.checkArtifactHashRolls(t, ns, name)
 	tm.Phase("new artifact hash rolls the pods")
 
@@ -74,9 +86,6 @@ func TestMetacontrollerOnNode(t *testing.T) {
 
 	c.checkOrderedDeletion(t, ns, name)
 	tm.Phase("ordered deletion")
-
-	c.checkCredentialsInPod(t, class)
-	tm.Phase("claim credentials in the pod, then revoked")
 }
 
 // checkWorkspaceReady creates a ClusterClass and a Workspace of the
