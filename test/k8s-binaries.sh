@@ -14,27 +14,11 @@ tools="${root}/test/tools"
 bin="${FORMSPEC_K8S_BIN:-${HOME}/.cache/formspec-hooks/k8s-v1.37.2}"
 binaries=(etcd kube-apiserver kube-controller-manager)
 
-stamp="$(
-	cd "${tools}"
-	{
-		go env GOVERSION GOOS GOARCH
-		cat go.mod go.sum etcd/main.go
-	} | sha256sum | cut -d' ' -f1
-)"
-
-current=1
-for b in "${binaries[@]}"; do
-	[[ -x "${bin}/${b}" ]] || current=0
-done
-if [[ "${current}" == 1 && "$(cat "${bin}/.stamp" 2>/dev/null)" == "${stamp}" ]]; then
-	echo "k8s-binaries: ${bin} is current"
-	exit 0
-fi
-
-mkdir -p "${bin}"
-rm -f "${bin}/.stamp"
+# shellcheck source=binaries-stamp.sh
+source "${root}/test/binaries-stamp.sh"
+stamp="$(stamp_of "${tools}" go.mod go.sum etcd/main.go)"
+exit_if_current k8s-binaries "${bin}" "${stamp}" "${binaries[@]}"
 start=$(date +%s)
-echo "k8s-binaries: building ${binaries[*]} into ${bin} (this takes a while)"
 (
 	cd "${tools}"
 	# One go build for all three shares the compilation of common packages.
@@ -48,5 +32,4 @@ echo "k8s-binaries: building ${binaries[*]} into ${bin} (this takes a while)"
 		k8s.io/kubernetes/cmd/kube-apiserver \
 		k8s.io/kubernetes/cmd/kube-controller-manager
 )
-echo "${stamp}" >"${bin}/.stamp"
-echo "k8s-binaries: built in $(($(date +%s) - start))s"
+write_stamp k8s-binaries "${bin}" "${stamp}" "${start}"

@@ -16,27 +16,11 @@ src="${root}/test/node"
 bin="${FORMSPEC_NODE_BIN:-${HOME}/.cache/formspec-hooks/node-v1.37.2}"
 binaries=(kubelet kube-proxy kube-scheduler coredns)
 
-stamp="$(
-	cd "${src}"
-	{
-		go env GOVERSION GOOS GOARCH
-		cat binaries/go.mod binaries/go.sum binaries/tools.go coredns/go.mod coredns/go.sum coredns/main.go
-	} | sha256sum | cut -d' ' -f1
-)"
-
-current=1
-for b in "${binaries[@]}"; do
-	[[ -x "${bin}/${b}" ]] || current=0
-done
-if [[ "${current}" == 1 && "$(cat "${bin}/.stamp" 2>/dev/null)" == "${stamp}" ]]; then
-	echo "node-binaries: ${bin} is current"
-	exit 0
-fi
-
-mkdir -p "${bin}"
-rm -f "${bin}/.stamp"
+# shellcheck source=binaries-stamp.sh
+source "${root}/test/binaries-stamp.sh"
+stamp="$(stamp_of "${src}" binaries/go.mod binaries/go.sum binaries/tools.go coredns/go.mod coredns/go.sum coredns/main.go)"
+exit_if_current node-binaries "${bin}" "${stamp}" "${binaries[@]}"
 start=$(date +%s)
-echo "node-binaries: building ${binaries[*]} into ${bin} (this takes a while)"
 (
 	cd "${src}/binaries"
 	# Static binaries: the kubelet and kube-proxy run on the host, and a
@@ -54,5 +38,4 @@ echo "node-binaries: building ${binaries[*]} into ${bin} (this takes a while)"
 	cd "${src}/coredns"
 	CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "${bin}/coredns" .
 )
-echo "${stamp}" >"${bin}/.stamp"
-echo "node-binaries: built in $(($(date +%s) - start))s"
+write_stamp node-binaries "${bin}" "${stamp}" "${start}"
