@@ -7,7 +7,6 @@ package handoff
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	json "github.com/goccy/go-json"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -142,7 +142,9 @@ func (c *Client) Collectors() []prometheus.Collector {
 }
 
 // Send queues obs for the sidecar and returns at once, dropping what it
-// must to stay within QueueSize and QueueBytes.
+// must to stay within QueueSize and QueueBytes. It encodes obs on the
+// caller's goroutine (a hook's), so it uses the hooks' codec, not
+// encoding/json: the same bytes, at a fraction of the cost.
 func (c *Client) Send(obs observation.Observation) {
 	raw, err := json.Marshal(obs)
 	if err != nil || len(raw) > c.opts.BatchBytes {
