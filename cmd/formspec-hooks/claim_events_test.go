@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/formspec/formspec-hooks/hooks/reporter"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
-	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
 // TestClaimDecisionEvents posts real resourceclaim requests, whose related
@@ -36,20 +33,7 @@ func TestClaimDecisionEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = rep.Run(ctx) }()
-	sidecar := httptest.NewServer(rep.LocalHandler())
-	defer sidecar.Close()
-	client, err := handoff.New(sidecar.URL, handoff.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = client.Run(ctx) }()
-	cfg := fixtureConfig()
-	cfg.reports = client
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := routerWithReporter(ctx, t, rep)
 
 	// Every string that must not reach an Event: the Secrets' values, the
 	// claims' signatures and the credentials hashes the hook computes.

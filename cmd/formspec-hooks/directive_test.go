@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -70,21 +71,7 @@ func TestRestartDirectiveRollsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = rep.Run(ctx) }()
-	sidecar := httptest.NewServer(rep.LocalHandler())
-	defer sidecar.Close()
-	client, err := handoff.New(sidecar.URL, handoff.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = client.Run(ctx) }()
-
-	cfg := fixtureConfig()
-	cfg.reports = client
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := routerWithReporter(ctx, t, rep)
 	// Metacontroller sees the Workspace change and syncs with it.
 	waitUntil(t, "the reporter to write the directive onto the Workspace", func() bool {
 		ws, err := dyn.Resource(workspaces).Namespace("team-a").Get(ctx, "acme", metav1.GetOptions{})
@@ -165,4 +152,27 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// routerWithReporter runs rep and serves its localhost API, and returns
+// the hook routes with fixtureConfig whose observations reach rep through
+// a real hand-off client, as in a pod. Everything stops with ctx and the
+// test.
+func routerWithReporter(ctx context.Context, t *testing.T, rep *reporter.Reporter) http.Handler {
+	t.Helper()
+	go func() { _ = rep.Run(ctx) }()
+	sidecar := httptest.NewServer(rep.LocalHandler())
+	t.Cleanup(sidecar.Close)
+	client, err := handoff.New(sidecar.URL, handoff.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = client.Run(ctx) }()
+	cfg := fixtureConfig()
+	cfg.reports = client
+	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
