@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,11 +74,13 @@ type wireConfigMap struct {
 	BinaryData map[string][]byte `json:"binaryData,omitempty"`
 }
 
-type wireDeployment struct {
-	APIVersion string             `json:"apiVersion"`
-	Kind       string             `json:"kind"`
-	Metadata   *wireMeta          `json:"metadata,omitempty"`
-	Spec       wireDeploymentSpec `json:"spec"`
+// wireObject is a desired child whose spec is its k8s.io/api type as it
+// is, or wireDeploymentSpec.
+type wireObject[S any] struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Metadata   *wireMeta `json:"metadata,omitempty"`
+	Spec       S         `json:"spec"`
 }
 
 // wireDeploymentSpec is appsv1.DeploymentSpec with its pod template's
@@ -93,57 +96,28 @@ type wirePodTemplate struct {
 	Spec     corev1.PodSpec `json:"spec"`
 }
 
-type wireService struct {
-	APIVersion string             `json:"apiVersion"`
-	Kind       string             `json:"kind"`
-	Metadata   *wireMeta          `json:"metadata,omitempty"`
-	Spec       corev1.ServiceSpec `json:"spec"`
-}
-
-type wireHPA struct {
-	APIVersion string                                    `json:"apiVersion"`
-	Kind       string                                    `json:"kind"`
-	Metadata   *wireMeta                                 `json:"metadata,omitempty"`
-	Spec       autoscalingv2.HorizontalPodAutoscalerSpec `json:"spec"`
-}
-
-type wirePDB struct {
-	APIVersion string                           `json:"apiVersion"`
-	Kind       string                           `json:"kind"`
-	Metadata   *wireMeta                        `json:"metadata,omitempty"`
-	Spec       policyv1.PodDisruptionBudgetSpec `json:"spec"`
-}
-
 // wire wraps one child for encoding. A child frozen from its last-applied
-// annotation is already in wire form.
+// annotation is already in wire form. An observed child's apiVersion and
+// kind may be empty (the API server leaves them out of list items), and a
+// desired object must name its kind, hence the cmp.Or defaults.
 func wire(child any) any {
 	switch c := child.(type) {
 	case metacontroller.Object:
 		return c
 	case *corev1.ConfigMap:
-		return &wireConfigMap{APIVersion: orDefault(c.APIVersion, "v1"), Kind: orDefault(c.Kind, "ConfigMap"), Metadata: metaOf(&c.ObjectMeta), Immutable: c.Immutable, Data: c.Data, BinaryData: c.BinaryData}
+		return &wireConfigMap{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "ConfigMap"), Metadata: metaOf(&c.ObjectMeta), Immutable: c.Immutable, Data: c.Data, BinaryData: c.BinaryData}
 	case *appsv1.Deployment:
-		return &wireDeployment{APIVersion: orDefault(c.APIVersion, "apps/v1"), Kind: orDefault(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec{
+		return &wireObject[wireDeploymentSpec]{APIVersion: cmp.Or(c.APIVersion, "apps/v1"), Kind: cmp.Or(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec{
 			DeploymentSpec: c.Spec,
 			Template:       wirePodTemplate{Metadata: metaOf(&c.Spec.Template.ObjectMeta), Spec: c.Spec.Template.Spec},
 		}}
 	case *corev1.Service:
-		return &wireService{APIVersion: orDefault(c.APIVersion, "v1"), Kind: orDefault(c.Kind, "Service"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
+		return &wireObject[corev1.ServiceSpec]{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "Service"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
 	case *autoscalingv2.HorizontalPodAutoscaler:
-		return &wireHPA{APIVersion: orDefault(c.APIVersion, "autoscaling/v2"), Kind: orDefault(c.Kind, "HorizontalPodAutoscaler"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
+		return &wireObject[autoscalingv2.HorizontalPodAutoscalerSpec]{APIVersion: cmp.Or(c.APIVersion, "autoscaling/v2"), Kind: cmp.Or(c.Kind, "HorizontalPodAutoscaler"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
 	case *policyv1.PodDisruptionBudget:
-		return &wirePDB{APIVersion: orDefault(c.APIVersion, "policy/v1"), Kind: orDefault(c.Kind, "PodDisruptionBudget"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
+		return &wireObject[policyv1.PodDisruptionBudgetSpec]{APIVersion: cmp.Or(c.APIVersion, "policy/v1"), Kind: cmp.Or(c.Kind, "PodDisruptionBudget"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
 	}
 	// decide.go and frozen.go produce only the kinds above.
 	panic(fmt.Sprintf("workspace: cannot encode a %T child", child))
-}
-
-// orDefault fills in an observed child's apiVersion or kind, which the API
-// server leaves out of objects it returns in lists: a desired object must
-// name its kind.
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
