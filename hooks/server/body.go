@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net/http"
 	"os"
 	"sync"
@@ -27,7 +28,8 @@ var errBudget = errors.New("in-flight request bytes over budget")
 // Content-Length over maxBody is refused before anything is read (and so
 // before Go's server sends "100 Continue"); reading stops at timeout and
 // when the bytes held by every request being served would exceed budget.
-// The hook's handler then gets the bytes already read (see bodyBytes).
+// The hook's handler then gets the bytes already read (see bodyBytes); they
+// go back to the buffer pool, wiped, once the handler has returned.
 func readBody(maxBody int64, timeout time.Duration, budget *byteBudget, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if httpserve.ContentLengthOver(r, maxBody) {
@@ -35,7 +37,7 @@ func readBody(maxBody int64, timeout time.Duration, budget *byteBudget, next htt
 			return
 		}
 		deadline := httpserve.BodyDeadline(w, timeout)
-		raw, held, err := readAll(http.MaxBytesReader(w, r.Body, maxBody), budget)
+		raw, held, err := readAll(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength, budget)
 		defer budget.release(held)
 		if err != nil {
 			refuseBody(w, err)
@@ -47,7 +49,9 @@ func readBody(maxBody int64, timeout time.Duration, budget *byteBudget, next htt
 			// context while the hook works.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
-		r.Body = &bufferedBody{raw: raw}
+		body := &bufferedBody{raw: raw}
+		defer body.release()
+		r.Body = body
 		next.ServeHTTP(w, r)
 	})
 }
@@ -96,6 +100,14 @@ func (b *bufferedBody) Read(p []byte) (int, error) {
 
 func (b *bufferedBody) Close() error { return nil }
 
+// release hands the bytes back to the pool. Nothing may refer to them any
+// more: a handler that keeps part of its request copies it (the JSON
+// decoders do).
+func (b *bufferedBody) release() {
+	putBodyBuffer(b.raw)
+	b.raw, b.off = nil, 0
+}
+
 // bodyBytes returns r's body as readBody left it, if it did.
 func bodyBytes(r *http.Request) ([]byte, bool) {
 	if b, ok := r.Body.(*bufferedBody); ok && b.off == 0 {
@@ -104,21 +116,102 @@ func bodyBytes(r *http.Request) ([]byte, bool) {
 	return nil, false
 }
 
-// readAll reads r to the end like io.ReadAll, but takes every byte of
-// buffer it allocates from budget first, so the budget counts the memory
-// really held. It returns the bytes taken even on error; the caller gives
-// them back when the request ends.
-func readAll(r io.Reader, budget *byteBudget) (buf []byte, held int64, err error) {
-	const first = 4 << 10
+// Body buffers come from pools by size class, powers of two from
+// minBodyBuffer to maxPooledBody: a Workspace sync request is tens of
+// kilobytes and every request needs one, so taking a fresh buffer (and
+// growing it by doubling) each time was most of what a sync allocated.
+// A buffer is wiped before it goes back, so that no request's bytes (which
+// may include Secrets) outlive it in the pool, and so that a handler that
+// wrongly kept a reference sees zeros instead of another request's data.
+const (
+	minBodyBuffer = 4 << 10
+	bodyClasses   = 9
+	maxPooledBody = minBodyBuffer << (bodyClasses - 1) // 1 MiB
+	// firstBodyBuffer caps the first buffer taken for an announced
+	// Content-Length: a client that announces megabytes and sends
+	// nothing holds only this much until its bytes arrive.
+	firstBodyBuffer = 64 << 10
+)
+
+var bodyPools [bodyClasses]sync.Pool
+
+// bodyClass is the index of the smallest size class of at least n bytes,
+// or -1 when n is over maxPooledBody.
+func bodyClass(n int64) int {
+	if n > maxPooledBody {
+		return -1
+	}
+	if n <= minBodyBuffer {
+		return 0
+	}
+	return bits.Len64(uint64(n-1)) - bits.Len64(minBodyBuffer-1)
+}
+
+// bodyBufferSize is the capacity of the buffer getBodyBuffer returns for n
+// bytes: n's class size, or n itself when it is over every class.
+func bodyBufferSize(n int64) int64 {
+	if c := bodyClass(n); c >= 0 {
+		return minBodyBuffer << c
+	}
+	return n
+}
+
+// getBodyBuffer returns an empty buffer of bodyBufferSize(n) bytes, from the
+// pool when there is one.
+func getBodyBuffer(n int64) []byte {
+	c := bodyClass(n)
+	if c < 0 {
+		return make([]byte, 0, n)
+	}
+	if p, ok := bodyPools[c].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, minBodyBuffer<<c)
+}
+
+// putBodyBuffer wipes buf and keeps it for reuse when it is a class size.
+func putBodyBuffer(buf []byte) {
+	if buf == nil {
+		return
+	}
+	clear(buf[:len(buf)])
+	c := bodyClass(int64(cap(buf)))
+	if c < 0 || minBodyBuffer<<c != cap(buf) {
+		return
+	}
+	buf = buf[:0]
+	bodyPools[c].Put(&buf)
+}
+
+// readAll reads r to the end like io.ReadAll, into pooled buffers, taking
+// every byte of buffer it holds from budget first, so the budget counts the
+// memory really held. size is the announced length (-1 when unknown); the
+// first buffer fits it, up to firstBodyBuffer, and later ones double. It
+// returns the bytes held even on error, for the caller to give back to the
+// budget when the request ends; the buffer goes back to the pool through
+// putBodyBuffer.
+func readAll(r io.Reader, size int64, budget *byteBudget) (buf []byte, held int64, err error) {
 	for {
 		if len(buf) == cap(buf) {
-			grow := int64(max(cap(buf), first))
-			if !budget.take(grow) {
+			// One byte over the announced length, so that the read which
+			// finds the end needs no bigger buffer.
+			want := int64(2 * cap(buf))
+			if buf == nil {
+				want = min(max(size+1, minBodyBuffer), firstBodyBuffer)
+			}
+			want = bodyBufferSize(want)
+			if !budget.take(want) {
+				putBodyBuffer(buf)
 				return nil, held, errBudget
 			}
-			held += grow
-			next := make([]byte, len(buf), int64(cap(buf))+grow)
+			held += want
+			next := getBodyBuffer(want)[:len(buf)]
 			copy(next, buf)
+			if buf != nil {
+				putBodyBuffer(buf)
+				budget.release(int64(cap(buf)))
+				held -= int64(cap(buf))
+			}
 			buf = next
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
@@ -127,6 +220,7 @@ func readAll(r io.Reader, budget *byteBudget) (buf []byte, held int64, err error
 			return buf, held, nil
 		}
 		if err != nil {
+			putBodyBuffer(buf)
 			return nil, held, err
 		}
 	}

@@ -136,10 +136,11 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 			return
 		}
 		var err error
-		if raw, _, err = readAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes), nil); err != nil {
+		if raw, _, err = readAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes), r.ContentLength, nil); err != nil {
 			refuseBody(w, err)
 			return
 		}
+		defer putBodyBuffer(raw)
 	}
 	if int64(len(raw)) > hh.cfg.maxBodyBytes {
 		// The router's limit may be larger than this hook's.

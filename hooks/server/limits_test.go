@@ -117,10 +117,10 @@ func TestContentLengthOverLimit(t *testing.T) {
 // checks that another body that would go over the budget gets 429, and is
 // served once the first request is gone.
 func TestInFlightBytes(t *testing.T) {
-	// Buffers grow by doubling from 4 KiB, and the budget counts buffer
-	// capacity: the 20 KiB held below take 32 KiB, the 30 KiB body 32 KiB
-	// more.
-	const budget = 48 << 10
+	// The budget counts buffer capacity, in size classes that double from
+	// 4 KiB: the request below announces 40 KiB and so holds 64 KiB before
+	// half of it has arrived; the 30 KiB body would take 32 KiB more.
+	const budget = 80 << 10
 	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlightBytes: budget})
 
 	held := strings.Repeat(" ", 20<<10)

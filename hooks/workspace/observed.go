@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -100,6 +99,12 @@ type Children struct {
 // Deployment's replicas and status), so each is decoded only as far as a
 // hook needs it, and at most once in full (Object), when the children are
 // frozen.
+//
+// The bytes are not copied: an Observed lives no longer than the request
+// it came in, and the codec hands UnmarshalJSON a copy of its own
+// (goccy/go-json does; encoding/json would hand a slice of the body, which
+// the transport holds until the hook has answered). Nothing decoded from
+// a child may be kept past the request.
 type Observed[T any] struct {
 	raw []byte
 }
@@ -110,7 +115,7 @@ func (o *Observed[T]) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("an observed child must be a JSON object")
 	}
-	o.raw = bytes.Clone(b)
+	o.raw = b
 	return nil
 }
 
