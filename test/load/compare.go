@@ -131,9 +131,8 @@ func nonOK(r *result) int {
 // (VmHWM) in bytes.
 func measure(servers []server, reqs []request, opts compareOptions) (map[string]*result, map[string]int64, error) {
 	type running struct {
-		base   string
 		cmd    *exec.Cmd
-		client *http.Client
+		target *target
 	}
 	procs := make([]running, len(servers))
 	defer func() {
@@ -153,19 +152,22 @@ func measure(servers []server, reqs []request, opts compareOptions) (map[string]
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
 		}
-		procs[i] = running{base: "http://" + addr, cmd: cmd, client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: opts.workers}}}
-		if err := waitReady(procs[i].client, procs[i].base, reqs[0]); err != nil {
+		procs[i].cmd = cmd
+		if procs[i].target, err = newTarget("http://"+addr, reqs); err != nil {
+			return nil, nil, err
+		}
+		if err := waitReady(procs[i].target); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		warm, cancel := context.WithTimeout(context.Background(), opts.warmup)
-		drive(warm, procs[i].client, procs[i].base, reqs, opts.workers, 1<<30)
+		drive(warm, procs[i].target, opts.workers, 1<<30)
 		cancel()
 	}
 	results := map[string]*result{}
 	for range opts.rounds {
 		for i, s := range servers {
 			ctx, cancel := context.WithTimeout(context.Background(), opts.duration/time.Duration(opts.rounds))
-			r := drive(ctx, procs[i].client, procs[i].base, reqs, opts.workers, 1<<30)
+			r := drive(ctx, procs[i].target, opts.workers, 1<<30)
 			cancel()
 			results[s.name] = results[s.name].merge(r)
 		}
@@ -191,17 +193,19 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// waitReady polls until the server answers one request; it is a bounded
-// wait for start-up, not a measurement.
-func waitReady(client *http.Client, base string, r request) error {
+// waitReady polls until the server answers its first request with 200; it
+// is a bounded wait for start-up, not a measurement.
+func waitReady(t *target) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		code, err := post(context.Background(), client, base+r.path, r.body, 0)
-		if err == nil && code == http.StatusOK {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		r := drive(ctx, t, 1, 1)
+		cancel()
+		if r.codes[http.StatusOK] == 1 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no 200 from %s within 20s (last: %d, %v)", base, code, err)
+			return fmt.Errorf("no 200 from %s within 20s (last: %s, %v)", t.addr, r.codeSummary(), r.firstErr)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -13,22 +13,21 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,25 +71,25 @@ func run(args []string, stdout io.Writer) error {
 	if *workers < 1 || *duration <= 0 || *duration > 5*time.Minute || *maxRequests < 1 {
 		return errors.New("want -workers ≥ 1, 0 < -duration ≤ 5m, -max-requests ≥ 1")
 	}
-	if err := checkLoopback(*base); err != nil {
-		return err
-	}
 	reqs, err := load(*fixtures, *match)
 	if err != nil {
 		return err
 	}
 
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *workers}}
+	t, err := newTarget(*base, reqs)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
-	r := drive(ctx, client, *base, reqs, *workers, *maxRequests)
+	r := drive(ctx, t, *workers, *maxRequests)
 	fmt.Fprintf(stdout, "fixtures: %d (%s), workers: %d, elapsed: %s\n", len(reqs), *match, *workers, r.elapsed.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "requests: %d answered, %d failed, %.0f/s\n", len(r.latencies), r.failures, r.rate())
 	fmt.Fprintf(stdout, "latency: p50 %s  p90 %s  p99 %s  max %s\n", pct(r.latencies, 50), pct(r.latencies, 90), pct(r.latencies, 99), pct(r.latencies, 100))
 	fmt.Fprintf(stdout, "status codes: %s\n", r.codeSummary())
 	if len(r.latencies) == 0 {
 		// Figures of nothing are not a measurement: make load must fail.
-		return fmt.Errorf("no request was answered by %s (%d failed); is the server running (make run)?", *base, r.failures)
+		return fmt.Errorf("no request was answered by %s (%d failed, first: %v); is the server running (make run)?", *base, r.failures, r.firstErr)
 	}
 	return nil
 }
@@ -101,6 +100,7 @@ type result struct {
 	latencies []time.Duration // sorted
 	codes     map[int]int
 	failures  int
+	firstErr  error // the first failure, to say why
 }
 
 func (r *result) rate() float64 { return float64(len(r.latencies)) / r.elapsed.Seconds() }
@@ -114,6 +114,7 @@ func (r *result) merge(o *result) *result {
 	r.latencies = append(r.latencies, o.latencies...)
 	slices.Sort(r.latencies)
 	r.failures += o.failures
+	r.firstErr = cmp.Or(r.firstErr, o.firstErr)
 	for c, n := range o.codes {
 		r.codes[c] += n
 	}
@@ -133,51 +134,64 @@ func (r *result) codeSummary() string {
 	return strings.Join(parts, " ")
 }
 
-// drive posts reqs round-robin from workers until ctx ends or maxRequests
-// were sent. Each request carries its fixture's index in X-Fixture, which
-// the comparison servers use to pick their canned answer.
-func drive(ctx context.Context, client *http.Client, base string, reqs []request, workers, maxRequests int) *result {
-	var (
-		mu   sync.Mutex
-		sent int
-		r    = &result{codes: map[int]int{}}
-	)
+// drive posts t's requests round-robin from workers, each on its own
+// connection (client.go), until ctx ends or maxRequests were sent. Each
+// request carries its fixture's index in X-Fixture, which the comparison
+// servers use to pick their canned answer. The connections carry ctx's
+// deadline, so a round ends on time; a request it cuts short counts as
+// neither an answer nor a failure.
+func drive(ctx context.Context, t *target, workers, maxRequests int) *result {
+	deadline, _ := ctx.Deadline()
+	// Room for every latency up front (at a rate well above what the
+	// servers reach here), so that a worker's loop allocates nothing.
+	room := maxRequests/workers + 1
+	if !deadline.IsZero() {
+		room = min(room, int(time.Until(deadline).Seconds()*50_000)/workers+1024)
+	}
+	var sent atomic.Int64
+	parts := make([]*result, workers)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range workers {
+		r := &result{codes: map[int]int{}, latencies: make([]time.Duration, 0, max(room, 0))}
+		parts[w] = r
 		wg.Go(func() {
-			for i := w; ; i += workers {
-				mu.Lock()
-				if sent >= maxRequests {
-					mu.Unlock()
+			c := newConn(t)
+			defer c.close()
+			for i := w; sent.Add(1) <= int64(maxRequests); i += workers {
+				select {
+				case <-ctx.Done():
 					return
-				}
-				sent++
-				mu.Unlock()
-				if ctx.Err() != nil {
-					return
-				}
-				n := i % len(reqs)
-				t0 := time.Now()
-				code, err := post(ctx, client, base+reqs[n].path, reqs[n].body, n)
-				d := time.Since(t0)
-				mu.Lock()
-				switch {
-				case err != nil && ctx.Err() != nil:
-				case err != nil:
-					r.failures++
 				default:
+				}
+				code, d, err := c.do(i%len(t.wire), deadline)
+				switch {
+				case err == nil:
 					r.codes[code]++
 					r.latencies = append(r.latencies, d)
+				case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil:
+					return // the round is over (a read or a dial cut short)
+				default:
+					r.failures++
+					if r.firstErr == nil {
+						r.firstErr = err
+					}
 				}
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	r.elapsed = time.Since(start)
-	slices.Sort(r.latencies)
-	return r
+	total := &result{elapsed: time.Since(start), codes: map[int]int{}}
+	for _, p := range parts {
+		total.latencies = append(total.latencies, p.latencies...)
+		total.failures += p.failures
+		total.firstErr = cmp.Or(total.firstErr, p.firstErr)
+		for c, n := range p.codes {
+			total.codes[c] += n
+		}
+	}
+	slices.Sort(total.latencies)
+	return total
 }
 
 // load reads fixtures/<controller>/<hook>/<case>/request.json whose path
@@ -209,22 +223,6 @@ func load(dir, match string) ([]request, error) {
 		return nil, fmt.Errorf("no fixtures under %s match %q", dir, match)
 	}
 	return out, nil
-}
-
-func post(ctx context.Context, c *http.Client, u string, body []byte, fixture int) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Fixture", strconv.Itoa(fixture))
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
 }
 
 // parseLoopback returns the host:port of a loopback URL.
