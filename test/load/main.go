@@ -9,7 +9,9 @@
 // With -compare it starts the server itself, and the comparison servers of
 // compare.go, and prints them side by side (make bench).
 //
-// It only talks to loopback addresses: a load test never leaves the machine.
+// It speaks HTTP/1.1 itself (client.go), so that the driver takes little of
+// the CPU it measures, and only to loopback addresses: a load test never
+// leaves the machine.
 package main
 
 import (
