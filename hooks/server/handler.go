@@ -107,6 +107,21 @@ type validator interface {
 	Validate() error
 }
 
+// bodyDecoder is implemented by request types that decode themselves and
+// keep their body for the hook to decode more of later (workspace.Request).
+// The body is valid until the hook has returned: it then goes back to the
+// buffer pool, wiped.
+type bodyDecoder interface {
+	Decode(body []byte) error
+}
+
+func decodeRequest(raw []byte, req any) error {
+	if d, ok := req.(bodyDecoder); ok {
+		return d.Decode(raw)
+	}
+	return json.Unmarshal(raw, req)
+}
+
 // Handler adapts a hook to HTTP. name identifies the hook in logs.
 func Handler[Req, Resp any](name string, h Hook[Req, Resp], opts ...HandlerOption) http.Handler {
 	cfg := handlerConfig{maxBodyBytes: DefaultMaxBodyBytes, maxObjects: DefaultMaxObjects, logger: slog.New(slog.DiscardHandler)}
@@ -148,7 +163,7 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	req := new(Req)
-	if err := json.Unmarshal(raw, req); err != nil {
+	if err := decodeRequest(raw, req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid JSON request body")
 		return
 	}

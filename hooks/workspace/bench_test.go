@@ -25,7 +25,7 @@ func BenchmarkSync(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var req Request
-				if err := json.Unmarshal(body, &req); err != nil {
+				if err := req.Decode(body); err != nil {
 					b.Fatal(err)
 				}
 				resp, err := h.Sync(context.Background(), &req)

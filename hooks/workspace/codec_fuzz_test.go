@@ -39,7 +39,7 @@ func FuzzCodecMatchesStdlib(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var want, got Request
 		wantErr := stdjson.Unmarshal(body, &want)
-		gotErr := json.Unmarshal(body, &got)
+		gotErr := got.Decode(body)
 		if (wantErr == nil) != (gotErr == nil) {
 			t.Fatalf("encoding/json error %v, goccy/go-json error %v", wantErr, gotErr)
 		}

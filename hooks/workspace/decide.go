@@ -41,7 +41,7 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 		// at the replica count it runs now: an HPA may have moved it since
 		// the last apply, and sending the old count would make
 		// Metacontroller fight the HPA for as long as the problem lasts.
-		children, err := frozen(o.children, freeze{keepObservedReplicas: true})
+		children, err := frozen(o, freeze{keepObservedReplicas: true})
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func (h *Hooks) decideFinalize(o *observed) (*desired, error) {
 		// Deployment at zero replicas. Step two (not draining) is the
 		// empty desired set, which deletes the rest.
 		var err error
-		if d.children, err = frozen(o.children, freeze{dropHPAs: true, replicas: ptr.To[int32](0)}); err != nil {
+		if d.children, err = frozen(o, freeze{dropHPAs: true, replicas: ptr.To[int32](0)}); err != nil {
 			return nil, err
 		}
 	}

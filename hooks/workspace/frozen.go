@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"errors"
 	"maps"
 	"slices"
 
@@ -35,42 +34,39 @@ type freeze struct {
 // child without a usable last-applied annotation is kept as observed;
 // encode.go then sends only its name, namespace, labels, annotations and
 // spec (or data), never what the API server owns.
-func frozen(c *Children, f freeze) ([]any, error) {
+func frozen(o *observed, f freeze) ([]any, error) {
+	c, err := o.whole()
+	if err != nil {
+		return nil, err
+	}
 	var out []any
 	add := func(obj any) { out = append(out, obj) }
 	// The kinds in the order of their keys.
-	errs := []error{
-		freezeEach(c.ConfigMaps, keyConfigMap, add, nil),
-		freezeEach(c.Deployments, keyDeployment, add, func(d *appsv1.Deployment) *int32 {
-			if f.keepObservedReplicas {
-				return d.Spec.Replicas
-			}
-			return f.replicas
-		}),
-	}
+	freezeEach(c.ConfigMaps, add, nil)
+	freezeEach(c.Deployments, add, func(d *appsv1.Deployment) *int32 {
+		if f.keepObservedReplicas {
+			return d.Spec.Replicas
+		}
+		return f.replicas
+	})
 	if !f.dropHPAs {
-		errs = append(errs, freezeEach(c.HPAs, keyHPA, add, nil))
+		freezeEach(c.HPAs, add, nil)
 	}
-	errs = append(errs, freezeEach(c.PDBs, keyPDB, add, nil), freezeEach(c.Services, keyService, add, nil))
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
+	freezeEach(c.PDBs, add, nil)
+	freezeEach(c.Services, add, nil)
 	if out == nil {
 		out = []any{}
 	}
 	return out, nil
 }
 
-// freezeEach adds each child of one kind, by name, decoding it in full.
-// replicas, when set, gives the spec.replicas to write (nil: leave it).
-func freezeEach[T any](children map[string]*Observed[T], key string, add func(any), replicas func(*T) *int32) error {
+// freezeEach adds each child of one kind, by name. replicas, when set,
+// gives the spec.replicas to write (nil: leave it).
+func freezeEach[T any](children map[string]*T, add func(any), replicas func(*T) *int32) {
 	for _, name := range slices.Sorted(maps.Keys(children)) {
-		if children[name] == nil {
+		child := children[name]
+		if child == nil {
 			continue
-		}
-		child, err := children[name].Object(key + " " + name)
-		if err != nil {
-			return err
 		}
 		var r *int32
 		if replicas != nil {
@@ -96,7 +92,6 @@ func freezeEach[T any](children map[string]*Observed[T], key string, add func(an
 			add(applied)
 		}
 	}
-	return nil
 }
 
 // lastApplied recovers what was last applied for an observed child, or nil

@@ -48,11 +48,11 @@ func TestFrozen(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			var c Children
-			if err := json.Unmarshal([]byte(tc.children), &c); err != nil {
+			var req Request
+			if err := req.Decode([]byte(`{"children":` + tc.children + `}`)); err != nil {
 				t.Fatal(err)
 			}
-			children, err := frozen(&c, tc.freeze)
+			children, err := frozen(&observed{whole: req.whole}, tc.freeze)
 			if err != nil {
 				t.Fatal(err)
 			}

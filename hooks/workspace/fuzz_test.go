@@ -26,7 +26,7 @@ func FuzzSync(f *testing.F) {
 	h := New(Config{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req Request
-		if json.Unmarshal(body, &req) != nil || req.Validate() != nil {
+		if req.Decode(body) != nil || req.Validate() != nil {
 			return
 		}
 		var parent metacontroller.CustomizeRequest

@@ -16,10 +16,7 @@ import (
 // observe (observed.go) → decide (decide.go) → hand the observed status to
 // the reporter → answer (encode.go).
 func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.CompositeResponse, error) {
-	o, err := observe(req)
-	if err != nil {
-		return nil, err
-	}
+	o := observe(req)
 	d, err := h.decideSync(o)
 	if err != nil {
 		return nil, err
@@ -31,10 +28,7 @@ func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.Composite
 // Finalize tears the workspace down in order (decideFinalize), and tells
 // the reporter once nothing is left.
 func (h *Hooks) Finalize(_ context.Context, req *Request) (*metacontroller.CompositeResponse, error) {
-	o, err := observe(req)
-	if err != nil {
-		return nil, err
-	}
+	o := observe(req)
 	d, err := h.decideFinalize(o)
 	if err != nil {
 		return nil, err

@@ -37,11 +37,12 @@ var (
 
 // Request is the body Metacontroller sends to the Workspace sync and
 // finalize hooks (metacontroller.CompositeRequest), decoded in one pass
-// straight into the types the hooks use. Three parts stay as the bytes
-// received until a hook reads them: the spec and each related claim, whose
-// failure to decode is a decision rather than a broken request, and each
-// observed child (Observed), which a sync reads only a little of. None is
-// decoded twice.
+// straight into the types the hooks use, each part only as far as a hook
+// reads it on every call. Two parts stay as the bytes received until a
+// hook reads them: the spec and each related claim, whose failure to
+// decode is a decision rather than a broken request. The observed children
+// are decoded as views (childViews); the rare decisions that need them
+// whole (frozen.go) decode them again from the body, which Decode keeps.
 //
 // The controller object is not decoded: the hooks do not use it.
 type Request struct {
@@ -53,6 +54,22 @@ type Request struct {
 	Related Related `json:"related"`
 	// Finalizing is true when the request comes to the finalize hook.
 	Finalizing bool `json:"finalizing"`
+
+	// body is what the request was decoded from. It is the transport's
+	// buffer, valid until the hook has answered: nothing may keep it, or
+	// anything decoded from it without a copy, past that.
+	body []byte
+}
+
+// Decode decodes a request from its body and keeps the body for the hook
+// (server.Handler calls it instead of json.Unmarshal; see Request.body).
+func (r *Request) Decode(body []byte) error {
+	type plain Request
+	if err := json.Unmarshal(body, (*plain)(r)); err != nil {
+		return err
+	}
+	r.body = body
+	return nil
 }
 
 // Parent is a Workspace as observed, with its spec kept as written. The
@@ -85,55 +102,43 @@ type ParentMeta struct {
 // Children are the observed children of a Workspace, the five kinds the
 // workspace CompositeController declares (compositecontrollers/workspace.yaml),
 // each by "namespace/name". A kind Metacontroller sends but the controller
-// does not declare cannot occur.
+// does not declare cannot occur. A sync reads little of them: the
+// Deployment's replicas and status (deploymentView) and whether the others
+// exist; the rest of each child is skipped, not decoded. A child that is
+// not a JSON object makes the request a broken one.
 type Children struct {
-	Deployments map[string]*Observed[appsv1.Deployment]                     `json:"Deployment.apps/v1"`
-	Services    map[string]*Observed[corev1.Service]                        `json:"Service.v1"`
-	ConfigMaps  map[string]*Observed[corev1.ConfigMap]                      `json:"ConfigMap.v1"`
-	HPAs        map[string]*Observed[autoscalingv2.HorizontalPodAutoscaler] `json:"HorizontalPodAutoscaler.autoscaling/v2"`
-	PDBs        map[string]*Observed[policyv1.PodDisruptionBudget]          `json:"PodDisruptionBudget.policy/v1"`
+	Deployments map[string]*deploymentView `json:"Deployment.apps/v1"`
+	Services    map[string]*present        `json:"Service.v1"`
+	ConfigMaps  map[string]*present        `json:"ConfigMap.v1"`
+	HPAs        map[string]*present        `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	PDBs        map[string]*present        `json:"PodDisruptionBudget.policy/v1"`
 }
 
-// Observed is one observed child, held as the JSON object Metacontroller
-// sent. A sync reads little of most children (that the Service exists, the
-// Deployment's replicas and status), so each is decoded only as far as a
-// hook needs it, and at most once in full (Object), when the children are
-// frozen.
-//
-// The bytes are not copied: an Observed lives no longer than the request
-// it came in, and the codec hands UnmarshalJSON a copy of its own
-// (goccy/go-json does; encoding/json would hand a slice of the body, which
-// the transport holds until the hook has answered). Nothing decoded from
-// a child may be kept past the request.
-type Observed[T any] struct {
-	raw []byte
+// present is an observed child of which a sync reads only that it exists.
+type present struct{}
+
+// wholeChildren are the observed children decoded in full, for freezing
+// them. The keys are those of Children (TestRequestKeys).
+type wholeChildren struct {
+	Deployments map[string]*appsv1.Deployment                     `json:"Deployment.apps/v1"`
+	Services    map[string]*corev1.Service                        `json:"Service.v1"`
+	ConfigMaps  map[string]*corev1.ConfigMap                      `json:"ConfigMap.v1"`
+	HPAs        map[string]*autoscalingv2.HorizontalPodAutoscaler `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	PDBs        map[string]*policyv1.PodDisruptionBudget          `json:"PodDisruptionBudget.policy/v1"`
 }
 
-// UnmarshalJSON keeps the child; anything but an object is a broken
-// request.
-func (o *Observed[T]) UnmarshalJSON(b []byte) error {
-	if len(b) == 0 || b[0] != '{' {
-		return errors.New("an observed child must be a JSON object")
+// whole decodes the request's observed children in full from its body.
+func (r *Request) whole() (*wholeChildren, error) {
+	if r.body == nil {
+		return nil, errors.New("the request was not decoded with Request.Decode: its children cannot be decoded whole")
 	}
-	o.raw = b
-	return nil
-}
-
-// MarshalJSON writes the child as it was received.
-func (o *Observed[T]) MarshalJSON() ([]byte, error) {
-	if o == nil || o.raw == nil {
-		return []byte("null"), nil
+	var req struct {
+		Children wholeChildren `json:"children"`
 	}
-	return o.raw, nil
-}
-
-// Object decodes the whole child.
-func (o *Observed[T]) Object(what string) (*T, error) {
-	out := new(T)
-	if err := json.Unmarshal(o.raw, out); err != nil {
-		return nil, &metacontroller.InvalidObjectError{What: what, Err: err}
+	if err := json.Unmarshal(r.body, &req); err != nil {
+		return nil, &metacontroller.InvalidObjectError{What: "observed children", Err: err}
 	}
-	return out, nil
+	return &req.Children, nil
 }
 
 // deploymentView is the part of an observed Deployment that a sync reads:
@@ -171,13 +176,9 @@ type deploymentView struct {
 	} `json:"status"`
 }
 
-// deployment decodes the view of an observed Deployment into the fields of
-// an appsv1.Deployment it covers.
-func (o *Observed[T]) deployment(what string) (*appsv1.Deployment, error) {
-	var v deploymentView
-	if err := json.Unmarshal(o.raw, &v); err != nil {
-		return nil, &metacontroller.InvalidObjectError{What: what, Err: err}
-	}
+// deployment is the view as an appsv1.Deployment, with the fields it
+// covers.
+func (v *deploymentView) deployment() *appsv1.Deployment {
 	var conditions []appsv1.DeploymentCondition
 	for _, c := range v.Status.Conditions {
 		conditions = append(conditions, appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
@@ -197,7 +198,7 @@ func (o *Observed[T]) deployment(what string) (*appsv1.Deployment, error) {
 			TerminatingReplicas: v.Status.TerminatingReplicas,
 			Conditions:          conditions,
 		},
-	}, nil
+	}
 }
 
 // Related are the related objects of a Workspace: its ClusterClass and the
@@ -252,14 +253,15 @@ type observed struct {
 	// HPA are observed.
 	hasService, hasHPA bool
 
-	// children are every observed child, for teardown and freezing.
+	// children are every observed child, as far as a sync reads them.
 	children *Children
+	// whole decodes the children in full, for freezing them.
+	whole func() (*wholeChildren, error)
 }
 
-// observe reads a decoded request into the observed state. It fails only
-// when an object the hooks read does not fit its type (a broken request);
-// a spec that does not decode is a decision, recorded in invalidSpec.
-func observe(req *Request) (*observed, error) {
+// observe reads a decoded request into the observed state. A spec that
+// does not decode is a decision, recorded in invalidSpec.
+func observe(req *Request) *observed {
 	p := req.Parent
 	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, Status: p.Status, ObjectMeta: metav1.ObjectMeta{
 		Name:              p.Metadata.Name,
@@ -270,7 +272,7 @@ func observe(req *Request) (*observed, error) {
 		DeletionTimestamp: p.Metadata.DeletionTimestamp,
 		Annotations:       p.Metadata.Annotations,
 	}}
-	o := &observed{ws: ws, children: &req.Children}
+	o := &observed{ws: ws, children: &req.Children, whole: req.whole}
 	if err := decodeSpec(p.Spec, &ws.Spec); err != nil {
 		ws.Spec = v1alpha1.WorkspaceSpec{}
 		o.invalidSpec = &problem{reason: "InvalidSpec", message: err.Error() + "; existing children are kept unchanged until the spec is fixed"}
@@ -281,14 +283,11 @@ func observe(req *Request) (*observed, error) {
 	o.claims = claimsIn(req.Related.ResourceClaims)
 	name := metacontroller.Name(ws.Namespace, ws.Name)
 	if dep := req.Children.Deployments[name]; dep != nil {
-		var err error
-		if o.deployment, err = dep.deployment(keyDeployment + " " + name); err != nil {
-			return nil, err
-		}
+		o.deployment = dep.deployment()
 	}
 	o.hasService = req.Children.Services[name] != nil
 	o.hasHPA = req.Children.HPAs[name] != nil
-	return o, nil
+	return o
 }
 
 // decodeSpec decodes a Workspace spec, describing a failure in terms of the
@@ -339,7 +338,7 @@ func (c *Children) count() int {
 	return countOf(c.Deployments) + countOf(c.Services) + countOf(c.ConfigMaps) + countOf(c.HPAs) + countOf(c.PDBs)
 }
 
-func countOf[T any](m map[string]*Observed[T]) int {
+func countOf[T any](m map[string]*T) int {
 	n := 0
 	for _, v := range m {
 		if v != nil {

@@ -28,6 +28,14 @@ func TestRequestKeys(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request keys: -want, +got:\n%s", diff)
 	}
+	// The children decoded whole for freezing come from the same keys.
+	children, whole := reflect.TypeFor[Children](), reflect.TypeFor[wholeChildren]()
+	for f := range children.Fields() {
+		w, ok := whole.FieldByName(f.Name)
+		if !ok || w.Tag != f.Tag {
+			t.Errorf("wholeChildren.%s: tag %q, want %q as in Children", f.Name, w.Tag, f.Tag)
+		}
+	}
 }
 
 func TestObjectCount(t *testing.T) {
@@ -51,14 +59,11 @@ func TestDeploymentView(t *testing.T) {
 	  "spec":{"replicas":2,"template":{"metadata":{"annotations":{"formspec.dev/artifact-binary-hash":"h"}},"spec":{"containers":[{"name":"c"}]}}},
 	  "status":{"observedGeneration":3,"replicas":3,"updatedReplicas":2,"readyReplicas":1,"availableReplicas":1,"terminatingReplicas":1,
 	    "conditions":[{"type":"Progressing","status":"False","reason":"ProgressDeadlineExceeded","message":"m","lastUpdateTime":"2026-01-10T09:00:00Z"}]}}`
-	var o Observed[appsv1.Deployment]
-	if err := json.Unmarshal([]byte(body), &o); err != nil {
+	var req Request
+	if err := req.Decode([]byte(`{"children":{"Deployment.apps/v1":{"n/a":` + body + `}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := o.deployment("d")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := req.Children.Deployments["n/a"].deployment()
 	want := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "n", Generation: 3},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
@@ -69,8 +74,9 @@ func TestDeploymentView(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("deployment view: -want, +got:\n%s", diff)
 	}
-	bad := Observed[appsv1.Deployment]{raw: []byte(`{"spec":{"replicas":"two"}}`)}
-	if _, err := bad.deployment("d"); err == nil {
-		t.Error("a replicas count that is a string: got no error, want one")
+	for _, child := range []string{`{"spec":{"replicas":"two"}}`, `[]`, `"a"`} {
+		if err := new(Request).Decode([]byte(`{"children":{"Deployment.apps/v1":{"n/a":` + child + `}}}`)); err == nil {
+			t.Errorf("observed Deployment %s: got no error, want the request refused", child)
+		}
 	}
 }
