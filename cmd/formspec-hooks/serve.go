@@ -147,6 +147,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if f.maxInFlightBytes == 0 {
 		f.maxInFlightBytes = defaultInFlightBytes(memoryLimit(), f.maxBodyBytes)
 	}
+	tuneGC(os.Getenv)
 	if f.shutdownDelay < 0 || f.shutdownTimeout <= 0 {
 		return cliflag.Usagef(fs, "--shutdown-delay must not be negative and --shutdown-timeout must be positive")
 	}
@@ -286,6 +287,23 @@ func memoryLimit() int64 {
 		return 0
 	}
 	return l
+}
+
+// defaultGCPercent is the hook server's GOGC when the environment sets
+// none. Its live heap is small and steady (a few MiB: the codec's compiled
+// types, pools, metrics) while every sync allocates tens of KiB, so at the
+// runtime's default of 100 it collects on every few hundred requests and
+// spends a fifth of its CPU doing so. Twice the headroom halves that for a
+// few MiB of heap (make bench prints the peak RSS; docs/testing.md), and
+// GOMEMLIMIT, which the deployment sets to the container's limit, still
+// bounds the heap whatever GOGC says.
+const defaultGCPercent = 200
+
+// tuneGC sets defaultGCPercent unless GOGC is set, which always wins.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 // defaultInFlightBytes budgets an eighth of the memory limit for request

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -151,6 +152,27 @@ func TestDefaultInFlightBytes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, defaultInFlightBytes(tc.limit, tc.maxBody)); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	cases := map[string]struct {
+		reason string
+		env    map[string]string
+		want   int
+	}{
+		"Unset": {reason: "Without GOGC the server takes its own default.", want: defaultGCPercent},
+		"Set":   {reason: "GOGC always wins (the runtime read it at start; tuneGC leaves it).", env: map[string]string{"GOGC": "50"}, want: 100},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			tuneGC(func(k string) string { return tc.env[k] })
+			if diff := cmp.Diff(tc.want, debug.SetGCPercent(100)); diff != "" {
+				t.Errorf("%s\nGC percent: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
