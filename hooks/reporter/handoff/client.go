@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
-	json "github.com/goccy/go-json"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -34,6 +33,12 @@ type Options struct {
 	// BatchBytes caps the encoded observations per POST (default 1 MiB, an
 	// eighth of what the sidecar accepts).
 	BatchBytes int
+	// Linger is how long Run waits, once an observation is queued, for
+	// more to gather before it posts (default 50ms), unless a whole batch
+	// is already queued; a busy server then posts about one batch per
+	// Linger rather than one per round trip, and the statuses of one object
+	// synced many times meanwhile are merged into one. Negative: no wait.
+	Linger time.Duration
 	// PostTimeout bounds one POST to the sidecar (default 2s).
 	PostTimeout time.Duration
 	// RetryDelay is the pause after a failed POST (default 1s), so a sidecar
@@ -59,26 +64,30 @@ type Options struct {
 // posted again once the sidecar is back; when the queue is full, the
 // oldest observation that is not a deletion is dropped, because a later
 // status of the same object supersedes it, while a lost deletion is never
-// repaired.
+// repaired. For the same reason a newer state of an object replaces the
+// one still queued (see Send).
 type Client struct {
 	base *url.URL
 	opts Options
 
-	mu      sync.Mutex
-	queue   []queued
-	bytes   int
-	seq     uint64
+	mu    sync.Mutex
+	queue []queued // in seq order
+	bytes int
+	seq   uint64
+	// latest maps an object to the seq of its queued state, the one a
+	// newer state may replace.
+	latest map[objKey]uint64
+	// deleted maps a workspace's "namespace/name" to the seq of its latest
+	// queued deletion: no status is merged across it.
+	deleted map[string]uint64
+	// posting is the last seq of the batch being posted (0: none); what is
+	// up to it is never replaced.
+	posting uint64
 	waiting chan struct{} // nudges Run when the queue gains an observation
 
-	dropped atomic.Uint64
-	posted  *prometheus.CounterVec
-}
-
-// queued is one encoded observation.
-type queued struct {
-	seq      uint64
-	raw      []byte
-	deletion bool
+	dropped   atomic.Uint64
+	coalesced atomic.Uint64
+	posted    *prometheus.CounterVec
 }
 
 // New returns a Client for the sidecar at baseURL, e.g.
@@ -95,6 +104,9 @@ func New(baseURL string, opts Options) (*Client, error) {
 	setDefault(&opts.QueueBytes, 8<<20)
 	setDefault(&opts.BatchSize, 128)
 	setDefault(&opts.BatchBytes, 1<<20)
+	if opts.Linger == 0 {
+		opts.Linger = 50 * time.Millisecond
+	}
 	setDefault(&opts.PostTimeout, 2*time.Second)
 	setDefault(&opts.RetryDelay, time.Second)
 	setDefault(&opts.LogInterval, 30*time.Second)
@@ -110,6 +122,8 @@ func New(baseURL string, opts Options) (*Client, error) {
 	return &Client{
 		base:    u,
 		opts:    opts,
+		latest:  map[objKey]uint64{},
+		deleted: map[string]uint64{},
 		waiting: make(chan struct{}, 1),
 		posted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_hooks_reporter_handoff_batches_total",
@@ -138,101 +152,11 @@ func (c *Client) Collectors() []prometheus.Collector {
 		Name: "formspec_hooks_reporter_handoff_pending_bytes",
 		Help: "Encoded size of the observations waiting to be posted to the reporter sidecar.",
 	}, func() float64 { return float64(c.PendingBytes()) })
-	return []prometheus.Collector{dropped, pending, pendingBytes, c.posted}
-}
-
-// Send queues obs for the sidecar and returns at once, dropping what it
-// must to stay within QueueSize and QueueBytes. It encodes obs on the
-// caller's goroutine (a hook's), so it uses the hooks' codec, not
-// encoding/json: the same bytes, at a fraction of the cost.
-func (c *Client) Send(obs observation.Observation) {
-	raw, err := json.Marshal(obs)
-	if err != nil || len(raw) > c.opts.BatchBytes {
-		// Nothing the sidecar could take: count it rather than let it
-		// block the queue.
-		c.dropped.Add(1)
-		return
-	}
-	c.mu.Lock()
-	c.seq++
-	c.queue = append(c.queue, queued{seq: c.seq, raw: raw, deletion: obs.WorkspaceDeleted != nil})
-	c.bytes += len(raw)
-	for len(c.queue) > c.opts.QueueSize || c.bytes > c.opts.QueueBytes {
-		c.evict()
-	}
-	c.mu.Unlock()
-	select {
-	case c.waiting <- struct{}{}:
-	default:
-	}
-}
-
-// evict drops the oldest observation that is not a deletion, or the oldest
-// deletion when nothing else is left. Called with the lock held.
-func (c *Client) evict() {
-	i := 0
-	for j, q := range c.queue {
-		if !q.deletion {
-			i = j
-			break
-		}
-	}
-	c.bytes -= len(c.queue[i].raw)
-	c.queue[i] = queued{}
-	c.queue = append(c.queue[:i], c.queue[i+1:]...)
-	c.dropped.Add(1)
-}
-
-// Dropped returns how many observations have been dropped so far.
-func (c *Client) Dropped() uint64 {
-	return c.dropped.Load()
-}
-
-// Pending returns how many observations wait to be posted.
-func (c *Client) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue)
-}
-
-// PendingBytes returns the encoded size of the observations waiting.
-func (c *Client) PendingBytes() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bytes
-}
-
-// peek returns up to BatchSize observations, within BatchBytes, from the
-// head of the queue, leaving them there until they are acknowledged.
-func (c *Client) peek() []queued {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	size := 0
-	n := 0
-	for n < len(c.queue) && n < c.opts.BatchSize && size+len(c.queue[n].raw) <= c.opts.BatchBytes {
-		size += len(c.queue[n].raw)
-		n++
-	}
-	return append([]queued(nil), c.queue[:n]...)
-}
-
-// ack removes the observations up to seq from the head of the queue: the
-// sidecar has them (or refused them for good). Those evicted meanwhile are
-// already gone.
-func (c *Client) ack(seq uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for n < len(c.queue) && c.queue[n].seq <= seq {
-		c.bytes -= len(c.queue[n].raw)
-		c.queue[n] = queued{}
-		n++
-	}
-	c.queue = c.queue[n:]
-	if len(c.queue) == 0 {
-		// Let the backing array go once drained, so a burst does not pin it.
-		c.queue = nil
-	}
+	coalesced := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "formspec_hooks_reporter_handoff_coalesced_total",
+		Help: "Observations that replaced a queued, not yet posted observation of the same object on its way to the reporter sidecar.",
+	}, func() float64 { return float64(c.coalesced.Load()) })
+	return []prometheus.Collector{dropped, coalesced, pending, pendingBytes, c.posted}
 }
 
 // errRefused is the sidecar's 413 or another 4xx that is about the batch
@@ -243,17 +167,18 @@ var errRefused = errors.New("reporter refused the batch")
 // Run posts queued observations to the sidecar in batches until ctx ends,
 // then makes one last attempt, bounded by PostTimeout, to post what is
 // still queued, so that what the hooks observed while the server drained
-// is not lost. A batch the sidecar does not take is kept and posted again
-// after RetryDelay; a batch it refuses (too large, or undecodable) is split
-// in halves until the one observation at fault is found and dropped.
+// is not lost. Once something is queued it waits up to Linger for more,
+// unless a whole batch is queued. A batch the sidecar does not take is kept
+// and posted again after RetryDelay (without lingering); a batch it refuses
+// (too large, or undecodable) is split in halves until the one observation
+// at fault is found and dropped.
 func (c *Client) Run(ctx context.Context) error {
 	var (
 		lastLog time.Time
 		failing bool
 	)
 	for {
-		batch := c.peek()
-		if len(batch) == 0 {
+		if c.Pending() == 0 {
 			select {
 			case <-ctx.Done():
 				c.flush()
@@ -262,7 +187,11 @@ func (c *Client) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		err := c.deliver(ctx, batch)
+		if !failing && !c.linger(ctx) {
+			c.flush()
+			return nil
+		}
+		n, err := c.postNext(ctx)
 		if err == nil {
 			if failing {
 				c.opts.Logger.Info("handing observations to the reporter again")
@@ -275,7 +204,7 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		}
 		if !failing || time.Since(lastLog) >= c.opts.LogInterval {
-			c.opts.Logger.Warn("cannot hand observations to the reporter; keeping them for a retry", "count", len(batch), "err", err)
+			c.opts.Logger.Warn("cannot hand observations to the reporter; keeping them for a retry", "count", n, "err", err)
 			lastLog, failing = time.Now(), true
 		}
 		t := time.NewTimer(c.opts.RetryDelay)
@@ -287,6 +216,37 @@ func (c *Client) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// linger waits up to Linger for a whole batch to gather, and reports
+// false if ctx ends meanwhile.
+func (c *Client) linger(ctx context.Context) bool {
+	if c.opts.Linger < 0 || c.full() {
+		return true
+	}
+	t := time.NewTimer(c.opts.Linger)
+	defer t.Stop()
+	for !c.full() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-c.waiting:
+		}
+	}
+	return true
+}
+
+// postNext delivers the batch at the head of the queue and says how many
+// observations it held.
+func (c *Client) postNext(ctx context.Context) (int, error) {
+	batch := c.peek()
+	if len(batch) == 0 {
+		return 0, nil
+	}
+	defer c.done()
+	return len(batch), c.deliver(ctx, batch)
 }
 
 // deliver posts batch and acknowledges what the sidecar took. A refused
@@ -323,8 +283,7 @@ func (c *Client) flush() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.PostTimeout)
 	defer cancel()
 	for {
-		batch := c.peek()
-		if len(batch) == 0 || c.deliver(ctx, batch) != nil {
+		if n, err := c.postNext(ctx); n == 0 || err != nil {
 			return
 		}
 	}

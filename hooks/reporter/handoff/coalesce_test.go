@@ -1,0 +1,479 @@
+package handoff
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+)
+
+func wsStatus(ns, name string, uid types.UID, phase string) observation.Observation {
+	return observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: ns, Name: name, UID: uid, Phase: phase}}
+}
+
+func wsDeleted(ns, name string, uid types.UID) observation.Observation {
+	return observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: ns, Name: name, UID: uid}}
+}
+
+func node(name, version string) observation.Observation {
+	return observation.Observation{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: version}}}
+}
+
+func pod(ns, name, nodeName string) observation.Observation {
+	return observation.Observation{Pod: &observation.PodPlacement{Namespace: ns, Name: name, Workspace: "w", NodeName: nodeName}}
+}
+
+func claim(ns, name string, uid types.UID, reason string) observation.Observation {
+	return observation.Observation{Claim: &observation.ClaimDecision{Namespace: ns, Name: name, UID: uid, Reason: reason}}
+}
+
+// describe decodes observations into one line each, naming the object and
+// the field that tells one state of it from another.
+func describe(t *testing.T, raws [][]byte) []string {
+	t.Helper()
+	var out []string
+	for _, raw := range raws {
+		var o observation.Observation
+		if err := json.Unmarshal(raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case o.Workspace != nil:
+			out = append(out, fmt.Sprintf("workspace %s/%s %s %s", o.Workspace.Namespace, o.Workspace.Name, o.Workspace.UID, o.Workspace.Phase))
+		case o.WorkspaceDeleted != nil:
+			out = append(out, fmt.Sprintf("deleted %s/%s %s", o.WorkspaceDeleted.Namespace, o.WorkspaceDeleted.Name, o.WorkspaceDeleted.UID))
+		case o.Node != nil:
+			out = append(out, fmt.Sprintf("node %s %s", o.Node.Name, o.Node.ResourceVersion))
+		case o.Pod != nil:
+			out = append(out, fmt.Sprintf("pod %s/%s %s", o.Pod.Namespace, o.Pod.Name, o.Pod.NodeName))
+		case o.Claim != nil:
+			out = append(out, fmt.Sprintf("claim %s/%s %s %s", o.Claim.Namespace, o.Claim.Name, o.Claim.UID, o.Claim.Reason))
+		}
+	}
+	return out
+}
+
+// queuedNow returns the queued observations' bytes and their total, without
+// marking anything as being posted as peek does.
+func queuedNow(c *Client) (raws [][]byte, size int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, q := range c.queue {
+		raws = append(raws, q.raw)
+		size += len(q.raw)
+	}
+	return raws, size
+}
+
+// running returns a Client for url whose Run goes on until the test ends.
+func running(t *testing.T, url string, opts Options) *Client {
+	t.Helper()
+	c, err := New(url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = c.Run(ctx) }()
+	return c
+}
+
+// eventually waits, generously, until cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestCoalescing shows which observations a newer one replaces in place,
+// and which it is appended after.
+func TestCoalescing(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		opts          Options
+		sends         []observation.Observation
+		want          []string
+		wantCoalesced uint64
+		wantDropped   uint64
+	}{{
+		name:          "LatestStatusKeepsTheOlderPlace",
+		sends:         []observation.Observation{wsStatus("ns", "a", "", "Pending"), wsStatus("ns", "b", "", "Ready"), wsStatus("ns", "a", "", "Ready")},
+		want:          []string{"workspace ns/a  Ready", "workspace ns/b  Ready"},
+		wantCoalesced: 1,
+	}, {
+		name: "DifferentObjectsAreNotMerged",
+		sends: []observation.Observation{
+			wsStatus("ns", "a", "", "Pending"),
+			wsStatus("other", "a", "", "Pending"),
+			wsStatus("ns", "a", "u1", "Pending"),
+			wsStatus("ns", "a", "u2", "Pending"),
+			claim("ns", "a", "", "Pending"),
+			pod("ns", "a", "n1"),
+			node("a", "1"),
+		},
+		want: []string{
+			"workspace ns/a  Pending",
+			"workspace other/a  Pending",
+			"workspace ns/a u1 Pending",
+			"workspace ns/a u2 Pending",
+			"claim ns/a  Pending",
+			"pod ns/a n1",
+			"node a 1",
+		},
+	}, {
+		name:          "WorkspaceByUID",
+		sends:         []observation.Observation{wsStatus("ns", "a", "u1", "Pending"), wsStatus("ns", "a", "u1", "Ready")},
+		want:          []string{"workspace ns/a u1 Ready"},
+		wantCoalesced: 1,
+	}, {
+		name:          "NodeByName",
+		sends:         []observation.Observation{node("n1", "1"), node("n2", "1"), node("n1", "2"), node("n1", "3")},
+		want:          []string{"node n1 3", "node n2 1"},
+		wantCoalesced: 2,
+	}, {
+		name:          "PodByNamespaceAndName",
+		sends:         []observation.Observation{pod("ns", "p", "n1"), pod("ns", "p", "n2")},
+		want:          []string{"pod ns/p n2"},
+		wantCoalesced: 1,
+	}, {
+		name:          "ClaimByUID",
+		sends:         []observation.Observation{claim("ns", "c", "u", "Pending"), claim("ns", "c", "u", "Granted")},
+		want:          []string{"claim ns/c u Granted"},
+		wantCoalesced: 1,
+	}, {
+		name:  "DeletionsAreNeverMerged",
+		sends: []observation.Observation{wsDeleted("ns", "a", "u1"), wsDeleted("ns", "a", "u1")},
+		want:  []string{"deleted ns/a u1", "deleted ns/a u1"},
+	}, {
+		name: "StatusAfterADeletionIsAppended",
+		sends: []observation.Observation{
+			wsStatus("ns", "a", "", "Pending"),
+			wsDeleted("ns", "a", ""),
+			wsStatus("ns", "a", "", "Ready"),
+			wsStatus("ns", "a", "", "Degraded"),
+		},
+		want:          []string{"workspace ns/a  Pending", "deleted ns/a ", "workspace ns/a  Degraded"},
+		wantCoalesced: 1,
+	}, {
+		name: "RecreatedWorkspace",
+		sends: []observation.Observation{
+			wsStatus("ns", "a", "u1", "Ready"),
+			wsDeleted("ns", "a", "u1"),
+			wsStatus("ns", "a", "u2", "Pending"),
+			wsStatus("ns", "a", "u2", "Ready"),
+		},
+		want:          []string{"workspace ns/a u1 Ready", "deleted ns/a u1", "workspace ns/a u2 Ready"},
+		wantCoalesced: 1,
+	}, {
+		// The deletion names another UID than the status: merged by name,
+		// the status would move before a deletion the reporter applies by
+		// name.
+		name: "NoMergeAcrossADeletionOfAnotherUID",
+		sends: []observation.Observation{
+			wsStatus("ns", "a", "u2", "Pending"),
+			wsDeleted("ns", "a", "u1"),
+			wsStatus("ns", "a", "u2", "Ready"),
+		},
+		want: []string{"workspace ns/a u2 Pending", "deleted ns/a u1", "workspace ns/a u2 Ready"},
+	}, {
+		name: "DeletionOfAnotherWorkspaceIsNoBarrier",
+		sends: []observation.Observation{
+			wsStatus("ns", "a", "", "Pending"),
+			wsDeleted("ns", "b", ""),
+			wsStatus("ns", "a", "", "Ready"),
+		},
+		want:          []string{"workspace ns/a  Ready", "deleted ns/b "},
+		wantCoalesced: 1,
+	}, {
+		// a is evicted, so its next status is appended; c, still queued,
+		// is replaced in place.
+		name: "EvictionKeepsTheIndexInStep",
+		opts: Options{QueueSize: 2},
+		sends: []observation.Observation{
+			wsStatus("ns", "a", "", "Pending"),
+			wsStatus("ns", "b", "", "Pending"),
+			wsStatus("ns", "c", "", "Pending"),
+			wsStatus("ns", "a", "", "Ready"),
+			wsStatus("ns", "c", "", "Ready"),
+		},
+		want:          []string{"workspace ns/c  Ready", "workspace ns/a  Ready"},
+		wantCoalesced: 1,
+		wantDropped:   2,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := New("http://127.0.0.1:1", tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range tc.sends {
+				c.Send(o)
+			}
+			raws, size := queuedNow(c)
+			if diff := cmp.Diff(tc.want, describe(t, raws)); diff != "" {
+				t.Errorf("queued (-want, +got):\n%s", diff)
+			}
+			if got := c.PendingBytes(); got != size {
+				t.Errorf("PendingBytes() = %d, want %d, the size of what is queued", got, size)
+			}
+			if got := c.Coalesced(); got != tc.wantCoalesced {
+				t.Errorf("Coalesced() = %d, want %d", got, tc.wantCoalesced)
+			}
+			if got := c.Dropped(); got != tc.wantDropped {
+				t.Errorf("Dropped() = %d, want %d", got, tc.wantDropped)
+			}
+		})
+	}
+}
+
+// TestCoalescedMetric checks the counter under the name the hook server
+// exports.
+func TestCoalescedMetric(t *testing.T) {
+	c, err := New("http://127.0.0.1:1", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c.Collectors()...)
+	for _, phase := range []string{"Pending", "Ready", "Degraded"} {
+		c.Send(wsStatus("ns", "a", "", phase))
+	}
+	c.Send(wsStatus("ns", "b", "", "Ready"))
+	want := `
+# HELP formspec_hooks_reporter_handoff_coalesced_total Observations that replaced a queued, not yet posted observation of the same object on its way to the reporter sidecar.
+# TYPE formspec_hooks_reporter_handoff_coalesced_total counter
+formspec_hooks_reporter_handoff_coalesced_total 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "formspec_hooks_reporter_handoff_coalesced_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// batchSidecar is a fake reporter that sends each batch it takes, described,
+// on the returned channel; each POST first waits for gate to yield (a
+// closed channel lets every POST through).
+func batchSidecar(t *testing.T, gate <-chan struct{}, entered chan<- struct{}) (*httptest.Server, chan []string) {
+	got := make(chan []string, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			Observations []json.RawMessage `json:"observations"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			t.Errorf("cannot decode batch: %v", err)
+		}
+		if entered != nil {
+			entered <- struct{}{}
+		}
+		<-gate
+		raws := make([][]byte, len(b.Observations))
+		for i, o := range b.Observations {
+			raws[i] = o
+		}
+		got <- describe(t, raws)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func receiveBatch(t *testing.T, got chan []string) []string {
+	t.Helper()
+	select {
+	case b := <-got:
+		return b
+	case <-time.After(20 * time.Second):
+		t.Fatal("gave up waiting for a batch")
+		return nil
+	}
+}
+
+// TestInFlightIsNotReplaced shows a status sent while the queued status of
+// the same object is being posted appended, not put in its place, where
+// the ack would drop it unposted.
+func TestInFlightIsNotReplaced(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 10)
+	srv, got := batchSidecar(t, release, entered)
+	c := running(t, srv.URL, Options{Linger: -1})
+	c.Send(wsStatus("ns", "a", "", "Pending"))
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sidecar got no POST")
+	}
+	c.Send(wsStatus("ns", "a", "", "Ready"))
+	c.Send(wsStatus("ns", "a", "", "Degraded"))
+	raws, _ := queuedNow(c)
+	want := []string{"workspace ns/a  Pending", "workspace ns/a  Degraded"}
+	if diff := cmp.Diff(want, describe(t, raws)); diff != "" {
+		t.Errorf("queued while posting (-want, +got):\n%s", diff)
+	}
+	close(release)
+	var posted []string
+	for len(posted) < 2 {
+		posted = append(posted, receiveBatch(t, got)...)
+	}
+	if diff := cmp.Diff(want, posted); diff != "" {
+		t.Errorf("posted (-want, +got):\n%s", diff)
+	}
+	// Acknowledged, the object is no longer queued: its next status is
+	// queued and posted on its own.
+	c.Send(wsStatus("ns", "a", "", "Ready"))
+	if diff := cmp.Diff([]string{"workspace ns/a  Ready"}, receiveBatch(t, got)); diff != "" {
+		t.Errorf("posted after the ack (-want, +got):\n%s", diff)
+	}
+	if got := c.Coalesced(); got != 1 {
+		t.Errorf("Coalesced() = %d, want 1", got)
+	}
+}
+
+// TestFailedBatchIsReplaceable shows a batch the sidecar did not take
+// replaceable again once its POST is over: it is no longer in flight.
+func TestFailedBatchIsReplaceable(t *testing.T) {
+	c := running(t, closedURL(t), Options{Linger: -1, RetryDelay: time.Hour})
+	c.Send(wsStatus("ns", "a", "", "Pending"))
+	waitPosted(t, c, "error")
+	eventually(t, "the failed POST is over", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.posting == 0
+	})
+	c.Send(wsStatus("ns", "a", "", "Ready"))
+	raws, _ := queuedNow(c)
+	if diff := cmp.Diff([]string{"workspace ns/a  Ready"}, describe(t, raws)); diff != "" {
+		t.Errorf("queued after the failed POST (-want, +got):\n%s", diff)
+	}
+}
+
+// TestLinger shows Run gathering observations into one POST while it
+// lingers, posting a whole batch without waiting out the linger, and
+// posting the rest at once when stopped.
+func TestLinger(t *testing.T) {
+	one, err := json.Marshal(status(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{name: "FullByCount", opts: Options{Linger: time.Hour, BatchSize: 5}},
+		{name: "FullByBytes", opts: Options{Linger: time.Hour, BatchBytes: 5 * len(one)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			open := make(chan struct{})
+			close(open)
+			srv, got := batchSidecar(t, open, nil)
+			c, err := New(srv.URL, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stopped := make(chan struct{})
+			go func() {
+				defer close(stopped)
+				_ = c.Run(ctx)
+			}()
+			for i := 1; i <= 5; i++ {
+				c.Send(status(i))
+			}
+			want := []string{"workspace ns/ws-1  Ready", "workspace ns/ws-2  Ready", "workspace ns/ws-3  Ready", "workspace ns/ws-4  Ready", "workspace ns/ws-5  Ready"}
+			if diff := cmp.Diff(want, receiveBatch(t, got)); diff != "" {
+				t.Errorf("first POST (-want, +got):\n%s", diff)
+			}
+			// Stopping while that POST is unanswered would post it again.
+			eventually(t, "the first POST is acknowledged", func() bool { return c.Pending() == 0 })
+			c.Send(status(6))
+			c.Send(status(7))
+			cancel()
+			select {
+			case <-stopped:
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run did not return on stop")
+			}
+			if diff := cmp.Diff([]string{"workspace ns/ws-6  Ready", "workspace ns/ws-7  Ready"}, receiveBatch(t, got)); diff != "" {
+				t.Errorf("POST on stop (-want, +got):\n%s", diff)
+			}
+			if n := len(got); n != 0 {
+				t.Errorf("%d more POSTs, want none", n)
+			}
+		})
+	}
+}
+
+// TestLingerOff shows a negative Linger posting a lone observation without
+// waiting for more (a linger of an hour would never post it).
+func TestLingerOff(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	srv, got := batchSidecar(t, open, nil)
+	c := running(t, srv.URL, Options{Linger: -1})
+	c.Send(status(1))
+	if diff := cmp.Diff([]string{"workspace ns/ws-1  Ready"}, receiveBatch(t, got)); diff != "" {
+		t.Errorf("posted (-want, +got):\n%s", diff)
+	}
+}
+
+// TestLingerDefault shows which Linger a Client uses.
+func TestLingerDefault(t *testing.T) {
+	for _, tc := range []struct {
+		set, want time.Duration
+	}{
+		{set: 0, want: 50 * time.Millisecond},
+		{set: 10 * time.Millisecond, want: 10 * time.Millisecond},
+		{set: -1, want: -1},
+	} {
+		c, err := New("http://127.0.0.1:1", Options{Linger: tc.set})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.opts.Linger != tc.want {
+			t.Errorf("Linger %v: got %v, want %v", tc.set, c.opts.Linger, tc.want)
+		}
+	}
+}
+
+// BenchmarkSend measures Send with the sidecar down: into a full queue of
+// distinct objects (each Send evicts the head), and for one object synced
+// over and over (each Send replaces the queued status).
+func BenchmarkSend(b *testing.B) {
+	distinct := make([]observation.Observation, 4096)
+	for i := range distinct {
+		distinct[i] = status(i)
+	}
+	for name, next := range map[string]func(i int) observation.Observation{
+		"FullQueue":  func(i int) observation.Observation { return distinct[i%len(distinct)] },
+		"SameObject": func(int) observation.Observation { return distinct[0] },
+	} {
+		b.Run(name, func(b *testing.B) {
+			c, err := New("http://127.0.0.1:1", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c.Send(next(i))
+				i++
+			}
+		})
+	}
+}
