@@ -154,10 +154,9 @@ func TestCoalescing(t *testing.T) {
 		want:          []string{"pod ns/p n2"},
 		wantCoalesced: 1,
 	}, {
-		name:          "ClaimByUID",
-		sends:         []observation.Observation{claim("ns", "c", "u", "Pending"), claim("ns", "c", "u", "Granted")},
-		want:          []string{"claim ns/c u Granted"},
-		wantCoalesced: 1,
+		name:  "ClaimDecisionsAreNeverMerged",
+		sends: []observation.Observation{claim("ns", "c", "u", "Denied"), claim("ns", "c", "u", "Granted")},
+		want:  []string{"claim ns/c u Denied", "claim ns/c u Granted"},
 	}, {
 		name:  "DeletionsAreNeverMerged",
 		sends: []observation.Observation{wsDeleted("ns", "a", "u1"), wsDeleted("ns", "a", "u1")},

@@ -32,7 +32,6 @@ const (
 	kindWorkspace objKind = iota + 1
 	kindNode
 	kindPod
-	kindClaim
 )
 
 // objKey identifies the object of a state observation: its kind and UID
@@ -66,9 +65,10 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 		q.key = objKey{kind: kindNode, name: obs.Node.Name}
 	case obs.Pod != nil:
 		q.key = nameKey(kindPod, "", obs.Pod.Namespace, obs.Pod.Name)
-	case obs.Claim != nil:
-		q.key = nameKey(kindClaim, obs.Claim.UID, obs.Claim.Namespace, obs.Claim.Name)
 	}
+	// A claim decision is never replaced: each one is a decision the
+	// reporter records as an Event (granted, denied, rotated), and a denial
+	// must not vanish because a grant followed it quickly.
 	return q
 }
 
@@ -77,8 +77,7 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 // caller's goroutine (a hook's), so it uses the hooks' codec, not
 // encoding/json: the same bytes, at a fraction of the cost.
 //
-// A state (a workspace status, a node, a pod placement, a claim decision)
-// replaces the queued observation of the same object that is not yet
+// A state (a workspace status, a node, a pod placement) replaces the queued observation of the same object that is not yet
 // being posted, in its place, since the sidecar keeps only the latest
 // state per object anyway; it is appended instead when that one is being
 // posted, or when a deletion of the same workspace was queued after it.
