@@ -150,7 +150,7 @@ load:
 # lean HTTP/1.1 client that costs about what wrk does, leaving the CPU to
 # the servers. About 90 s with the defaults. Compare ratios, not absolute
 # figures.
-BENCH_FLAGS ?= -duration 8s -workers 8
+BENCH_FLAGS ?= -duration 8s -workers 8 -cpus split
 BENCH_MATCH ?= workspace/sync/steady-ready workspace/sync
 bench: build
 	$(GO) build -o $(BIN)/load ./test/load

@@ -36,8 +36,11 @@ import (
 // compareOptions are the -compare flags.
 type compareOptions struct {
 	hooksBin, fixtures, match string
-	workers, rounds           int
-	duration, warmup          time.Duration
+	// cpus is "split" (the driver on one CPU, the servers on the others)
+	// or "shared" (everything wherever the operating system puts it).
+	cpus             string
+	workers, rounds  int
+	duration, warmup time.Duration
 }
 
 type server struct {
@@ -53,6 +56,26 @@ func compare(opts compareOptions, stdout io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
+	}
+	var cpus cpuSet
+	placement := "driver and servers share every CPU"
+	switch opts.cpus {
+	case "split":
+		driver, servers, desc, err := splitCPUs()
+		if err != nil {
+			return err
+		}
+		if err := pinSelf(driver); err != nil {
+			return err
+		}
+		cpus, placement = servers, desc
+	case "shared":
+	default:
+		return fmt.Errorf("-cpus must be split or shared, not %q", opts.cpus)
+	}
+	startCmd := func(cmd *exec.Cmd) (*exec.Cmd, error) {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		return cmd, startOn(cmd, cpus)
 	}
 	goServer := func(mode string) func(string) (*exec.Cmd, error) {
 		return func(addr string) (*exec.Cmd, error) {
@@ -91,8 +114,8 @@ func compare(opts compareOptions, stdout io.Writer) error {
 	}
 	servers = append(servers, server{"floor", goServer("floor")})
 
-	fmt.Fprintf(stdout, "%d fixtures (%s), %d connections, %s per server in %d interleaved rounds, after %s warm-up\n",
-		len(reqs), opts.match, opts.workers, opts.duration, opts.rounds, opts.warmup)
+	fmt.Fprintf(stdout, "%d fixtures (%s), %d connections, %s per server in %d interleaved rounds, after %s warm-up; %s\n",
+		len(reqs), opts.match, opts.workers, opts.duration, opts.rounds, opts.warmup, placement)
 	results, rss, err := measure(servers, reqs, opts)
 	if err != nil {
 		return err
@@ -177,11 +200,6 @@ func measure(servers []server, reqs []request, opts compareOptions) (map[string]
 		rss[s.name] = peakRSS(procs[i].cmd.Process.Pid)
 	}
 	return results, rss, nil
-}
-
-func startCmd(cmd *exec.Cmd) (*exec.Cmd, error) {
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	return cmd, cmd.Start()
 }
 
 func freeAddr() (string, error) {

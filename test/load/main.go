@@ -15,8 +15,10 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,6 +62,7 @@ func run(args []string, stdout io.Writer) error {
 	compareWith := fs.String("compare", "", "instead of loading -url, start this formspec-hooks binary and the comparison servers one after the other and print them side by side (make bench)")
 	warmup := fs.Duration("warmup", 2*time.Second, "with -compare: load each server this long before measuring")
 	rounds := fs.Int("rounds", 10, "with -compare: split -duration into this many rounds, each server in turn")
+	cpus := fs.String("cpus", "split", "with -compare: split puts the driver on one CPU and every server on the others, so that no server is measured while the load takes its CPU; shared lets them all run anywhere")
 	serve := fs.String("serve", "", "run a comparison server (roundtrip or floor) on -url; used by -compare")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -68,7 +71,7 @@ func run(args []string, stdout io.Writer) error {
 		return serveComparison(*serve, *base, *fixtures, *match)
 	}
 	if *compareWith != "" {
-		return compare(compareOptions{hooksBin: *compareWith, fixtures: *fixtures, match: *match, workers: *workers, rounds: max(1, *rounds), duration: *duration, warmup: *warmup}, stdout)
+		return compare(compareOptions{hooksBin: *compareWith, fixtures: *fixtures, match: *match, cpus: *cpus, workers: *workers, rounds: max(1, *rounds), duration: *duration, warmup: *warmup}, stdout)
 	}
 	if *workers < 1 || *duration <= 0 || *duration > 5*time.Minute || *maxRequests < 1 {
 		return errors.New("want -workers ≥ 1, 0 < -duration ≤ 5m, -max-requests ≥ 1")
@@ -214,12 +217,18 @@ func load(dir, match string) ([]request, error) {
 		if !strings.Contains(rel, match) {
 			continue
 		}
-		body, err := os.ReadFile(f)
+		pretty, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
+		// Sent compact, as Metacontroller sends requests (Go's
+		// encoding/json); the files are indented for people.
+		var body bytes.Buffer
+		if err := json.Compact(&body, pretty); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
 		i := strings.LastIndex(rel, "/")
-		out = append(out, request{path: "/v1/" + rel[:i], name: rel[i+1:], body: body})
+		out = append(out, request{path: "/v1/" + rel[:i], name: rel[i+1:], body: body.Bytes()})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no fixtures under %s match %q", dir, match)
