@@ -96,6 +96,9 @@ type wsEntry struct {
 }
 
 // wsFacts are what the reporter acts on in a workspace observation.
+// Keep it in step with observation.Milestones: the hand-off merges two
+// statuses only when their milestones are equal, so every transition of
+// these facts reaches the reporter.
 type wsFacts struct {
 	class        string
 	phase        string

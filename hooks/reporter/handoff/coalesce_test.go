@@ -20,8 +20,20 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
-func wsStatus(ns, name string, uid types.UID, phase string) observation.Observation {
-	return observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: ns, Name: name, UID: uid, Phase: phase}}
+// wsStatus is a Ready workspace's status with ready replicas: statuses
+// that differ only in that are the same state, told more recently.
+func wsStatus(ns, name string, uid types.UID, ready int32) observation.Observation {
+	return observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: ns, Name: name, UID: uid, Phase: "Ready", ReadyReplicas: ready}}
+}
+
+func withHashes(o observation.Observation, running, wanted string) observation.Observation {
+	o.Workspace.ArtifactHash, o.Workspace.WantedArtifactHash = running, wanted
+	return o
+}
+
+func withPhase(o observation.Observation, phase string) observation.Observation {
+	o.Workspace.Phase = phase
+	return o
 }
 
 func wsDeleted(ns, name string, uid types.UID) observation.Observation {
@@ -52,7 +64,15 @@ func describe(t *testing.T, raws [][]byte) []string {
 		}
 		switch {
 		case o.Workspace != nil:
-			out = append(out, fmt.Sprintf("workspace %s/%s %s %s", o.Workspace.Namespace, o.Workspace.Name, o.Workspace.UID, o.Workspace.Phase))
+			w := o.Workspace
+			d := fmt.Sprintf("workspace %s/%s %s ready=%d", w.Namespace, w.Name, w.UID, w.ReadyReplicas)
+			if w.WantedArtifactHash != "" {
+				d += fmt.Sprintf(" %s->%s", w.ArtifactHash, w.WantedArtifactHash)
+			}
+			if w.Phase != "Ready" {
+				d += " " + w.Phase
+			}
+			out = append(out, d)
 		case o.WorkspaceDeleted != nil:
 			out = append(out, fmt.Sprintf("deleted %s/%s %s", o.WorkspaceDeleted.Namespace, o.WorkspaceDeleted.Name, o.WorkspaceDeleted.UID))
 		case o.Node != nil:
@@ -115,33 +135,52 @@ func TestCoalescing(t *testing.T) {
 		wantDropped   uint64
 	}{{
 		name:          "LatestStatusKeepsTheOlderPlace",
-		sends:         []observation.Observation{wsStatus("ns", "a", "", "Pending"), wsStatus("ns", "b", "", "Ready"), wsStatus("ns", "a", "", "Ready")},
-		want:          []string{"workspace ns/a  Ready", "workspace ns/b  Ready"},
+		sends:         []observation.Observation{wsStatus("ns", "a", "", 0), wsStatus("ns", "b", "", 1), wsStatus("ns", "a", "", 1)},
+		want:          []string{"workspace ns/a  ready=1", "workspace ns/b  ready=1"},
 		wantCoalesced: 1,
 	}, {
 		name: "DifferentObjectsAreNotMerged",
 		sends: []observation.Observation{
-			wsStatus("ns", "a", "", "Pending"),
-			wsStatus("other", "a", "", "Pending"),
-			wsStatus("ns", "a", "u1", "Pending"),
-			wsStatus("ns", "a", "u2", "Pending"),
+			wsStatus("ns", "a", "", 0),
+			wsStatus("other", "a", "", 0),
+			wsStatus("ns", "a", "u1", 0),
+			wsStatus("ns", "a", "u2", 0),
 			claim("ns", "a", "", "Pending"),
 			pod("ns", "a", "n1"),
 			node("a", "1"),
 		},
 		want: []string{
-			"workspace ns/a  Pending",
-			"workspace other/a  Pending",
-			"workspace ns/a u1 Pending",
-			"workspace ns/a u2 Pending",
+			"workspace ns/a  ready=0",
+			"workspace other/a  ready=0",
+			"workspace ns/a u1 ready=0",
+			"workspace ns/a u2 ready=0",
 			"claim ns/a  Pending",
 			"pod ns/a n1",
 			"node a 1",
 		},
 	}, {
+		// A transition the reporter announces (here a rollout starting,
+		// then done) reaches it even when the next status follows at
+		// once; further statuses of the same state still merge.
+		name: "TransitionsAreKept",
+		sends: []observation.Observation{
+			wsStatus("ns", "a", "", 1),
+			withHashes(wsStatus("ns", "a", "", 1), "h1", "h2"),
+			withHashes(wsStatus("ns", "a", "", 1), "h2", "h2"),
+			withHashes(wsStatus("ns", "a", "", 2), "h2", "h2"),
+			withPhase(wsStatus("ns", "a", "", 0), "Degraded"),
+		},
+		want: []string{
+			"workspace ns/a  ready=1",
+			"workspace ns/a  ready=1 h1->h2",
+			"workspace ns/a  ready=2 h2->h2",
+			"workspace ns/a  ready=0 Degraded",
+		},
+		wantCoalesced: 1,
+	}, {
 		name:          "WorkspaceByUID",
-		sends:         []observation.Observation{wsStatus("ns", "a", "u1", "Pending"), wsStatus("ns", "a", "u1", "Ready")},
-		want:          []string{"workspace ns/a u1 Ready"},
+		sends:         []observation.Observation{wsStatus("ns", "a", "u1", 0), wsStatus("ns", "a", "u1", 1)},
+		want:          []string{"workspace ns/a u1 ready=1"},
 		wantCoalesced: 1,
 	}, {
 		name:          "NodeByName",
@@ -164,22 +203,22 @@ func TestCoalescing(t *testing.T) {
 	}, {
 		name: "StatusAfterADeletionIsAppended",
 		sends: []observation.Observation{
-			wsStatus("ns", "a", "", "Pending"),
+			wsStatus("ns", "a", "", 0),
 			wsDeleted("ns", "a", ""),
-			wsStatus("ns", "a", "", "Ready"),
-			wsStatus("ns", "a", "", "Degraded"),
+			wsStatus("ns", "a", "", 1),
+			wsStatus("ns", "a", "", 2),
 		},
-		want:          []string{"workspace ns/a  Pending", "deleted ns/a ", "workspace ns/a  Degraded"},
+		want:          []string{"workspace ns/a  ready=0", "deleted ns/a ", "workspace ns/a  ready=2"},
 		wantCoalesced: 1,
 	}, {
 		name: "RecreatedWorkspace",
 		sends: []observation.Observation{
-			wsStatus("ns", "a", "u1", "Ready"),
+			wsStatus("ns", "a", "u1", 1),
 			wsDeleted("ns", "a", "u1"),
-			wsStatus("ns", "a", "u2", "Pending"),
-			wsStatus("ns", "a", "u2", "Ready"),
+			wsStatus("ns", "a", "u2", 0),
+			wsStatus("ns", "a", "u2", 1),
 		},
-		want:          []string{"workspace ns/a u1 Ready", "deleted ns/a u1", "workspace ns/a u2 Ready"},
+		want:          []string{"workspace ns/a u1 ready=1", "deleted ns/a u1", "workspace ns/a u2 ready=1"},
 		wantCoalesced: 1,
 	}, {
 		// The deletion names another UID than the status: merged by name,
@@ -187,19 +226,19 @@ func TestCoalescing(t *testing.T) {
 		// name.
 		name: "NoMergeAcrossADeletionOfAnotherUID",
 		sends: []observation.Observation{
-			wsStatus("ns", "a", "u2", "Pending"),
+			wsStatus("ns", "a", "u2", 0),
 			wsDeleted("ns", "a", "u1"),
-			wsStatus("ns", "a", "u2", "Ready"),
+			wsStatus("ns", "a", "u2", 1),
 		},
-		want: []string{"workspace ns/a u2 Pending", "deleted ns/a u1", "workspace ns/a u2 Ready"},
+		want: []string{"workspace ns/a u2 ready=0", "deleted ns/a u1", "workspace ns/a u2 ready=1"},
 	}, {
 		name: "DeletionOfAnotherWorkspaceIsNoBarrier",
 		sends: []observation.Observation{
-			wsStatus("ns", "a", "", "Pending"),
+			wsStatus("ns", "a", "", 0),
 			wsDeleted("ns", "b", ""),
-			wsStatus("ns", "a", "", "Ready"),
+			wsStatus("ns", "a", "", 1),
 		},
-		want:          []string{"workspace ns/a  Ready", "deleted ns/b "},
+		want:          []string{"workspace ns/a  ready=1", "deleted ns/b "},
 		wantCoalesced: 1,
 	}, {
 		// a is evicted, so its next status is appended; c, still queued,
@@ -207,13 +246,13 @@ func TestCoalescing(t *testing.T) {
 		name: "EvictionKeepsTheIndexInStep",
 		opts: Options{QueueSize: 2},
 		sends: []observation.Observation{
-			wsStatus("ns", "a", "", "Pending"),
-			wsStatus("ns", "b", "", "Pending"),
-			wsStatus("ns", "c", "", "Pending"),
-			wsStatus("ns", "a", "", "Ready"),
-			wsStatus("ns", "c", "", "Ready"),
+			wsStatus("ns", "a", "", 0),
+			wsStatus("ns", "b", "", 0),
+			wsStatus("ns", "c", "", 0),
+			wsStatus("ns", "a", "", 1),
+			wsStatus("ns", "c", "", 1),
 		},
-		want:          []string{"workspace ns/c  Ready", "workspace ns/a  Ready"},
+		want:          []string{"workspace ns/c  ready=1", "workspace ns/a  ready=1"},
 		wantCoalesced: 1,
 		wantDropped:   2,
 	}} {
@@ -251,10 +290,10 @@ func TestCoalescedMetric(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c.Collectors()...)
-	for _, phase := range []string{"Pending", "Ready", "Degraded"} {
-		c.Send(wsStatus("ns", "a", "", phase))
+	for ready := range int32(3) {
+		c.Send(wsStatus("ns", "a", "", ready))
 	}
-	c.Send(wsStatus("ns", "b", "", "Ready"))
+	c.Send(wsStatus("ns", "b", "", 1))
 	want := `
 # HELP formspec_hooks_reporter_handoff_coalesced_total Observations that replaced a queued, not yet posted observation of the same object on its way to the reporter sidecar.
 # TYPE formspec_hooks_reporter_handoff_coalesced_total counter
@@ -311,16 +350,16 @@ func TestInFlightIsNotReplaced(t *testing.T) {
 	entered := make(chan struct{}, 10)
 	srv, got := batchSidecar(t, release, entered)
 	c := running(t, srv.URL, Options{Linger: -1})
-	c.Send(wsStatus("ns", "a", "", "Pending"))
+	c.Send(wsStatus("ns", "a", "", 0))
 	select {
 	case <-entered:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the sidecar got no POST")
 	}
-	c.Send(wsStatus("ns", "a", "", "Ready"))
-	c.Send(wsStatus("ns", "a", "", "Degraded"))
+	c.Send(wsStatus("ns", "a", "", 1))
+	c.Send(wsStatus("ns", "a", "", 2))
 	raws, _ := queuedNow(c)
-	want := []string{"workspace ns/a  Pending", "workspace ns/a  Degraded"}
+	want := []string{"workspace ns/a  ready=0", "workspace ns/a  ready=2"}
 	if diff := cmp.Diff(want, describe(t, raws)); diff != "" {
 		t.Errorf("queued while posting (-want, +got):\n%s", diff)
 	}
@@ -334,8 +373,8 @@ func TestInFlightIsNotReplaced(t *testing.T) {
 	}
 	// Acknowledged, the object is no longer queued: its next status is
 	// queued and posted on its own.
-	c.Send(wsStatus("ns", "a", "", "Ready"))
-	if diff := cmp.Diff([]string{"workspace ns/a  Ready"}, receiveBatch(t, got)); diff != "" {
+	c.Send(wsStatus("ns", "a", "", 1))
+	if diff := cmp.Diff([]string{"workspace ns/a  ready=1"}, receiveBatch(t, got)); diff != "" {
 		t.Errorf("posted after the ack (-want, +got):\n%s", diff)
 	}
 	if got := c.Coalesced(); got != 1 {
@@ -347,16 +386,16 @@ func TestInFlightIsNotReplaced(t *testing.T) {
 // replaceable again once its POST is over: it is no longer in flight.
 func TestFailedBatchIsReplaceable(t *testing.T) {
 	c := running(t, closedURL(t), Options{Linger: -1, RetryDelay: time.Hour})
-	c.Send(wsStatus("ns", "a", "", "Pending"))
+	c.Send(wsStatus("ns", "a", "", 0))
 	waitPosted(t, c, "error")
 	eventually(t, "the failed POST is over", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.posting == 0
 	})
-	c.Send(wsStatus("ns", "a", "", "Ready"))
+	c.Send(wsStatus("ns", "a", "", 1))
 	raws, _ := queuedNow(c)
-	if diff := cmp.Diff([]string{"workspace ns/a  Ready"}, describe(t, raws)); diff != "" {
+	if diff := cmp.Diff([]string{"workspace ns/a  ready=1"}, describe(t, raws)); diff != "" {
 		t.Errorf("queued after the failed POST (-want, +got):\n%s", diff)
 	}
 }
@@ -394,7 +433,7 @@ func TestLinger(t *testing.T) {
 			for i := 1; i <= 5; i++ {
 				c.Send(status(i))
 			}
-			want := []string{"workspace ns/ws-1  Ready", "workspace ns/ws-2  Ready", "workspace ns/ws-3  Ready", "workspace ns/ws-4  Ready", "workspace ns/ws-5  Ready"}
+			want := []string{"workspace ns/ws-1  ready=0", "workspace ns/ws-2  ready=0", "workspace ns/ws-3  ready=0", "workspace ns/ws-4  ready=0", "workspace ns/ws-5  ready=0"}
 			if diff := cmp.Diff(want, receiveBatch(t, got)); diff != "" {
 				t.Errorf("first POST (-want, +got):\n%s", diff)
 			}
@@ -408,7 +447,7 @@ func TestLinger(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("Run did not return on stop")
 			}
-			if diff := cmp.Diff([]string{"workspace ns/ws-6  Ready", "workspace ns/ws-7  Ready"}, receiveBatch(t, got)); diff != "" {
+			if diff := cmp.Diff([]string{"workspace ns/ws-6  ready=0", "workspace ns/ws-7  ready=0"}, receiveBatch(t, got)); diff != "" {
 				t.Errorf("POST on stop (-want, +got):\n%s", diff)
 			}
 			if n := len(got); n != 0 {
@@ -426,7 +465,7 @@ func TestLingerOff(t *testing.T) {
 	srv, got := batchSidecar(t, open, nil)
 	c := running(t, srv.URL, Options{Linger: -1})
 	c.Send(status(1))
-	if diff := cmp.Diff([]string{"workspace ns/ws-1  Ready"}, receiveBatch(t, got)); diff != "" {
+	if diff := cmp.Diff([]string{"workspace ns/ws-1  ready=0"}, receiveBatch(t, got)); diff != "" {
 		t.Errorf("posted (-want, +got):\n%s", diff)
 	}
 }

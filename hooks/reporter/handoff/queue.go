@@ -18,6 +18,9 @@ type queued struct {
 	// workspace is the "namespace/name" of a workspace status or deletion,
 	// to keep a status from being merged across a deletion.
 	workspace string
+	// milestones are a workspace status's; a status replaces only one with
+	// the same, so that the reporter sees every transition it announces.
+	milestones observation.Milestones
 }
 
 // deletion reports whether q is a workspace deletion.
@@ -61,6 +64,7 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 	case obs.Workspace != nil:
 		q.key = nameKey(kindWorkspace, obs.Workspace.UID, obs.Workspace.Namespace, obs.Workspace.Name)
 		q.workspace = obs.Workspace.Namespace + "/" + obs.Workspace.Name
+		q.milestones = obs.Workspace.Milestones()
 	case obs.Node != nil:
 		q.key = objKey{kind: kindNode, name: obs.Node.Name}
 	case obs.Pod != nil:
@@ -77,11 +81,14 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 // caller's goroutine (a hook's), so it uses the hooks' codec, not
 // encoding/json: the same bytes, at a fraction of the cost.
 //
-// A state (a workspace status, a node, a pod placement) replaces the queued observation of the same object that is not yet
-// being posted, in its place, since the sidecar keeps only the latest
-// state per object anyway; it is appended instead when that one is being
-// posted, or when a deletion of the same workspace was queued after it.
-// A deletion is always appended.
+// A state (a workspace status, a node, a pod placement) replaces the
+// queued observation of the same object that is not yet being posted, in
+// its place, since the sidecar keeps only the latest state per object
+// anyway; it is appended instead when that one is being posted, when a
+// deletion of the same workspace was queued after it, or when the two
+// statuses have different milestones (a transition the reporter
+// announces must reach it). A deletion or a claim decision is always
+// appended.
 func (c *Client) Send(obs observation.Observation) {
 	raw, err := json.Marshal(obs)
 	if err != nil || len(raw) > c.opts.BatchBytes {
@@ -117,7 +124,7 @@ func (c *Client) replace(q queued) bool {
 		return false
 	}
 	i, found := c.index(seq)
-	if !found {
+	if !found || c.queue[i].milestones != q.milestones {
 		return false
 	}
 	c.bytes += len(q.raw) - len(c.queue[i].raw)

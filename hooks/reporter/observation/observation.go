@@ -88,6 +88,32 @@ type WorkspaceStatus struct {
 	Class *ClassInfo `json:"class,omitempty"`
 }
 
+// Milestones are what tell one state of a workspace from another for the
+// reporter's announcements (its Events: a rollout, a missing class,
+// scaled to zero, woken, teardown). Two statuses of a workspace with the
+// same milestones differ only in counts, messages and times, so the later
+// one says all the earlier said; the hand-off to the sidecar merges only
+// those (hooks/reporter/handoff), and keeps every transition. Keep it in
+// step with the reporter's wsFacts.
+type Milestones struct {
+	Class, Phase, ArtifactHash, WantedArtifactHash string
+	// DegradedReason is the Degraded condition's reason while it is True.
+	DegradedReason    string
+	Idle, Terminating bool
+}
+
+// Milestones returns the status's milestones.
+func (s *WorkspaceStatus) Milestones() Milestones {
+	m := Milestones{Class: s.ClusterClass, Phase: s.Phase, ArtifactHash: s.ArtifactHash, WantedArtifactHash: s.WantedArtifactHash,
+		Idle: s.Idle, Terminating: s.Terminating}
+	for _, c := range s.Conditions {
+		if c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue {
+			m.DegradedReason = c.Reason
+		}
+	}
+	return m
+}
+
 // ClassInfo is what Cluster Control is told about a ClusterClass.
 type ClassInfo struct {
 	Name string `json:"name"`
