@@ -246,7 +246,12 @@ func peakRSS(pid int) int64 {
 
 // serveComparison runs one of the Go comparison servers (-serve) until it
 // is killed.
-func serveComparison(mode, base, fixtures, match string) error {
+//
+// A third mode, spin, answers like the floor after burning spin of CPU per
+// request, with no JSON and no allocation: it tells what the machine does
+// to the latency of any server that works that long per request (see
+// docs/testing.md on -cpus).
+func serveComparison(mode, base, fixtures, match string, spin time.Duration) error {
 	reqs, err := load(fixtures, match)
 	if err != nil {
 		return err
@@ -269,7 +274,13 @@ func serveComparison(mode, base, fixtures, match string) error {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if mode == "floor" {
+		switch mode {
+		case "spin":
+			for start := time.Now(); time.Since(start) < spin; {
+			}
+			_, _ = w.Write(fixed)
+			return
+		case "floor":
 			_, _ = w.Write(fixed)
 			return
 		}

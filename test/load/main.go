@@ -63,12 +63,13 @@ func run(args []string, stdout io.Writer) error {
 	warmup := fs.Duration("warmup", 2*time.Second, "with -compare: load each server this long before measuring")
 	rounds := fs.Int("rounds", 10, "with -compare: split -duration into this many rounds, each server in turn")
 	cpus := fs.String("cpus", "split", "with -compare: split puts the driver on one CPU and every server on the others, so that no server is measured while the load takes its CPU; shared lets them all run anywhere")
-	serve := fs.String("serve", "", "run a comparison server (roundtrip or floor) on -url; used by -compare")
+	serve := fs.String("serve", "", "run a comparison server (roundtrip, floor, or spin) on -url; used by -compare")
+	spin := fs.Duration("spin", 60*time.Microsecond, "with -serve spin: CPU time to burn per request")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *serve != "" {
-		return serveComparison(*serve, *base, *fixtures, *match)
+		return serveComparison(*serve, *base, *fixtures, *match, *spin)
 	}
 	if *compareWith != "" {
 		return compare(compareOptions{hooksBin: *compareWith, fixtures: *fixtures, match: *match, cpus: *cpus, workers: *workers, rounds: max(1, *rounds), duration: *duration, warmup: *warmup}, stdout)
