@@ -19,6 +19,30 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 )
 
+// childMeta is what every child of one workspace shares, built once per
+// sync: the children refer to the same maps, which nothing changes once
+// they are built (encode.go only reads them).
+type childMeta struct {
+	// labels are the labels on every child of the workspace.
+	labels map[string]string
+	// selector selects the workspace's pods. It is immutable on a
+	// Deployment, so it holds only the label that can never change for a
+	// workspace.
+	selector *metav1.LabelSelector
+}
+
+func childMetaFor(ws *v1alpha1.Workspace) childMeta {
+	return childMeta{
+		labels:   labels(ws),
+		selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: ws.Name}},
+	}
+}
+
+// object is the metadata of the workspace's child called name.
+func (m childMeta) object(ws *v1alpha1.Workspace, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: ws.Namespace, Labels: m.labels}
+}
+
 // labels are the labels on every child and pod of a workspace.
 func labels(ws *v1alpha1.Workspace) map[string]string {
 	return map[string]string{
@@ -32,19 +56,9 @@ func labels(ws *v1alpha1.Workspace) map[string]string {
 	}
 }
 
-// selector selects a workspace's pods. It is immutable on a Deployment, so
-// it holds only the label that can never change for a workspace.
-func selector(ws *v1alpha1.Workspace) *metav1.LabelSelector {
-	return &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: ws.Name}}
-}
-
-func objectMeta(ws *v1alpha1.Workspace, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: ws.Namespace, Labels: labels(ws)}
-}
-
 // buildConfigMap renders spec.config as keys and spec.cache as one JSON
 // value under FORMSPEC_CACHE; the Deployment takes both as environment.
-func buildConfigMap(ws *v1alpha1.Workspace) (*corev1.ConfigMap, error) {
+func buildConfigMap(ws *v1alpha1.Workspace, m childMeta) (*corev1.ConfigMap, error) {
 	data := maps.Clone(ws.Spec.Config)
 	if data == nil {
 		data = map[string]string{}
@@ -58,7 +72,7 @@ func buildConfigMap(ws *v1alpha1.Workspace) (*corev1.ConfigMap, error) {
 	}
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: objectMeta(ws, configMapName(ws.Name)),
+		ObjectMeta: m.object(ws, configMapName(ws.Name)),
 		Data:       data,
 	}, nil
 }
@@ -72,13 +86,13 @@ func hashData(data map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func buildService(ws *v1alpha1.Workspace) *corev1.Service {
+func buildService(ws *v1alpha1.Workspace, m childMeta) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(ws, ws.Name),
+		ObjectMeta: m.object(ws, ws.Name),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selector(ws).MatchLabels,
+			Selector: m.selector.MatchLabels,
 			Ports: []corev1.ServicePort{{
 				Name:       "http",
 				Port:       servicePort,
@@ -89,10 +103,10 @@ func buildService(ws *v1alpha1.Workspace) *corev1.Service {
 	}
 }
 
-func buildHPA(ws *v1alpha1.Workspace, s scaling) *autoscalingv2.HorizontalPodAutoscaler {
+func buildHPA(ws *v1alpha1.Workspace, s scaling, m childMeta) *autoscalingv2.HorizontalPodAutoscaler {
 	return &autoscalingv2.HorizontalPodAutoscaler{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
-		ObjectMeta: objectMeta(ws, ws.Name),
+		ObjectMeta: m.object(ws, ws.Name),
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: ws.Name},
 			MinReplicas:    ptr.To(s.min),
@@ -110,11 +124,11 @@ func buildHPA(ws *v1alpha1.Workspace, s scaling) *autoscalingv2.HorizontalPodAut
 
 // buildPDB follows spec.disruptionBudget, or allows one pod down at a time
 // when the class runs two or more. An idle workspace has no pods to protect.
-func buildPDB(ws *v1alpha1.Workspace, s scaling) *policyv1.PodDisruptionBudget {
+func buildPDB(ws *v1alpha1.Workspace, s scaling, m childMeta) *policyv1.PodDisruptionBudget {
 	if s.idle {
 		return nil
 	}
-	spec := policyv1.PodDisruptionBudgetSpec{Selector: selector(ws)}
+	spec := policyv1.PodDisruptionBudgetSpec{Selector: m.selector}
 	switch db := ws.Spec.DisruptionBudget; {
 	case db != nil && db.MinAvailable != nil:
 		spec.MinAvailable = ptr.To(*db.MinAvailable)
@@ -127,7 +141,7 @@ func buildPDB(ws *v1alpha1.Workspace, s scaling) *policyv1.PodDisruptionBudget {
 	}
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
-		ObjectMeta: objectMeta(ws, ws.Name),
+		ObjectMeta: m.object(ws, ws.Name),
 		Spec:       spec,
 	}
 }

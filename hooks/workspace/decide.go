@@ -53,7 +53,8 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 		observedReplicas = o.deployment.Spec.Replicas
 	}
 	s := scalingFor(o.ws, o.class, observedReplicas)
-	configMap, err := buildConfigMap(o.ws)
+	meta := childMetaFor(o.ws)
+	configMap, err := buildConfigMap(o.ws, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -62,15 +63,16 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 		bindings:     bindings,
 		configHash:   hashData(configMap.Data),
 		artifactHash: artifactHash(o),
+		meta:         meta,
 	})
 	if err != nil {
 		return nil, err
 	}
-	children := []any{configMap, deployment, buildService(o.ws)}
+	children := []any{configMap, deployment, buildService(o.ws, meta)}
 	if s.hpa {
-		children = append(children, buildHPA(o.ws, s))
+		children = append(children, buildHPA(o.ws, s, meta))
 	}
-	if pdb := buildPDB(o.ws, s); pdb != nil {
+	if pdb := buildPDB(o.ws, s, meta); pdb != nil {
 		children = append(children, pdb)
 	}
 	return &desired{status: h.status(o, bindings, nil), children: children}, nil

@@ -25,6 +25,8 @@ type podInputs struct {
 	configHash string
 	// artifactHash is the binary hash for the pod template, or empty.
 	artifactHash string
+	// meta is what the workspace's children share.
+	meta childMeta
 }
 
 // buildDeployment renders the workspace's Deployment per SPEC §4.
@@ -39,9 +41,11 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 	// class stays off the pods: a label change in the template rolls every
 	// pod, and moving a workspace to another class must not restart it
 	// unless something that reaches the pods changes.
-	ours := labels(ws)
-	delete(ours, LabelClusterClass)
-	maps.Copy(podLabels, ours)
+	for k, v := range d.meta.labels {
+		if k != LabelClusterClass {
+			podLabels[k] = v
+		}
+	}
 
 	annotations := maps.Clone(pod.Annotations)
 	if annotations == nil {
@@ -79,7 +83,7 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 		Volumes:                   volumes(ws, d.bindings),
 		SecurityContext:           psc,
 		NodeSelector:              nodeSelector(ws, class),
-		Affinity:                  affinity(ws, d.scaling),
+		Affinity:                  affinity(ws, d.scaling, d.meta.selector),
 		Tolerations:               pod.Tolerations,
 		TopologySpreadConstraints: pod.TopologySpreadConstraints,
 		ServiceAccountName:        pod.ServiceAccountName,
@@ -95,10 +99,10 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: objectMeta(ws, ws.Name),
+		ObjectMeta: d.meta.object(ws, ws.Name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(d.scaling.replicas),
-			Selector: selector(ws),
+			Selector: d.meta.selector,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 				Spec:       spec,
@@ -258,7 +262,7 @@ func nodeSelector(ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass) map[stri
 // than required so that a small cluster can still schedule it. A workspace
 // that brings its own affinity replaces this wholesale: merging two
 // affinities silently is how pods end up unschedulable for no visible reason.
-func affinity(ws *v1alpha1.Workspace, s scaling) *corev1.Affinity {
+func affinity(ws *v1alpha1.Workspace, s scaling, sel *metav1.LabelSelector) *corev1.Affinity {
 	if ws.Spec.Pod.Affinity != nil {
 		return ws.Spec.Pod.Affinity
 	}
@@ -269,7 +273,7 @@ func affinity(ws *v1alpha1.Workspace, s scaling) *corev1.Affinity {
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
 			Weight: 100,
 			PodAffinityTerm: corev1.PodAffinityTerm{
-				LabelSelector: selector(ws),
+				LabelSelector: sel,
 				TopologyKey:   "kubernetes.io/hostname",
 			},
 		}},
