@@ -45,7 +45,7 @@ func Render(ctx context.Context, w io.Writer, cfg workspace.Config, docs []json.
 		return err
 	}
 	var wreq workspace.Request
-	if err := json.Unmarshal(body, &wreq); err != nil {
+	if err := wreq.Decode(body); err != nil {
 		return &metacontroller.InvalidObjectError{What: "Workspace request", Err: err}
 	}
 	resp, err := workspace.New(cfg).Sync(ctx, &wreq)

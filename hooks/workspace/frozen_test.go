@@ -66,3 +66,22 @@ func TestFrozen(t *testing.T) {
 		})
 	}
 }
+
+// TestFreezeWithoutBody: a request built in Go rather than decoded (render,
+// tests) freezes fine when it observes no children, and fails loudly, not
+// silently empty, when it does.
+func TestFreezeWithoutBody(t *testing.T) {
+	parent := &Parent{Metadata: ParentMeta{Name: "a", Namespace: "n"}, Spec: json.RawMessage(`{"clusterClass":"gone"}`)}
+	h := New(Config{})
+	resp, err := h.Sync(t.Context(), &Request{Parent: parent})
+	if err != nil {
+		t.Fatalf("no children observed: %v", err)
+	}
+	if len(resp.Children) != 0 {
+		t.Errorf("no children observed: got %d children, want none", len(resp.Children))
+	}
+	withChild := &Request{Parent: parent, Children: Children{ConfigMaps: map[string]*present{"n/a-config": {}}}}
+	if _, err := h.Sync(t.Context(), withChild); err == nil {
+		t.Error("children observed but no body kept: got no error, want one")
+	}
+}

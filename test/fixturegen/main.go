@@ -146,7 +146,7 @@ func desiredFor(p, related obj) map[string]obj {
 	req := obj{"controller": controller(), "parent": p, "children": obj{}, "related": related, "finalizing": false}
 	raw, _ := json.Marshal(req)
 	var creq workspace.Request
-	if err := json.Unmarshal(raw, &creq); err != nil {
+	if err := creq.Decode(raw); err != nil {
 		log.Fatal(err)
 	}
 	h := workspace.New(workspace.Config{ResourceImage: "formahub/formspec-resource", DefaultVersion: "latest", ControlClusterURL: "http://formspec-ctl.formspec-system:7070", Now: func() time.Time { return time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC) }})
