@@ -47,27 +47,27 @@ func workspaceRef(e *wsEntry) corev1.ObjectReference {
 // zero, woken) only when this reporter saw both sides.
 func workspaceEvents(ref corev1.ObjectReference, prev *wsFacts, cur wsFacts, o *observation.WorkspaceStatus) []event {
 	var out []event
-	if cur.terminating && (prev == nil || !prev.terminating) {
+	if cur.Terminating && (prev == nil || !prev.Terminating) {
 		out = append(out, event{ref: ref, typ: eventNormal, reason: "TeardownStarted", action: "Delete",
 			note: "scaling to zero, then removing the workspace's children"})
 	}
-	if cur.classMissing && (prev == nil || !prev.classMissing) {
-		note := fmt.Sprintf("ClusterClass %q not found; existing children are kept unchanged until it exists", cur.class)
+	if cur.classMissing() && (prev == nil || !prev.classMissing()) {
+		note := fmt.Sprintf("ClusterClass %q not found; existing children are kept unchanged until it exists", cur.Class)
 		if c := meta.FindStatusCondition(o.Conditions, "Degraded"); c != nil && c.Message != "" {
 			note = c.Message
 		}
 		out = append(out, event{ref: ref, typ: eventWarning, reason: reasonClassNotFound, action: "Sync", note: note})
 	}
-	if cur.wanted != "" && cur.wanted != cur.artifactHash && !cur.terminating && (prev == nil || prev.wanted != cur.wanted) {
+	if cur.WantedArtifactHash != "" && cur.WantedArtifactHash != cur.ArtifactHash && !cur.Terminating && (prev == nil || prev.WantedArtifactHash != cur.WantedArtifactHash) {
 		out = append(out, event{ref: ref, typ: eventNormal, reason: "RollingOut", action: "Rollout",
-			note: fmt.Sprintf("rolling the workspace's pods onto binary %s", cur.wanted)})
+			note: fmt.Sprintf("rolling the workspace's pods onto binary %s", cur.WantedArtifactHash)})
 	}
-	if prev != nil && !cur.terminating {
+	if prev != nil && !cur.Terminating {
 		switch {
-		case cur.phase == v1alpha1.PhaseIdle && prev.phase != v1alpha1.PhaseIdle:
+		case cur.Phase == v1alpha1.PhaseIdle && prev.Phase != v1alpha1.PhaseIdle:
 			out = append(out, event{ref: ref, typ: eventNormal, reason: "ScaledToZero", action: "Scale",
 				note: "the workspace is idle and scaled to zero replicas"})
-		case prev.phase == v1alpha1.PhaseIdle && cur.phase != v1alpha1.PhaseIdle:
+		case prev.Phase == v1alpha1.PhaseIdle && cur.Phase != v1alpha1.PhaseIdle:
 			out = append(out, event{ref: ref, typ: eventNormal, reason: "Woken", action: "Scale",
 				note: "the workspace is no longer idle and scales back up"})
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -95,19 +94,16 @@ type wsEntry struct {
 	queued     bool
 }
 
-// wsFacts are what the reporter acts on in a workspace observation.
-// Keep it in step with observation.Milestones: the hand-off merges two
-// statuses only when their milestones are equal, so every transition of
-// these facts reaches the reporter.
+// wsFacts are what the reporter acts on in a workspace observation: its
+// milestones, the same facts by which the hand-off decides which statuses
+// it may merge, so every change of them reaches the reporter.
 type wsFacts struct {
-	class        string
-	phase        string
-	artifactHash string
-	wanted       string
-	idle         bool
-	terminating  bool
-	classMissing bool
+	observation.Milestones
 }
+
+// classMissing reports a workspace degraded because its ClusterClass is
+// missing.
+func (f wsFacts) classMissing() bool { return f.DegradedReason == reasonClassNotFound }
 
 type nodeEntry struct {
 	health   ccapi.NodeHealth
@@ -149,11 +145,11 @@ func wsKey(ns, name string) string { return ns + "/" + name }
 func annotated(d ccapi.Directive, f wsFacts) bool {
 	switch d.Action {
 	case ccapi.ActionRestartRequired:
-		return f.wanted == d.ArtifactHash
+		return f.WantedArtifactHash == d.ArtifactHash
 	case ccapi.ActionIdle:
-		return f.idle
+		return f.Idle
 	case ccapi.ActionWake:
-		return !f.idle
+		return !f.Idle
 	}
 	return false
 }
@@ -164,7 +160,7 @@ func annotated(d ccapi.Directive, f wsFacts) bool {
 // the workspace can scale to zero is its class's business.
 func carriedOut(d ccapi.Directive, f wsFacts) bool {
 	if d.Action == ccapi.ActionRestartRequired {
-		return f.artifactHash == d.ArtifactHash
+		return f.ArtifactHash == d.ArtifactHash
 	}
 	return annotated(d, f)
 }
@@ -255,18 +251,7 @@ func wireStatus(o *observation.WorkspaceStatus) ccapi.WorkspaceStatus {
 const reasonClassNotFound = "ClusterClassNotFound"
 
 func factsOf(o *observation.WorkspaceStatus) wsFacts {
-	f := wsFacts{
-		class:        o.ClusterClass,
-		phase:        o.Phase,
-		artifactHash: o.ArtifactHash,
-		wanted:       o.WantedArtifactHash,
-		idle:         o.Idle,
-		terminating:  o.Terminating,
-	}
-	if c := meta.FindStatusCondition(o.Conditions, "Degraded"); c != nil && c.Status == metav1.ConditionTrue && c.Reason == reasonClassNotFound {
-		f.classMissing = true
-	}
-	return f
+	return wsFacts{o.Milestones()}
 }
 
 // deleteWorkspace records a workspace's deletion, kept as a tombstone until
@@ -638,8 +623,8 @@ func (s *state) nodeReport(reporter string, now time.Time) ccapi.NodeHealthRepor
 func (s *state) classUsage() []ccapi.ClassUsage {
 	used := map[string]int{}
 	for _, e := range s.workspaces {
-		if !e.deleted && e.facts.class != "" {
-			used[e.facts.class]++
+		if !e.deleted && e.facts.Class != "" {
+			used[e.facts.Class]++
 		}
 	}
 	var out []ccapi.ClassUsage

@@ -93,8 +93,8 @@ type WorkspaceStatus struct {
 // scaled to zero, woken, teardown). Two statuses of a workspace with the
 // same milestones differ only in counts, messages and times, so the later
 // one says all the earlier said; the hand-off to the sidecar merges only
-// those (hooks/reporter/handoff), and keeps every transition. Keep it in
-// step with the reporter's wsFacts.
+// those (hooks/reporter/handoff), and keeps every transition. The reporter
+// acts on exactly these facts (its wsFacts).
 type Milestones struct {
 	Class, Phase, ArtifactHash, WantedArtifactHash string
 	// DegradedReason is the Degraded condition's reason while it is True.
