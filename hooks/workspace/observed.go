@@ -129,12 +129,12 @@ type wholeChildren struct {
 
 // whole decodes the request's observed children in full from its body.
 func (r *Request) whole() (*wholeChildren, error) {
+	if r.Children.count() == 0 {
+		// Nothing observed, nothing to decode (and a request built in Go
+		// rather than decoded has no body to decode it from).
+		return &wholeChildren{}, nil
+	}
 	if r.body == nil {
-		// Built in Go rather than decoded (tests, render): fine as long
-		// as there is nothing to decode.
-		if r.Children.count() == 0 {
-			return &wholeChildren{}, nil
-		}
 		return nil, errors.New("the request was not decoded with Request.Decode: its children cannot be decoded whole")
 	}
 	var req struct {
