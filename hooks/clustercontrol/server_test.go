@@ -16,6 +16,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 )
@@ -244,20 +245,9 @@ func TestDownRefusesConnections(t *testing.T) {
 		t.Fatalf("while up: %v", err)
 	}
 	s.SetDown(true)
-	waitUntil(t, "connections to be refused", func() bool { return get() != nil })
+	testsync.WaitFor(t, "connections to be refused", func() bool { return get() != nil })
 	s.SetDown(false)
-	waitUntil(t, "the server to serve again", func() bool { return get() == nil })
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testsync.WaitFor(t, "the server to serve again", func() bool { return get() == nil })
 }
 
 // TestDelayOutlastsTimeouts holds a workspace-status request longer than

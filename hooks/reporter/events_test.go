@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,7 +178,7 @@ func TestEventsDeduplicatedLimitedAndClean(t *testing.T) {
 	cfg.now = func() time.Time { return now }
 	r := newReporter(t, cfg)
 	runLoops(t, func(ctx context.Context) { _ = r.Run(ctx) })
-	waitFor(t, "the reporter to run", r.ready.Load)
+	testsync.WaitFor(t, "the reporter to run", r.ready.Load)
 
 	// A claim granted with credentials whose hash must never show.
 	claim := &v1alpha1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop-orders", UID: "c-1"},
@@ -200,7 +201,7 @@ func TestEventsDeduplicatedLimitedAndClean(t *testing.T) {
 	// Over the burst of 4 for this claim: the next announcement is cut.
 	mustObserve(t, r, observation.ClaimObservation(claim, status(true, "sha256:other", "Verified")))
 
-	waitFor(t, "the Events to be written", func() bool {
+	testsync.WaitFor(t, "the Events to be written", func() bool {
 		series := 0
 		for _, e := range fc.eventList(t) {
 			if e.Series != nil {

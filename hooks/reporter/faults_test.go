@@ -10,6 +10,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -37,7 +38,7 @@ func TestOutageDeliversLatestStateOnly(t *testing.T) {
 		if u == 0 {
 			// Make sure the sender is failing against the outage before
 			// piling up the rest.
-			waitFor(t, "a failed send", func() bool {
+			testsync.WaitFor(t, "a failed send", func() bool {
 				return testutil.ToFloat64(r.m.sends.WithLabelValues(endpointWorkspaceStatus, "network_error")) > 0
 			})
 		}
@@ -49,7 +50,7 @@ func TestOutageDeliversLatestStateOnly(t *testing.T) {
 	}
 
 	cc.SetDown(false)
-	waitFor(t, "every workspace delivered", func() bool { return r.st.counts().Pending == 0 })
+	testsync.WaitFor(t, "every workspace delivered", func() bool { return r.st.counts().Pending == 0 })
 
 	// Each workspace's last report carries its latest state, and the 40
 	// updates of each were coalesced: besides the latest, at most one
@@ -137,7 +138,7 @@ func TestRetryAndDropPolicy(t *testing.T) {
 				t.Fatal(err)
 			}
 			runLoops(t, r.runWorkspaceSender)
-			waitFor(t, "the report to be settled", func() bool {
+			testsync.WaitFor(t, "the report to be settled", func() bool {
 				ev := log.get()
 				return r.st.counts().Pending == 0 && len(ev) > 0 && ev[len(ev)-1][:4] == "POST"
 			})
@@ -169,9 +170,9 @@ func TestSlowWorkspaceStatusDoesNotStallNodeHealth(t *testing.T) {
 	if err := r.Observe(wsObs("team-a", "shop", "Ready", 2, "")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a stalled workspace-status request", func() bool { return cc.Stalled() == 1 })
+	testsync.WaitFor(t, "a stalled workspace-status request", func() bool { return cc.Stalled() == 1 })
 	before := len(cc.NodeReports())
-	waitFor(t, "node-health reports while workspace-status is stalled", func() bool {
+	testsync.WaitFor(t, "node-health reports while workspace-status is stalled", func() bool {
 		return len(cc.NodeReports()) >= before+3
 	})
 	if got := cc.Stalled(); got != 1 {
@@ -182,7 +183,7 @@ func TestSlowWorkspaceStatusDoesNotStallNodeHealth(t *testing.T) {
 	}
 
 	cc.ClearFaults()
-	waitFor(t, "the stalled workspace report to land", func() bool { return len(cc.WorkspaceReports()) == 1 })
+	testsync.WaitFor(t, "the stalled workspace report to land", func() bool { return len(cc.WorkspaceReports()) == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -13,20 +13,6 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
-// waitFor polls cond until it holds. The deadline is a liveness bound that
-// turns a hang into a failure with a message; no assertion depends on how
-// long anything took.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // startCC runs a reference Cluster Control on a loopback port.
 func startCC(t *testing.T, opts clustercontrol.Options) (*clustercontrol.Server, string) {
 	t.Helper()

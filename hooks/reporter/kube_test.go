@@ -11,6 +11,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -90,7 +91,7 @@ func TestDirectivesOntoWorkspaces(t *testing.T) {
 	r := newReporter(t, cfg)
 	runLoops(t, r.runWorkspaceSender, r.runDeployStatus)
 
-	waitFor(t, "the directives to be written", func() bool {
+	testsync.WaitFor(t, "the directives to be written", func() bool {
 		return fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash] == hash &&
 			fc.annotations(t, "team-a/blog")[v1alpha1.AnnotationIdle] == "true"
 	})
@@ -99,10 +100,10 @@ func TestDirectivesOntoWorkspaces(t *testing.T) {
 		Phase: "Progressing", ArtifactHash: "sha256:old", WantedArtifactHash: hash}})
 	mustObserve(t, r, observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: "team-a", Name: "blog",
 		Phase: "Idle", Idle: true}})
-	waitFor(t, "the idle directive to be consumed", func() bool { return len(cc.Consumed()) == 1 })
+	testsync.WaitFor(t, "the idle directive to be consumed", func() bool { return len(cc.Consumed()) == 1 })
 	mustObserve(t, r, observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: "team-a", Name: "shop",
 		Phase: "Ready", ArtifactHash: hash, WantedArtifactHash: hash}})
-	waitFor(t, "the restart to be consumed", func() bool { return len(cc.Consumed()) == 2 })
+	testsync.WaitFor(t, "the restart to be consumed", func() bool { return len(cc.Consumed()) == 2 })
 	want := []clustercontrol.Consumption{
 		{Namespace: "team-a", Name: "blog", Action: ccapi.ActionIdle},
 		{Namespace: "team-a", Name: "shop", Action: ccapi.ActionRestartRequired, ArtifactHash: hash},
@@ -118,17 +119,17 @@ func TestDirectivesOntoWorkspaces(t *testing.T) {
 	if err := cc.PutDirective(ccapi.Directive{Namespace: "team-a", Name: "blog", Action: ccapi.ActionWake}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the wake to be written", func() bool {
+	testsync.WaitFor(t, "the wake to be written", func() bool {
 		_, idle := fc.annotations(t, "team-a/blog")[v1alpha1.AnnotationIdle]
 		return !idle
 	})
 	cc.SetDirective("team-a", "shop", "sha256:next")
-	waitFor(t, "the next restart to be written", func() bool {
+	testsync.WaitFor(t, "the next restart to be written", func() bool {
 		return fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash] == "sha256:next"
 	})
 	cc.DeleteDirective("team-a", "shop")
 	polls := len(cc.Requests())
-	waitFor(t, "more polls", func() bool { return len(cc.Requests()) > polls+3 })
+	testsync.WaitFor(t, "more polls", func() bool { return len(cc.Requests()) > polls+3 })
 	if got := fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash]; got != "sha256:next" {
 		t.Errorf("a withdrawn directive changed the annotation to %q", got)
 	}
@@ -165,7 +166,7 @@ func TestTwoReportersAgree(t *testing.T) {
 	}
 	for _, h := range []string{"sha256:1", "sha256:2", "sha256:3"} {
 		cc.SetDirective("team-a", "shop", h)
-		waitFor(t, "both reporters to write "+h, func() bool {
+		testsync.WaitFor(t, "both reporters to write "+h, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			n := 0

@@ -1,7 +1,6 @@
 package reporter
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -127,24 +127,6 @@ func TestTokenFileAtStart(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the reporter's concurrent loops.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestTokenFileAppearsLater starts the reporter before the optional Secret
 // exists: calls go out without Authorization, the workspace report refused
 // for it is kept rather than dropped, and once the file appears the calls
@@ -168,7 +150,7 @@ func TestTokenFileAppearsLater(t *testing.T) {
 		return slices.Clone(auth)
 	}
 
-	logs := &syncBuffer{}
+	logs := &testsync.Buffer{}
 	cfg := fastConfig(hs.URL)
 	cfg.TokenFile = filepath.Join(t.TempDir(), "token")
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
@@ -182,7 +164,7 @@ func TestTokenFileAppearsLater(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waitFor(t, "two calls without a token", func() bool { return len(calls()) >= 2 })
+	testsync.WaitFor(t, "two calls without a token", func() bool { return len(calls()) >= 2 })
 	for i, a := range calls() {
 		if diff := cmp.Diff("", a); diff != "" {
 			t.Errorf("Authorization of call %d before the token file exists: -want, +got:\n%s", i, diff)
@@ -198,7 +180,7 @@ func TestTokenFileAppearsLater(t *testing.T) {
 	if err := os.Rename(tmp, cfg.TokenFile); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the report to land once the token exists", func() bool { return len(cc.WorkspaceReports()) == 1 })
+	testsync.WaitFor(t, "the report to land once the token exists", func() bool { return len(cc.WorkspaceReports()) == 1 })
 	got := calls()
 	if diff := cmp.Diff("Bearer s3cret", got[len(got)-1]); diff != "" {
 		t.Errorf("Authorization once the token file exists: -want, +got:\n%s", diff)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -27,7 +28,7 @@ func TestTombstonesSurviveRestart(t *testing.T) {
 	first := newReporter(t, cfg)
 	mustObserve(t, first, observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: "team-a", Name: "shop", UID: "u-1"}})
 	runLoops(t, first.runWorkspaceSender, first.runTombstoneSaver)
-	waitFor(t, "the tombstone file", func() bool {
+	testsync.WaitFor(t, "the tombstone file", func() bool {
 		_, err := os.Stat(file)
 		return err == nil
 	})
@@ -37,13 +38,13 @@ func TestTombstonesSurviveRestart(t *testing.T) {
 	cfg.TombstoneFile = file
 	second := newReporter(t, cfg)
 	runLoops(t, second.runWorkspaceSender, second.runTombstoneSaver)
-	waitFor(t, "the deletion at Cluster Control", func() bool { return len(cc.WorkspaceReports()) > 0 })
+	testsync.WaitFor(t, "the deletion at Cluster Control", func() bool { return len(cc.WorkspaceReports()) > 0 })
 	got := cc.WorkspaceReports()[0]
 	want := ccapi.WorkspaceStatusReport{Namespace: "team-a", Name: "shop", ObservedAt: observed, ReportedAt: got.ReportedAt, Deleted: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("delivered deletion (-want, +got):\n%s", diff)
 	}
-	waitFor(t, "the acknowledged tombstone to leave the file", func() bool {
+	testsync.WaitFor(t, "the acknowledged tombstone to leave the file", func() bool {
 		ts, err := loadTombstones(file)
 		return err == nil && len(ts) == 0
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/formspec/formspec-hooks/hooks/filereload"
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 )
 
 // rawRequest opens a connection to the server at url (http://host:port)
@@ -125,7 +126,7 @@ func TestInFlightBytes(t *testing.T) {
 
 	held := strings.Repeat(" ", 20<<10)
 	conn := rawRequest(t, hookURL, fmt.Sprintf("POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", 2*len(held)), held)
-	waitFor(t, "the half-sent body to be held", func() bool {
+	testsync.WaitFor(t, "the half-sent body to be held", func() bool {
 		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
 		return !strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
 	})
@@ -140,7 +141,7 @@ func TestInFlightBytes(t *testing.T) {
 	}
 
 	_ = conn.Close()
-	waitFor(t, "the budget to be given back", func() bool {
+	testsync.WaitFor(t, "the budget to be given back", func() bool {
 		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
 		return strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
 	})
@@ -202,14 +203,4 @@ func TestBrokenTokenFileFailsClosed(t *testing.T) {
 			t.Errorf("step %d: %s\n-want, +got:\n%s", i, s.reason, diff)
 		}
 	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 )
@@ -210,7 +210,7 @@ func TestFailureLogsAreRateLimited(t *testing.T) {
 		}
 		return 0
 	})
-	var logs lockedBuffer
+	var logs testsync.Buffer
 	c, err := New(srv.URL, Options{RetryDelay: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -240,25 +240,6 @@ func TestFailureLogsAreRateLimited(t *testing.T) {
 	if diff := cmp.Diff(want, gotCounts); diff != "" {
 		t.Errorf("log lines (-want, +got):\n%s\n%s", diff, logs.String())
 	}
-}
-
-// lockedBuffer is a log destination written by Run's goroutine and read
-// by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func waitPosted(t *testing.T, c *Client, result string) {

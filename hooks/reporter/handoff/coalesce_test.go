@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
@@ -109,18 +110,6 @@ func running(t *testing.T, url string, opts Options) *Client {
 	t.Cleanup(cancel)
 	go func() { _ = c.Run(ctx) }()
 	return c
-}
-
-// eventually waits, generously, until cond holds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // TestCoalescing shows which observations a newer one replaces in place,
@@ -388,7 +377,7 @@ func TestFailedBatchIsReplaceable(t *testing.T) {
 	c := running(t, closedURL(t), Options{Linger: -1, RetryDelay: time.Hour})
 	c.Send(wsStatus("ns", "a", "", 0))
 	waitPosted(t, c, "error")
-	eventually(t, "the failed POST is over", func() bool {
+	testsync.WaitFor(t, "the failed POST is over", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return c.posting == 0
@@ -438,7 +427,7 @@ func TestLinger(t *testing.T) {
 				t.Errorf("first POST (-want, +got):\n%s", diff)
 			}
 			// Stopping while that POST is unanswered would post it again.
-			eventually(t, "the first POST is acknowledged", func() bool { return c.Pending() == 0 })
+			testsync.WaitFor(t, "the first POST is acknowledged", func() bool { return c.Pending() == 0 })
 			c.Send(status(6))
 			c.Send(status(7))
 			cancel()
