@@ -198,8 +198,9 @@ func cases() []fixture {
 		find(kids, "Deployment")["spec"].(obj)["replicas"] = 3
 		add("finalize", "scale-down", request(p, children(kids...), related(class(autoCls)), true))
 	}
-	// Finalize, second step: scaled to zero, no pods left.
-	{
+	// Finalize after the first step: the HPA gone, the Deployment scaled
+	// to zero and its controller caught up.
+	scaledDown := func() (obj, []obj) {
 		p := parent("elastic", 1, nil, nil, wsStatus(1, "Terminating", 0, 0, 0,
 			cond("Ready", "False", "ScaledToZero", "idle"),
 			cond("Progressing", "False", "RolloutComplete", "done"),
@@ -211,24 +212,19 @@ func cases() []fixture {
 		dep["spec"].(obj)["replicas"] = 0
 		dep["metadata"].(obj)["generation"] = 2
 		dep["status"] = deploymentStatus(2, 0, 0, 0, 0, nil)
+		return p, kids
+	}
+	// Finalize, second step: scaled to zero, no pods left.
+	{
+		p, kids := scaledDown()
 		add("finalize", "remove-rest", request(p, children(kids...), related(class(autoCls)), true))
 	}
 	// Finalize, between the steps: scaled to zero, but a pod is still
 	// shutting down (the Deployment counts it in terminatingReplicas, not
 	// in replicas), so its Service and ConfigMap must stay.
 	{
-		p := parent("elastic", 1, nil, nil, wsStatus(1, "Terminating", 0, 0, 0,
-			cond("Ready", "False", "ScaledToZero", "idle"),
-			cond("Progressing", "False", "RolloutComplete", "done"),
-			cond("Degraded", "False", "AsExpected", "no problems observed")))
-		p["metadata"].(obj)["deletionTimestamp"] = "2026-01-11T08:00:00Z"
-		p["metadata"].(obj)["deletionGracePeriodSeconds"] = 0
-		kids := without(running(p, autoCls, 0), "HorizontalPodAutoscaler")
-		dep := find(kids, "Deployment")
-		dep["spec"].(obj)["replicas"] = 0
-		dep["metadata"].(obj)["generation"] = 2
-		dep["status"] = deploymentStatus(2, 0, 0, 0, 0, nil)
-		dep["status"].(obj)["terminatingReplicas"] = 1
+		p, kids := scaledDown()
+		find(kids, "Deployment")["status"].(obj)["terminatingReplicas"] = 1
 		add("finalize", "pods-terminating", request(p, children(kids...), related(class(autoCls)), true))
 	}
 	// Finalize, last call: nothing observed any more.
