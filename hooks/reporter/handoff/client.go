@@ -77,9 +77,9 @@ type Client struct {
 	// latest maps an object to the seq of its queued state, the one a
 	// newer state may replace.
 	latest map[objKey]uint64
-	// deleted maps a workspace's "namespace/name" to the seq of its latest
-	// queued deletion: no status is merged across it.
-	deleted map[string]uint64
+	// deleted maps a workspace to the seq of its latest queued deletion:
+	// no status is merged across it.
+	deleted map[wsName]uint64
 	// posting is the last seq of the batch being posted (0: none); what is
 	// up to it is never replaced.
 	posting uint64
@@ -123,7 +123,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 		base:    u,
 		opts:    opts,
 		latest:  map[objKey]uint64{},
-		deleted: map[string]uint64{},
+		deleted: map[wsName]uint64{},
 		waiting: make(chan struct{}, 1),
 		posted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_hooks_reporter_handoff_batches_total",

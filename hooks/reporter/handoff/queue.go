@@ -15,17 +15,20 @@ type queued struct {
 	// key names the object a state observation is about; it is zero for a
 	// deletion, which is never replaced.
 	key objKey
-	// workspace is the "namespace/name" of a workspace status or deletion,
-	// to keep a status from being merged across a deletion.
-	workspace string
+	// workspace names the workspace of a status or deletion, to keep a
+	// status from being merged across a deletion.
+	workspace wsName
 	// milestones are a workspace status's; a status replaces only one with
 	// the same, so that the reporter sees every transition it announces.
 	milestones observation.Milestones
 }
 
+// wsName is a workspace's namespace and name.
+type wsName struct{ namespace, name string }
+
 // deletion reports whether q is a workspace deletion.
 func (q *queued) deletion() bool {
-	return q.key == objKey{} && q.workspace != ""
+	return q.key == objKey{} && q.workspace != wsName{}
 }
 
 // objKind is the kind of object a state observation is about.
@@ -60,10 +63,10 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 	q := queued{raw: raw}
 	switch {
 	case obs.WorkspaceDeleted != nil:
-		q.workspace = obs.WorkspaceDeleted.Namespace + "/" + obs.WorkspaceDeleted.Name
+		q.workspace = wsName{obs.WorkspaceDeleted.Namespace, obs.WorkspaceDeleted.Name}
 	case obs.Workspace != nil:
 		q.key = nameKey(kindWorkspace, obs.Workspace.UID, obs.Workspace.Namespace, obs.Workspace.Name)
-		q.workspace = obs.Workspace.Namespace + "/" + obs.Workspace.Name
+		q.workspace = wsName{obs.Workspace.Namespace, obs.Workspace.Name}
 		q.milestones = obs.Workspace.Milestones()
 	case obs.Node != nil:
 		q.key = objKey{kind: kindNode, name: obs.Node.Name}
@@ -120,7 +123,7 @@ func (c *Client) replace(q queued) bool {
 		return false
 	}
 	seq, ok := c.latest[q.key]
-	if !ok || seq <= c.posting || (q.workspace != "" && c.deleted[q.workspace] > seq) {
+	if !ok || seq <= c.posting || (q.workspace != wsName{} && c.deleted[q.workspace] > seq) {
 		return false
 	}
 	i, found := c.index(seq)
