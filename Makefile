@@ -148,9 +148,10 @@ load:
 # two tables, each with freshly started servers: first the one request the
 # hot-path goal is stated on (a steady, ready Workspace sync), then the
 # whole Workspace sync fixture set. The driver (test/load/client.go) is a
-# lean HTTP/1.1 client that costs about what wrk does, leaving the CPU to
-# the servers. About 90 s with the defaults. Compare ratios, not absolute
-# figures.
+# lean HTTP/1.1 client that costs about what wrk does; -cpus split runs it
+# on the first CPU and every server on the others (-cpus shared: anywhere;
+# docs/testing.md says why). About 90 s with the defaults. Compare ratios,
+# not absolute figures.
 BENCH_FLAGS ?= -duration 8s -workers 8 -cpus split
 BENCH_MATCH ?= workspace/sync/steady-ready workspace/sync
 bench: build
