@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the node binaries the one-node test cluster runs (kubelet,
-# kube-proxy, kube-scheduler from the pinned test/node/binaries module, and
+# kube-proxy, kube-scheduler and the kubectl its tests apply the install
+# with, from the pinned test/node/binaries module, and
 # CoreDNS with only the plugins it needs from test/node/coredns) into
 # ${FORMSPEC_NODE_BIN:-$HOME/.cache/formspec-hooks/node-v1.37.2}.
 #
@@ -14,7 +15,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 src="${root}/test/node"
 bin="${FORMSPEC_NODE_BIN:-${HOME}/.cache/formspec-hooks/node-v1.37.2}"
-binaries=(kubelet kube-proxy kube-scheduler coredns)
+binaries=(kubelet kube-proxy kube-scheduler kubectl coredns)
 
 # shellcheck source=binaries-stamp.sh
 source "${root}/test/binaries-stamp.sh"
@@ -32,7 +33,8 @@ start=$(date +%s)
 		-o "${bin}/" \
 		k8s.io/kubernetes/cmd/kubelet \
 		k8s.io/kubernetes/cmd/kube-proxy \
-		k8s.io/kubernetes/cmd/kube-scheduler
+		k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kubectl
 )
 (
 	cd "${src}/coredns"

@@ -10,8 +10,8 @@
 // images are imported from archives built here, never pulled.
 //
 // The cluster needs root (it creates a bridge, iptables rules, mounts and
-// cgroups); Start skips the test, saying why, when it is not root or when a
-// binary is missing. Everything it makes is removed when the test ends, also
+// cgroups); Start skips the test, saying why, when it is not root, and
+// fails it with one line naming the package when a program is missing. Everything it makes is removed when the test ends, also
 // when it fails or is interrupted (SIGINT, SIGTERM), and a check at the very
 // end compares the machine with a snapshot taken before the start and fails
 // the test on any process, mount, interface, network namespace, iptables
@@ -20,15 +20,16 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,9 +65,13 @@ const (
 )
 
 // EnvBinDir names the environment variable holding the directory with the
-// kubelet, kube-proxy, kube-scheduler and coredns binaries built by
-// test/node-binaries.sh.
+// node binaries built by test/node-binaries.sh.
 const EnvBinDir = "FORMSPEC_NODE_BIN"
+
+// nodeBinaries are the binaries test/node-binaries.sh builds into BinDir:
+// the node's own and the kubectl its tests run, of the cluster's version
+// (the machine's kubectl, if any, may be several versions away).
+var nodeBinaries = []string{"kubelet", "kube-proxy", "kube-scheduler", "kubectl", "coredns"}
 
 // k8sVersion is the version test/node-binaries.sh builds, which names its
 // default output directory.
@@ -94,15 +99,22 @@ var Controllers = append(append([]string(nil), controlplane.DefaultControllers..
 	"node-lifecycle-controller",
 )
 
-// hostBinaries are the Debian packages' binaries the cluster runs, with the
-// package that provides each.
+// hostBinaries are the programs from Debian's packages that the cluster
+// and its teardown run, with the package that provides each. .ci/run
+// installs these packages, and docs/testing.md lists them; keep the three
+// in step.
 var hostBinaries = map[string]string{
-	"containerd":       "containerd",
-	"ctr":              "containerd",
-	"runc":             "runc",
-	"iptables-save":    "iptables",
-	"iptables-restore": "iptables",
-	"ip":               "iproute2",
+	"containerd":            "containerd",
+	"ctr":                   "containerd",
+	"runc":                  "runc",
+	"iptables-save":         "iptables",
+	"iptables-restore":      "iptables",
+	"iptables-nft-save":     "iptables",
+	"ip6tables-nft-save":    "iptables",
+	"iptables-legacy-save":  "iptables",
+	"ip6tables-legacy-save": "iptables",
+	"nft":                   "nftables",
+	"ip":                    "iproute2",
 }
 
 // cniPlugins are the CNI plugins used, from containernetworking-plugins.
@@ -175,37 +187,38 @@ func controlPlaneBinDir(t *testing.T) {
 	}
 }
 
-// SkipUnlessPossible skips the test, saying why, when Prerequisites fails.
-func SkipUnlessPossible(t *testing.T) {
+// RequirePrerequisites skips the test, saying why, when it does not run as
+// root, since only root can make a node. As root the test is meant to run,
+// so a missing prerequisite fails it before anything is started, with one
+// line that names what to install.
+func RequirePrerequisites(t *testing.T) {
 	t.Helper()
 	controlPlaneBinDir(t)
+	if os.Geteuid() != 0 {
+		t.Skip("skipping the one-node cluster: it needs root: it creates a bridge, iptables rules, mounts, cgroups and network namespaces (run make test-node as root)")
+	}
 	if err := Prerequisites(); err != nil {
-		t.Skip("skipping the one-node cluster: " + err.Error())
+		t.Fatal("the one-node cluster cannot start: " + err.Error())
 	}
 }
 
-// Prerequisites returns why the cluster cannot run here, or nil.
+// Prerequisites returns the first thing missing for a cluster here, as
+// one line that names what provides it, or nil. It does not check for
+// root (RequirePrerequisites does).
 func Prerequisites() error {
-	if os.Geteuid() != 0 {
-		return errors.New("the one-node cluster needs root: it creates a bridge, iptables rules, mounts, cgroups and network namespaces (run make test-node as root)")
-	}
-	var missing []string
-	for _, name := range []string{"kubelet", "kube-proxy", "kube-scheduler", "coredns"} {
+	for _, name := range nodeBinaries {
 		if _, err := os.Stat(filepath.Join(BinDir(), name)); err != nil {
-			missing = append(missing, name)
+			return fmt.Errorf("%s has no %s: build the node binaries with make node-binaries (test/node-binaries.sh), or set %s", BinDir(), name, EnvBinDir)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s has no %s: build them with test/node-binaries.sh (make node-binaries) or set %s", BinDir(), strings.Join(missing, ", "), EnvBinDir)
-	}
-	for name, pkg := range hostBinaries {
+	for _, name := range slices.Sorted(maps.Keys(hostBinaries)) {
 		if _, err := exec.LookPath(name); err != nil {
-			return fmt.Errorf("%s not found: apt-get install %s (see .ci/run)", name, pkg)
+			return fmt.Errorf("%s not found: apt-get install %s (.ci/run installs it)", name, hostBinaries[name])
 		}
 	}
 	for _, p := range cniPlugins {
 		if _, err := os.Stat(filepath.Join(cniBinDir, p)); err != nil {
-			return fmt.Errorf("CNI plugin %s not found in %s: apt-get install containernetworking-plugins", p, cniBinDir)
+			return fmt.Errorf("CNI plugin %s not found in %s: apt-get install containernetworking-plugins (.ci/run installs it)", p, cniBinDir)
 		}
 	}
 	if _, err := controlplane.BinDir(); err != nil {
@@ -217,10 +230,11 @@ func Prerequisites() error {
 // Start brings up the one-node cluster for the duration of the test, with
 // the image archives preloaded into containerd, and returns when the node
 // is Ready, CoreDNS answers and the pods can reach the API server. Each
-// phase is recorded in tm. It skips the test when Prerequisites fails.
+// phase is recorded in tm. It skips or fails the test as
+// RequirePrerequisites does.
 func Start(t *testing.T, tm *Timings, images ...string) *Cluster {
 	t.Helper()
-	SkipUnlessPossible(t)
+	RequirePrerequisites(t)
 
 	// A run killed before its cleanups (SIGKILL, a go test timeout) leaves
 	// its node behind; remove it so that this run starts clean.

@@ -30,7 +30,7 @@ const chartDir = "deploy/helm/formspec-hooks"
 // controllers tell it, and the chart's reporter sidecar reports the node's
 // health to Cluster Control.
 func TestHelmInstall(t *testing.T) {
-	SkipUnlessPossible(t)
+	RequirePrerequisites(t)
 	mcBin := os.Getenv(EnvMetacontrollerBin)
 	c, tm := startInstalled(t, mcBin, (*Cluster).helmInstall, "helm chart applied, hook pods Ready")
 

@@ -40,7 +40,7 @@ const (
 // pods become Ready through their probes under their securityContext and
 // that the hooks answer through their Service.
 func TestInstall(t *testing.T) {
-	SkipUnlessPossible(t)
+	RequirePrerequisites(t)
 	c, tm := startInstalled(t, "", (*Cluster).install, "kubectl apply -k, hook pods Ready")
 
 	t.Run("pods run as their securityContext says", func(t *testing.T) { c.checkHookProcesses(t) })
@@ -116,7 +116,7 @@ images:
 // kubectl runs kubectl against the cluster and returns its output.
 func (c *Cluster) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(c.bin, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -155,8 +155,8 @@ func (c *Cluster) waitFor(t *testing.T, what string, cond func() (bool, string),
 		}
 		time.Sleep(time.Second)
 	}
-	out, _ := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", namespace, "get", "pods,events", "-o", "wide").CombinedOutput()
-	desc, _ := exec.Command("kubectl", "--kubeconfig", c.Kubeconfig, "-n", namespace, "describe", "pods").CombinedOutput()
+	out, _ := exec.Command(filepath.Join(c.bin, "kubectl"), "--kubeconfig", c.Kubeconfig, "-n", namespace, "get", "pods,events", "-o", "wide").CombinedOutput()
+	desc, _ := exec.Command(filepath.Join(c.bin, "kubectl"), "--kubeconfig", c.Kubeconfig, "-n", namespace, "describe", "pods").CombinedOutput()
 	t.Fatalf("%s: not after %v (last: %s)\n%s\n%s", what, waitTimeout, last, out, desc)
 }
 

@@ -40,7 +40,7 @@ func TestMetacontrollerOnNode(t *testing.T) {
 	if mcBin == "" {
 		t.Skip(EnvMetacontrollerBin + " not set: skipping Metacontroller on the one-node cluster; see docs/testing.md")
 	}
-	SkipUnlessPossible(t)
+	RequirePrerequisites(t)
 	c, tm := startInstalled(t, mcBin, (*Cluster).install, "kubectl apply -k, hook pods Ready")
 	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
