@@ -19,8 +19,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 

@@ -7,7 +7,6 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/datastore"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/observe"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/hooks/server"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
@@ -17,17 +16,14 @@ import (
 // Paths follow fixtures/<controller>/<hook>/, so any fixture can be posted
 // to the path its directory names.
 func hookRoutes(cfg hookConfig) []server.Route {
-	wsCfg := workspace.Config{
+	// cfg.reports may be nil (no sidecar): a nil *handoff.Client discards.
+	sink := cfg.reports
+	ws := workspace.New(workspace.Config{
 		ResourceImage:     cfg.resourceImage,
 		DefaultVersion:    cfg.defaultVersion,
 		ControlClusterURL: cfg.controlClusterURL,
-	}
-	// A nil *handoff.Client must not become a non-nil interface.
-	var sink observe.Sink = discard{}
-	if cfg.reports != nil {
-		wsCfg.Reports, sink = cfg.reports, cfg.reports
-	}
-	ws := workspace.New(wsCfg)
+		Reports:           sink,
+	})
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink})
 	opts := cfg.handlerOptions
@@ -44,11 +40,6 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		hookRoute("/v1/pods/sync", decorator(observe.WorkspacePods(sink)), opts),
 	}
 }
-
-// discard is the observation sink when no reporter is configured.
-type discard struct{}
-
-func (discard) Send(observation.Observation) {}
 
 // hookRoute routes POST path to hook h. The hook's name, which labels its
 // metrics and log lines, is the path without /v1/: "workspace-sync".

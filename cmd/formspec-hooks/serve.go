@@ -20,8 +20,8 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/filereload"
+	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter/handoff"
+	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 

@@ -17,19 +17,6 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
-// Reasons a Datastore is or is not Validated. They are the reasons of the
-// Datastore's Validated and Denied conditions, so they are API.
-const (
-	ReasonValidated         = "Validated"
-	ReasonUnsupportedDriver = "UnsupportedDriver"
-	ReasonInvalidPublicKey  = "InvalidPublicKey"
-	ReasonWeakPublicKey     = "WeakPublicKey"
-	ReasonInvalidTenant     = "InvalidTenant"
-	ReasonSecretNotFound    = "SecretNotFound"
-	ReasonSecretNotLabeled  = "SecretNotLabeled"
-	ReasonMissingKeys       = "MissingKeys"
-)
-
 // requiredKeys lists, per driver, the sets of endpoint Secret keys that make
 // a usable connection; one complete set is enough. The names are the
 // Service Binding specification's well-known entries, so applications read
@@ -195,34 +182,34 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 		return Decision{Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
 	if requiredKeys[ds.Spec.Driver] == nil {
-		return deny(ReasonUnsupportedDriver, "spec.driver %q is not one of postgres, mysql, redis, mongodb", ds.Spec.Driver)
+		return deny(v1alpha1.ReasonUnsupportedDriver, "spec.driver %q is not one of postgres, mysql, redis, mongodb", ds.Spec.Driver)
 	}
 	if _, err := PublicKeys(ds); err != nil {
 		// One weak key refuses the whole Datastore, not just that key: the
 		// Datastore would otherwise report Validated while listing a key
 		// anyone can sign with, and its owner would not look.
 		if errors.Is(err, grant.ErrWeakPublicKey) {
-			return deny(ReasonWeakPublicKey, "%v; such a key must never verify a grant: remove it, and list only keys made by formspec-hooks claim keygen", err)
+			return deny(v1alpha1.ReasonWeakPublicKey, "%v; such a key must never verify a grant: remove it, and list only keys made by formspec-hooks claim keygen", err)
 		}
-		return deny(ReasonInvalidPublicKey, "%v; every owner key must be an ed25519 public key in 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
+		return deny(v1alpha1.ReasonInvalidPublicKey, "%v; every owner key must be an ed25519 public key in 64 hexadecimal characters (formspec-hooks claim keygen prints one)", err)
 	}
 	if n := len(ds.Spec.AllowedTenants); n > v1alpha1.MaxAllowedTenants {
-		return deny(ReasonInvalidTenant, "spec.allowedTenants has %d entries, more than the %d allowed; use namespace/* entries", n, v1alpha1.MaxAllowedTenants)
+		return deny(v1alpha1.ReasonInvalidTenant, "spec.allowedTenants has %d entries, more than the %d allowed; use namespace/* entries", n, v1alpha1.MaxAllowedTenants)
 	}
 	for _, t := range ds.Spec.AllowedTenants {
 		if err := CheckTenant(t); err != nil {
-			return deny(ReasonInvalidTenant, "spec.allowedTenants: %v", err)
+			return deny(v1alpha1.ReasonInvalidTenant, "spec.allowedTenants: %v", err)
 		}
 	}
 	ref := ds.Spec.EndpointSecretRef.Name
 	if ref == "" {
-		return deny(ReasonSecretNotFound, "spec.endpointSecretRef.name is empty")
+		return deny(v1alpha1.ReasonSecretNotFound, "spec.endpointSecretRef.name is empty")
 	}
 	if secret == nil || secret.Name != ref || secret.Namespace != ds.Namespace {
-		return deny(ReasonSecretNotFound, "Secret %s/%s named by spec.endpointSecretRef was not found", ds.Namespace, ref)
+		return deny(v1alpha1.ReasonSecretNotFound, "Secret %s/%s named by spec.endpointSecretRef was not found", ds.Namespace, ref)
 	}
 	if secret.Labels[v1alpha1.LabelDatastore] != ds.Name {
-		return deny(ReasonSecretNotLabeled, "Secret %s/%s must carry the label %s=%s: the label is its owner's consent to having its data projected into claims",
+		return deny(v1alpha1.ReasonSecretNotLabeled, "Secret %s/%s must carry the label %s=%s: the label is its owner's consent to having its data projected into claims",
 			ds.Namespace, ref, v1alpha1.LabelDatastore, ds.Name)
 	}
 	var missing []string
@@ -232,10 +219,10 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 		}
 	}
 	if len(missing) > 0 {
-		return deny(ReasonMissingKeys, "Secret %s/%s lacks keys a %s connection needs (permission:key): %s; set them unprefixed or as <permission>.<key>",
+		return deny(v1alpha1.ReasonMissingKeys, "Secret %s/%s lacks keys a %s connection needs (permission:key): %s; set them unprefixed or as <permission>.<key>",
 			ds.Namespace, ref, ds.Spec.Driver, strings.Join(missing, ", "))
 	}
-	return Decision{Allowed: true, Reason: ReasonValidated,
+	return Decision{Allowed: true, Reason: v1alpha1.ReasonValidated,
 		Message: fmt.Sprintf("Secret %s/%s holds a complete %s endpoint", ds.Namespace, ref, ds.Spec.Driver)}
 }
 

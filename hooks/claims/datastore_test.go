@@ -72,12 +72,12 @@ func TestCheckDatastore(t *testing.T) {
 		"Valid": {
 			reason: "The test world's Datastore is valid.",
 			change: func(_ *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret { return s },
-			want:   claims.ReasonValidated,
+			want:   v1alpha1.ReasonValidated,
 		},
 		"UnsupportedDriver": {
 			reason: "Only four drivers exist.",
 			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret { ds.Spec.Driver = "oracle"; return s },
-			want:   claims.ReasonUnsupportedDriver,
+			want:   v1alpha1.ReasonUnsupportedDriver,
 		},
 		"BadRotatedKey": {
 			reason: "Every listed key must parse, not just the first.",
@@ -85,7 +85,7 @@ func TestCheckDatastore(t *testing.T) {
 				ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, "abc")
 				return s
 			},
-			want: claims.ReasonInvalidPublicKey,
+			want: v1alpha1.ReasonInvalidPublicKey,
 		},
 		"KeyNotAPoint": {
 			reason: "64 hex characters that are no point of the curve verify nothing: invalid.",
@@ -93,7 +93,7 @@ func TestCheckDatastore(t *testing.T) {
 				ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, claimstest.NotAPointKey)
 				return s
 			},
-			want: claims.ReasonInvalidPublicKey,
+			want: v1alpha1.ReasonInvalidPublicKey,
 		},
 		"TooManyKeys": {
 			reason: "The CRD allows 16 rotated keys; a request with more is refused before any is parsed.",
@@ -103,7 +103,7 @@ func TestCheckDatastore(t *testing.T) {
 				}
 				return s
 			},
-			want: claims.ReasonInvalidPublicKey,
+			want: v1alpha1.ReasonInvalidPublicKey,
 		},
 		"TooManyTenants": {
 			reason: "The CRD allows 256 tenants; more would make every claim walk them all.",
@@ -113,7 +113,7 @@ func TestCheckDatastore(t *testing.T) {
 				}
 				return s
 			},
-			want: claims.ReasonInvalidTenant,
+			want: v1alpha1.ReasonInvalidTenant,
 		},
 		"TenantNamespaceWildcard": {
 			reason: "There is no */workspace.",
@@ -121,7 +121,7 @@ func TestCheckDatastore(t *testing.T) {
 				ds.Spec.AllowedTenants = []string{"*/shop"}
 				return s
 			},
-			want: claims.ReasonInvalidTenant,
+			want: v1alpha1.ReasonInvalidTenant,
 		},
 		"TenantNoSlash": {
 			reason: "A tenant is namespace/workspace.",
@@ -129,7 +129,7 @@ func TestCheckDatastore(t *testing.T) {
 				ds.Spec.AllowedTenants = []string{"team-a"}
 				return s
 			},
-			want: claims.ReasonInvalidTenant,
+			want: v1alpha1.ReasonInvalidTenant,
 		},
 		"NoSecretRef": {
 			reason: "A Datastore must name its Secret.",
@@ -137,27 +137,27 @@ func TestCheckDatastore(t *testing.T) {
 				ds.Spec.EndpointSecretRef.Name = ""
 				return s
 			},
-			want: claims.ReasonSecretNotFound,
+			want: v1alpha1.ReasonSecretNotFound,
 		},
 		"SecretMissing": {
 			reason: "The named Secret does not exist.",
 			change: func(*v1alpha1.Datastore, *corev1.Secret) *corev1.Secret { return nil },
-			want:   claims.ReasonSecretNotFound,
+			want:   v1alpha1.ReasonSecretNotFound,
 		},
 		"SecretInOtherNamespace": {
 			reason: "Only a Secret in the Datastore's namespace counts.",
 			change: func(_ *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret { s.Namespace = "elsewhere"; return s },
-			want:   claims.ReasonSecretNotFound,
+			want:   v1alpha1.ReasonSecretNotFound,
 		},
 		"SecretNotLabeled": {
 			reason: "The label is consent.",
 			change: func(_ *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret { s.Labels = nil; return s },
-			want:   claims.ReasonSecretNotLabeled,
+			want:   v1alpha1.ReasonSecretNotLabeled,
 		},
 		"MissingHost": {
 			reason: "Postgres needs a host.",
 			change: func(_ *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret { delete(s.Data, "host"); return s },
-			want:   claims.ReasonMissingKeys,
+			want:   v1alpha1.ReasonMissingKeys,
 		},
 		"PasswordOnlyPerPermission": {
 			reason: "A key given for every permission is complete.",
@@ -166,7 +166,7 @@ func TestCheckDatastore(t *testing.T) {
 				s.Data["read.password"], s.Data["readwrite.password"] = []byte("r"), []byte("rw")
 				return s
 			},
-			want: claims.ReasonValidated,
+			want: v1alpha1.ReasonValidated,
 		},
 		"PasswordMissingForOnePermission": {
 			reason: "A key given for some permissions only is missing for the others.",
@@ -175,7 +175,7 @@ func TestCheckDatastore(t *testing.T) {
 				s.Data["read.password"] = []byte("r")
 				return s
 			},
-			want: claims.ReasonMissingKeys,
+			want: v1alpha1.ReasonMissingKeys,
 		},
 		"MongoURI": {
 			reason: "A MongoDB URI alone is enough.",
@@ -184,7 +184,7 @@ func TestCheckDatastore(t *testing.T) {
 				s.Data = map[string][]byte{"uri": []byte("mongodb://u:p@m1:27017,m2:27017/orders")}
 				return s
 			},
-			want: claims.ReasonValidated,
+			want: v1alpha1.ReasonValidated,
 		},
 		"RedisWithoutPassword": {
 			reason: "Redis needs only host and port.",
@@ -193,7 +193,7 @@ func TestCheckDatastore(t *testing.T) {
 				s.Data = map[string][]byte{"host": []byte("r"), "port": []byte("6379")}
 				return s
 			},
-			want: claims.ReasonValidated,
+			want: v1alpha1.ReasonValidated,
 		},
 	}
 	// One weak key refuses the whole Datastore, whether it is the only
@@ -205,7 +205,7 @@ func TestCheckDatastore(t *testing.T) {
 				ds.Spec.OwnerPublicKey, ds.Spec.OwnerPublicKeys = k.Hex, nil
 				return s
 			},
-			want: claims.ReasonWeakPublicKey,
+			want: v1alpha1.ReasonWeakPublicKey,
 		}
 		cases["WeakRotatedKey"+k.Name] = checkCase{
 			reason: "A weak key beside sound ones refuses the Datastore all the same.",
@@ -213,7 +213,7 @@ func TestCheckDatastore(t *testing.T) {
 				ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, k.Hex)
 				return s
 			},
-			want: claims.ReasonWeakPublicKey,
+			want: v1alpha1.ReasonWeakPublicKey,
 		}
 	}
 	for name, tc := range cases {
@@ -224,7 +224,7 @@ func TestCheckDatastore(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got.Reason); diff != "" {
 				t.Errorf("%s\nCheckDatastore(): -want, +got:\n%s\nmessage: %s", tc.reason, diff, got.Message)
 			}
-			if got.Allowed != (tc.want == claims.ReasonValidated) {
+			if got.Allowed != (tc.want == v1alpha1.ReasonValidated) {
 				t.Errorf("CheckDatastore(): Allowed = %v with reason %s", got.Allowed, got.Reason)
 			}
 		})

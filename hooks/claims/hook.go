@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 )
 
 // Decisions counts decisions, typically into a metrics counter labelled by
@@ -58,13 +58,6 @@ func (o HookOptions) WithDefaults() HookOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Reports == nil {
-		o.Reports = discardReports{}
-	}
+	o.Reports = observation.OrDiscard(o.Reports)
 	return o
 }
-
-// discardReports is the sink when no reporter is configured.
-type discardReports struct{}
-
-func (discardReports) Send(observation.Observation) {}

@@ -22,25 +22,6 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 )
 
-// Reasons a ResourceClaim is granted or denied. They are the reasons of the
-// claim's Ready and Denied conditions and the labels of the decision
-// counters, so they are API: add, never rename.
-const (
-	ReasonGranted                 = "Granted"
-	ReasonUnknownSignatureVersion = "UnknownSignatureVersion"
-	ReasonInvalidGrant            = "InvalidGrant"
-	ReasonDatastoreNotFound       = "DatastoreNotFound"
-	ReasonDatastoreNotValidated   = "DatastoreNotValidated"
-	ReasonMalformedPublicKey      = "MalformedPublicKey"
-	ReasonMalformedSignature      = "MalformedSignature"
-	ReasonInvalidSignature        = "InvalidSignature"
-	ReasonTenantNotAllowed        = "TenantNotAllowed"
-	ReasonGrantedInFuture         = "GrantedInFuture"
-	ReasonExpired                 = "Expired"
-	// ReasonWeakPublicKey, ReasonSecretNotFound and ReasonSecretNotLabeled
-	// are shared with the Datastore checks.
-)
-
 // MaxClockSkew is how far in the future a grantedAt may lie: enough for
 // the owner's clock running a little ahead of the cluster's, not enough to
 // pre-date grants that only become usable later.
@@ -98,42 +79,42 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	}
 	version := grant.Version(claim)
 	if version != v1alpha1.SignatureV1 && version != v1alpha1.SignatureV2 {
-		return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
+		return deny(v1alpha1.ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
 	}
 	if claim.Namespace == "" {
-		return deny(ReasonInvalidGrant, "the claim has no namespace")
+		return deny(v1alpha1.ReasonInvalidGrant, "the claim has no namespace")
 	}
 	g := grant.Of(claim)
 	times, err := g.Check(version)
 	if err != nil {
-		return deny(ReasonInvalidGrant, "%v", err)
+		return deny(v1alpha1.ReasonInvalidGrant, "%v", err)
 	}
 	msg, err := g.Message(version)
 	if err != nil {
 		if errors.Is(err, grant.ErrUnknownVersion) {
-			return deny(ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
+			return deny(v1alpha1.ReasonUnknownSignatureVersion, "spec.signatureVersion must be v1 or v2")
 		}
-		return deny(ReasonInvalidGrant, "%v", err)
+		return deny(v1alpha1.ReasonInvalidGrant, "%v", err)
 	}
 	dsRef := g.DatastoreNamespace + "/" + g.DatastoreName
 	if ds == nil || ds.Namespace != g.DatastoreNamespace || ds.Name != g.DatastoreName {
-		return deny(ReasonDatastoreNotFound, "Datastore %s was not found", dsRef)
+		return deny(v1alpha1.ReasonDatastoreNotFound, "Datastore %s was not found", dsRef)
 	}
 
 	// Authenticity. Until the signature verifies, every message depends
 	// only on the claim and on the Datastore's existence.
 	if claim.Spec.Signature == "" {
-		return deny(ReasonMalformedSignature, "spec.signature is empty; sign the claim with the Datastore owner's key (formspec-hooks claim sign)")
+		return deny(v1alpha1.ReasonMalformedSignature, "spec.signature is empty; sign the claim with the Datastore owner's key (formspec-hooks claim sign)")
 	}
 	sig, err := grant.ParseSignature(claim.Spec.Signature)
 	if err != nil {
-		return deny(ReasonMalformedSignature, "spec.signature: %v", err)
+		return deny(v1alpha1.ReasonMalformedSignature, "spec.signature: %v", err)
 	}
 	if !verifies(ds, msg, sig) {
 		// No key count and no word about malformed keys: both are the
 		// Datastore's business until the claim proves it comes from its
 		// owner.
-		return deny(ReasonInvalidSignature,
+		return deny(v1alpha1.ReasonInvalidSignature,
 			"the %s signature does not verify against the owner keys of Datastore %s: the claim was changed after signing, was signed for another namespace or by another key; ask the Datastore owner to sign it again",
 			version, dsRef)
 	}
@@ -141,36 +122,36 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 		// Signed by the owner, yet another of the listed keys is broken:
 		// the Datastore does not validate, and its owner is the reader.
 		if errors.Is(err, grant.ErrWeakPublicKey) {
-			return deny(ReasonWeakPublicKey, "Datastore %s: %v; the Datastore is refused until its owner removes that key", dsRef, err)
+			return deny(v1alpha1.ReasonWeakPublicKey, "Datastore %s: %v; the Datastore is refused until its owner removes that key", dsRef, err)
 		}
-		return deny(ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
+		return deny(v1alpha1.ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
 	}
 
 	// Authorization.
 	if !TenantAllowed(ds.Spec.AllowedTenants, claim.Namespace, g.Workspace) {
-		return deny(ReasonTenantNotAllowed, "%s/%s is not in spec.allowedTenants of Datastore %s; its owner must add %s/%s or %s/*",
+		return deny(v1alpha1.ReasonTenantNotAllowed, "%s/%s is not in spec.allowedTenants of Datastore %s; its owner must add %s/%s or %s/*",
 			claim.Namespace, g.Workspace, dsRef, claim.Namespace, g.Workspace, claim.Namespace)
 	}
 	if earliest := times.GrantedAt.Add(-MaxClockSkew); now.Before(earliest) {
-		d := deny(ReasonGrantedInFuture, "spec.grantedAt is more than %s ahead of the cluster's clock; the claim becomes usable at %s",
+		d := deny(v1alpha1.ReasonGrantedInFuture, "spec.grantedAt is more than %s ahead of the cluster's clock; the claim becomes usable at %s",
 			MaxClockSkew, earliest.UTC().Format(time.RFC3339))
 		d.RecheckAt = earliest
 		return d
 	}
 	if !times.ExpiresAt.IsZero() && !now.Before(times.ExpiresAt) {
-		return deny(ReasonExpired, "the grant expired at %s; ask the Datastore owner for a new one", times.ExpiresAt.UTC().Format(time.RFC3339))
+		return deny(v1alpha1.ReasonExpired, "the grant expired at %s; ask the Datastore owner for a new one", times.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 
 	// Only now, for a grant that holds in every other respect, is the
 	// Datastore's endpoint Secret looked at and described.
 	if d := CheckDatastore(ds, secret); !d.Allowed {
 		switch d.Reason {
-		case ReasonSecretNotFound, ReasonSecretNotLabeled, ReasonWeakPublicKey:
+		case v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretNotLabeled, v1alpha1.ReasonWeakPublicKey:
 			return deny(d.Reason, "Datastore %s: %s", dsRef, d.Message)
-		case ReasonInvalidPublicKey:
-			return deny(ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
+		case v1alpha1.ReasonInvalidPublicKey:
+			return deny(v1alpha1.ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
 		default:
-			return deny(ReasonDatastoreNotValidated, "Datastore %s is not valid (%s): %s", dsRef, d.Reason, d.Message)
+			return deny(v1alpha1.ReasonDatastoreNotValidated, "Datastore %s is not valid (%s): %s", dsRef, d.Reason, d.Message)
 		}
 	}
 	msgText := fmt.Sprintf("%s signature of %s verified; %s access to Datastore %s granted to workspace %s",
@@ -178,7 +159,7 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	if !times.ExpiresAt.IsZero() {
 		msgText += " until " + times.ExpiresAt.UTC().Format(time.RFC3339)
 	}
-	return Decision{Allowed: true, Reason: ReasonGranted, Message: msgText, RecheckAt: times.ExpiresAt}
+	return Decision{Allowed: true, Reason: v1alpha1.ReasonGranted, Message: msgText, RecheckAt: times.ExpiresAt}
 }
 
 // verifies reports whether sig is a signature of msg by one of the

@@ -66,22 +66,22 @@ func TestVerify(t *testing.T) {
 		"GrantedV2": {
 			reason: "A v2 claim signed by the owner key, for an allowed tenant, is granted.",
 			change: func(*world) {},
-			want:   outcome{allowed: true, reason: claims.ReasonGranted},
+			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"GrantedV1": {
 			reason: "A v1 claim, as the original operator signed them, is still granted.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = "" }),
-			want:   outcome{allowed: true, reason: claims.ReasonGranted},
+			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"GrantedByRotatedKey": {
 			reason: "Any key in ownerPublicKeys verifies, so keys can be rotated.",
 			change: func(w *world) { w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Rotated) },
-			want:   outcome{allowed: true, reason: claims.ReasonGranted},
+			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"GrantedUnpaddedSignature": {
 			reason: "A signature without base64 padding is the same signature.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = strings.TrimRight(c.Spec.Signature, "=") }),
-			want:   outcome{allowed: true, reason: claims.ReasonGranted},
+			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"GrantedNamespaceWildcard": {
 			reason: "namespace/* allows every workspace of the namespace.",
@@ -90,27 +90,27 @@ func TestVerify(t *testing.T) {
 				c.Namespace = "team-b"
 				w.claim = claimstest.SignClaim(c, claimstest.Owner)
 			},
-			want: outcome{allowed: true, reason: claims.ReasonGranted},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"GrantedExpiring": {
 			reason: "A grant that expires later is granted, with a recheck at expiry.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2026-01-01T06:00:00Z" }),
-			want:   outcome{allowed: true, reason: claims.ReasonGranted, recheckAt: time.Date(2026, 1, 1, 6, 0, 0, 0, time.UTC)},
+			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted, recheckAt: time.Date(2026, 1, 1, 6, 0, 0, 0, time.UTC)},
 		},
 		"GrantedWithinSkew": {
 			reason: "A grantedAt up to five minutes ahead is clock skew, not a pre-dated grant.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2026-01-01T00:05:00Z" }),
-			want:   outcome{allowed: true, reason: claims.ReasonGranted},
+			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"SignedByStranger": {
 			reason: "A key the Datastore does not list does not verify.",
 			change: func(w *world) { w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Stranger) },
-			want:   outcome{reason: claims.ReasonInvalidSignature},
+			want:   outcome{reason: v1alpha1.ReasonInvalidSignature},
 		},
 		"V2CopiedToAnotherNamespace": {
 			reason: "v2 binds the claim's namespace: the same spec in team-b does not verify, though team-b/* is allowed.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Namespace = "team-b" }),
-			want:   outcome{reason: claims.ReasonInvalidSignature},
+			want:   outcome{reason: v1alpha1.ReasonInvalidSignature},
 		},
 		"V2DefaultedDatastoreNamespace": {
 			reason: "Dropping an explicit datastore namespace changes the signed value even when the claim's namespace would match.",
@@ -121,12 +121,12 @@ func TestVerify(t *testing.T) {
 				w.claim = claimstest.SignClaim(c, claimstest.Owner)
 				w.claim.Spec.Datastore.Namespace = claimstest.ClaimNamespace
 			},
-			want: outcome{allowed: true, reason: claims.ReasonGranted},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"V2VersionDowngrade": {
 			reason: "A v2 signature presented as v1 covers another message.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = v1alpha1.SignatureV1 }),
-			want:   outcome{reason: claims.ReasonInvalidSignature},
+			want:   outcome{reason: v1alpha1.ReasonInvalidSignature},
 		},
 		"V1ExpiresAtIsEnforced": {
 			reason: "v1 does not sign expiresAt, but one that is present and past is still enforced.",
@@ -136,7 +136,7 @@ func TestVerify(t *testing.T) {
 				w.claim = claimstest.SignClaim(c, claimstest.Owner)
 				w.claim.Spec.ExpiresAt = "2025-12-31T23:30:00Z"
 			},
-			want: outcome{reason: claims.ReasonExpired},
+			want: outcome{reason: v1alpha1.ReasonExpired},
 		},
 		"V1PipeMovedBetweenFields": {
 			reason: "A legacy read grant by \"admin|ops\" has the v1 message of an admin grant to workspace \"shop|read\" by \"ops\"; grants with a | are refused outright.",
@@ -150,62 +150,62 @@ func TestVerify(t *testing.T) {
 				w.claim.Spec.Signature = grant.FormatSignature(sig)
 				w.claim.Spec.Workspace, w.claim.Spec.Permission, w.claim.Spec.GrantedBy = "shop|read", v1alpha1.PermissionAdmin, "ops"
 			},
-			want: outcome{reason: claims.ReasonInvalidGrant},
+			want: outcome{reason: v1alpha1.ReasonInvalidGrant},
 		},
 		"Expired": {
 			reason: "A grant past its expiresAt is denied.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2025-12-31T23:59:59Z" }),
-			want:   outcome{reason: claims.ReasonExpired},
+			want:   outcome{reason: v1alpha1.ReasonExpired},
 		},
 		"ExpiresNow": {
 			reason: "expiresAt is exclusive: at that second the grant is over.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2026-01-01T00:00:00Z" }),
-			want:   outcome{reason: claims.ReasonExpired},
+			want:   outcome{reason: v1alpha1.ReasonExpired},
 		},
 		"GrantedFarInFuture": {
 			reason: "A grant dated beyond the skew is not usable yet; recheck when it becomes so.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2026-01-01T01:00:00Z" }),
-			want:   outcome{reason: claims.ReasonGrantedInFuture, recheckAt: time.Date(2026, 1, 1, 0, 55, 0, 0, time.UTC)},
+			want:   outcome{reason: v1alpha1.ReasonGrantedInFuture, recheckAt: time.Date(2026, 1, 1, 0, 55, 0, 0, time.UTC)},
 		},
 		"TenantNotAllowed": {
 			reason: "A well-signed claim for a workspace the Datastore does not list is denied.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" }),
-			want:   outcome{reason: claims.ReasonTenantNotAllowed},
+			want:   outcome{reason: v1alpha1.ReasonTenantNotAllowed},
 		},
 		"NoTenants": {
 			reason: "An empty allowedTenants allows nobody.",
 			change: func(w *world) { w.ds.Spec.AllowedTenants = nil },
-			want:   outcome{reason: claims.ReasonTenantNotAllowed},
+			want:   outcome{reason: v1alpha1.ReasonTenantNotAllowed},
 		},
 		"DatastoreMissing": {
 			reason: "No Datastore, no grant.",
 			change: func(w *world) { w.ds = nil },
-			want:   outcome{reason: claims.ReasonDatastoreNotFound},
+			want:   outcome{reason: v1alpha1.ReasonDatastoreNotFound},
 		},
 		"DatastoreOtherName": {
 			reason: "A Datastore other than the claimed one is treated as missing.",
 			change: func(w *world) { w.ds.Name = "other-db" },
-			want:   outcome{reason: claims.ReasonDatastoreNotFound},
+			want:   outcome{reason: v1alpha1.ReasonDatastoreNotFound},
 		},
 		"SecretMissing": {
 			reason: "No endpoint Secret, no grant.",
 			change: func(w *world) { w.secret = nil },
-			want:   outcome{reason: claims.ReasonSecretNotFound},
+			want:   outcome{reason: v1alpha1.ReasonSecretNotFound},
 		},
 		"SecretNotLabeled": {
 			reason: "Without the consent label nothing is copied.",
 			change: func(w *world) { delete(w.secret.Labels, v1alpha1.LabelDatastore) },
-			want:   outcome{reason: claims.ReasonSecretNotLabeled},
+			want:   outcome{reason: v1alpha1.ReasonSecretNotLabeled},
 		},
 		"SecretLabeledForAnotherDatastore": {
 			reason: "The label must name this Datastore.",
 			change: func(w *world) { w.secret.Labels[v1alpha1.LabelDatastore] = "other-db" },
-			want:   outcome{reason: claims.ReasonSecretNotLabeled},
+			want:   outcome{reason: v1alpha1.ReasonSecretNotLabeled},
 		},
 		"DatastoreMissingKeys": {
 			reason: "A Datastore that does not validate grants nothing.",
 			change: func(w *world) { delete(w.secret.Data, "host") },
-			want:   outcome{reason: claims.ReasonDatastoreNotValidated},
+			want:   outcome{reason: v1alpha1.ReasonDatastoreNotValidated},
 		},
 		"PublicKeyTooShort": {
 			reason: "A claim signed by a good key, on a Datastore with another key of the wrong length, is a MalformedPublicKey denial, not a panic.",
@@ -213,22 +213,22 @@ func TestVerify(t *testing.T) {
 				w.ds.Spec.OwnerPublicKey = w.ds.Spec.OwnerPublicKey[:62]
 				w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Rotated)
 			},
-			want: outcome{reason: claims.ReasonMalformedPublicKey},
+			want: outcome{reason: v1alpha1.ReasonMalformedPublicKey},
 		},
 		"PublicKeyNotHex": {
 			reason: "A key that is not hex is a denial, not a panic.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKeys = []string{strings.Repeat("zz", 32)} },
-			want:   outcome{reason: claims.ReasonMalformedPublicKey},
+			want:   outcome{reason: v1alpha1.ReasonMalformedPublicKey},
 		},
 		"SigningKeyMalformed": {
 			reason: "When the key that signed is the broken one nothing verifies, and the claim is told no more than that.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKey = w.ds.Spec.OwnerPublicKey[:62] },
-			want:   outcome{reason: claims.ReasonInvalidSignature},
+			want:   outcome{reason: v1alpha1.ReasonInvalidSignature},
 		},
 		"NoPublicKey": {
 			reason: "A Datastore without keys verifies nothing.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = "", nil },
-			want:   outcome{reason: claims.ReasonInvalidSignature},
+			want:   outcome{reason: v1alpha1.ReasonInvalidSignature},
 		},
 		"TenantBeforeSecret": {
 			reason: "A well-signed grant for another tenant learns nothing about the Secret.",
@@ -236,7 +236,7 @@ func TestVerify(t *testing.T) {
 				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" })(w)
 				w.secret = nil
 			},
-			want: outcome{reason: claims.ReasonTenantNotAllowed},
+			want: outcome{reason: v1alpha1.ReasonTenantNotAllowed},
 		},
 		"ExpiryBeforeSecret": {
 			reason: "An expired grant authorizes nothing, so it learns nothing about the Secret.",
@@ -244,7 +244,7 @@ func TestVerify(t *testing.T) {
 				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2025-12-31T23:59:59Z" })(w)
 				delete(w.secret.Labels, v1alpha1.LabelDatastore)
 			},
-			want: outcome{reason: claims.ReasonExpired},
+			want: outcome{reason: v1alpha1.ReasonExpired},
 		},
 		"FutureBeforeSecret": {
 			reason: "A grant not yet usable learns nothing about the Secret; the Secret is checked at the recheck.",
@@ -252,54 +252,54 @@ func TestVerify(t *testing.T) {
 				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2026-01-01T01:00:00Z" })(w)
 				delete(w.secret.Data, "host")
 			},
-			want: outcome{reason: claims.ReasonGrantedInFuture, recheckAt: time.Date(2026, 1, 1, 0, 55, 0, 0, time.UTC)},
+			want: outcome{reason: v1alpha1.ReasonGrantedInFuture, recheckAt: time.Date(2026, 1, 1, 0, 55, 0, 0, time.UTC)},
 		},
 		"InvalidTenantEntry": {
 			reason: "A malformed allowedTenants entry makes the Datastore invalid, told to a claim that passed everything else.",
 			change: func(w *world) { w.ds.Spec.AllowedTenants = append(w.ds.Spec.AllowedTenants, "team-c") },
-			want:   outcome{reason: claims.ReasonDatastoreNotValidated},
+			want:   outcome{reason: v1alpha1.ReasonDatastoreNotValidated},
 		},
 		"SignatureEmpty": {
 			reason: "An unsigned claim is denied.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = "" }),
-			want:   outcome{reason: claims.ReasonMalformedSignature},
+			want:   outcome{reason: v1alpha1.ReasonMalformedSignature},
 		},
 		"SignatureTooShort": {
 			reason: "A signature of the wrong length is a denial, not a panic.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = c.Spec.Signature[:40] }),
-			want:   outcome{reason: claims.ReasonMalformedSignature},
+			want:   outcome{reason: v1alpha1.ReasonMalformedSignature},
 		},
 		"SignatureNotBase64": {
 			reason: "A signature outside the base64 alphabet is a denial, not a panic.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = strings.Repeat("!", 88) }),
-			want:   outcome{reason: claims.ReasonMalformedSignature},
+			want:   outcome{reason: v1alpha1.ReasonMalformedSignature},
 		},
 		"SignatureFlipped": {
 			reason: "A well-formed but wrong signature is invalid.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) {
 				c.Spec.Signature = "AAAA" + c.Spec.Signature[4:]
 			}),
-			want: outcome{reason: claims.ReasonInvalidSignature},
+			want: outcome{reason: v1alpha1.ReasonInvalidSignature},
 		},
 		"UnknownVersion": {
 			reason: "Only v1 and v2 exist.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = "v3" }),
-			want:   outcome{reason: claims.ReasonUnknownSignatureVersion},
+			want:   outcome{reason: v1alpha1.ReasonUnknownSignatureVersion},
 		},
 		"BadGrantedAt": {
 			reason: "grantedAt must be RFC 3339.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2025-12-31 23:00:00" }),
-			want:   outcome{reason: claims.ReasonInvalidGrant},
+			want:   outcome{reason: v1alpha1.ReasonInvalidGrant},
 		},
 		"ControlCharacter": {
 			reason: "Control characters are refused in every version.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedBy = "data-team\n@example.com" }),
-			want:   outcome{reason: claims.ReasonInvalidGrant},
+			want:   outcome{reason: v1alpha1.ReasonInvalidGrant},
 		},
 		"UnknownPermission": {
 			reason: "Only read, readwrite and admin exist.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Permission = "root" }),
-			want:   outcome{reason: claims.ReasonInvalidGrant},
+			want:   outcome{reason: v1alpha1.ReasonInvalidGrant},
 		},
 	}
 	// Forgeries: for every weak key as the Datastore's only key, a claim
@@ -314,7 +314,7 @@ func TestVerify(t *testing.T) {
 				w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = k.Hex, nil
 				w.claim = claimstest.Forge(claimstest.Claim(), k.Hex)
 			},
-			want: outcome{reason: claims.ReasonInvalidSignature},
+			want: outcome{reason: v1alpha1.ReasonInvalidSignature},
 		}
 		cases["ForgedBesideSoundKey"+k.Name] = verifyCase{
 			reason: "A weak rotated key beside the owner's does not let a forgery through either.",
@@ -322,12 +322,12 @@ func TestVerify(t *testing.T) {
 				w.ds.Spec.OwnerPublicKeys = []string{k.Hex}
 				w.claim = claimstest.Forge(claimstest.Claim(), k.Hex)
 			},
-			want: outcome{reason: claims.ReasonInvalidSignature},
+			want: outcome{reason: v1alpha1.ReasonInvalidSignature},
 		}
 		cases["SignedBesideWeakKey"+k.Name] = verifyCase{
 			reason: "The owner's own grant on a Datastore that lists a weak key is denied, and told why: the Datastore is refused whole.",
 			change: func(w *world) { w.ds.Spec.OwnerPublicKeys = []string{k.Hex} },
-			want:   outcome{reason: claims.ReasonWeakPublicKey},
+			want:   outcome{reason: v1alpha1.ReasonWeakPublicKey},
 		}
 	}
 	// Each signed field tampered in turn, in both versions.
@@ -343,18 +343,18 @@ func TestVerify(t *testing.T) {
 	}
 	for field, change := range tamper {
 		for _, version := range []string{v1alpha1.SignatureV1, v1alpha1.SignatureV2} {
-			want := outcome{reason: claims.ReasonInvalidSignature}
+			want := outcome{reason: v1alpha1.ReasonInvalidSignature}
 			switch {
 			case field == "DatastoreName" || field == "DatastoreNamespace":
 				// Pointing elsewhere finds no Datastore before any signature check.
-				want.reason = claims.ReasonDatastoreNotFound
+				want.reason = v1alpha1.ReasonDatastoreNotFound
 			case version == v1alpha1.SignatureV1 && field == "ExpiresAt":
 				// v1 does not sign expiresAt: extending it is possible, which
 				// is why v2 exists. The test pins that known weakness.
-				want = outcome{allowed: true, reason: claims.ReasonGranted, recheckAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+				want = outcome{allowed: true, reason: v1alpha1.ReasonGranted, recheckAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 			case version == v1alpha1.SignatureV1 && field == "ClaimNamespace":
 				// Nor the namespace; allowedTenants is what confines v1.
-				want = outcome{allowed: true, reason: claims.ReasonGranted}
+				want = outcome{allowed: true, reason: v1alpha1.ReasonGranted}
 			}
 			cases["Tampered"+field+strings.ToUpper(version)] = verifyCase{
 				reason: "Changing a field after signing breaks the signature (or the lookup).",
@@ -402,27 +402,27 @@ func TestVerifyUnauthenticated(t *testing.T) {
 		"Unsigned": {
 			reason: "No signature at all.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = "" }),
-			want:   claims.ReasonMalformedSignature,
+			want:   v1alpha1.ReasonMalformedSignature,
 		},
 		"Garbage": {
 			reason: "A signature that is not base64.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = strings.Repeat("!", 88) }),
-			want:   claims.ReasonMalformedSignature,
+			want:   v1alpha1.ReasonMalformedSignature,
 		},
 		"Flipped": {
 			reason: "A well-formed signature that verifies against nothing.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Spec.Signature = "AAAA" + c.Spec.Signature[4:] }),
-			want:   claims.ReasonInvalidSignature,
+			want:   v1alpha1.ReasonInvalidSignature,
 		},
 		"Stranger": {
 			reason: "A real signature by a key the Datastore does not list.",
 			change: func(w *world) { w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Stranger) },
-			want:   claims.ReasonInvalidSignature,
+			want:   v1alpha1.ReasonInvalidSignature,
 		},
 		"CopiedToAnotherNamespace": {
 			reason: "The owner's v2 signature, replayed from another namespace.",
 			change: signedThen(func(c *v1alpha1.ResourceClaim) { c.Namespace = "team-b" }),
-			want:   claims.ReasonInvalidSignature,
+			want:   v1alpha1.ReasonInvalidSignature,
 		},
 	}
 	breakages := map[string]struct {

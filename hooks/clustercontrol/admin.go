@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 )
 
 // adminLimit bounds admin request bodies, which are a few hundred bytes.

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/google/go-cmp/cmp"

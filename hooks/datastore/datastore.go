@@ -23,12 +23,6 @@ import (
 // HookName labels this hook's decisions and log lines.
 const HookName = "datastore"
 
-// Condition types of a Datastore.
-const (
-	ConditionValidated = "Validated"
-	ConditionDenied    = "Denied"
-)
-
 // Options configures a Hook; see claims.HookOptions.
 type Options = claims.HookOptions
 
@@ -87,11 +81,11 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		ObservedGeneration: ds.Generation,
 		Conditions: conditions.Stamp(ds.Status.Conditions, ds.CreationTimestamp, h.now(),
 			metav1.Condition{
-				Type: ConditionValidated, Status: conditions.Status(d.Allowed),
+				Type: v1alpha1.ConditionValidated, Status: conditions.Status(d.Allowed),
 				ObservedGeneration: ds.Generation, Reason: d.Reason, Message: d.Message,
 			},
 			metav1.Condition{
-				Type: ConditionDenied, Status: conditions.Status(!d.Allowed),
+				Type: v1alpha1.ConditionDenied, Status: conditions.Status(!d.Allowed),
 				ObservedGeneration: ds.Generation, Reason: d.Reason, Message: d.Message,
 			}),
 	}

@@ -8,9 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/datastore"
 	"github.com/formspec/formspec-hooks/hooks/internal/golden"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
@@ -39,8 +37,8 @@ func validated() *v1alpha1.Datastore {
 		ObservedGeneration: 1,
 		Endpoint:           "orders-db.data.svc.cluster.local:5432",
 		Conditions: []metav1.Condition{
-			{Type: datastore.ConditionValidated, Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonValidated, Message: msg},
-			{Type: datastore.ConditionDenied, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonValidated, Message: msg},
+			{Type: v1alpha1.ConditionValidated, Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonValidated, Message: msg},
+			{Type: v1alpha1.ConditionDenied, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonValidated, Message: msg},
 		},
 	}
 	return ds

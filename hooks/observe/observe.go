@@ -8,15 +8,11 @@ import (
 	"context"
 	"errors"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	corev1 "k8s.io/api/core/v1"
 )
-
-// Sink takes observations without blocking; *handoff.Client is one.
-type Sink interface {
-	Send(obs observation.Observation)
-}
 
 // Hook is the shape of a DecoratorController sync hook.
 type Hook func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error)
@@ -42,7 +38,8 @@ func invalid(what string, err error) error {
 
 // NodeHealth returns the node-health hook: it hands every Node it is shown
 // to sink.
-func NodeHealth(sink Sink) Hook {
+func NodeHealth(sink observation.Sink) Hook {
+	sink = observation.OrDiscard(sink)
 	return func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
 		if err := req.Validate(); err != nil {
 			return nil, invalid("request", err)
@@ -70,7 +67,8 @@ func NodeHealth(sink Sink) Hook {
 
 // WorkspacePods returns the workspace-pods hook: it hands the placement of
 // every workspace pod it is shown to sink.
-func WorkspacePods(sink Sink) Hook {
+func WorkspacePods(sink observation.Sink) Hook {
+	sink = observation.OrDiscard(sink)
 	return func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
 		if err := req.Validate(); err != nil {
 			return nil, invalid("request", err)
@@ -79,7 +77,7 @@ func WorkspacePods(sink Sink) Hook {
 		if err := metacontroller.Decode(req.Object, &pod, "Pod"); err != nil {
 			return nil, err
 		}
-		ws := pod.Labels[observation.WorkspaceLabel]
+		ws := pod.Labels[v1alpha1.LabelWorkspace]
 		if pod.Namespace == "" || pod.Name == "" || ws == "" {
 			// The controller's selector should make this impossible; a pod
 			// without the label is simply not ours to report.

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +23,7 @@ func TestHooks(t *testing.T) {
 	  "spec":{"nodeName":"pool-a-1"},"status":{"phase":"Running"}}`
 	cases := map[string]struct {
 		reason   string
-		hook     func(Sink) Hook
+		hook     func(observation.Sink) Hook
 		req      metacontroller.DecoratorRequest
 		wantBody string
 		wantObs  []observation.Observation

@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,10 +53,10 @@ func workspaceEvents(ref corev1.ObjectReference, prev *wsFacts, cur wsFacts, o *
 	}
 	if cur.classMissing() && (prev == nil || !prev.classMissing()) {
 		note := fmt.Sprintf("ClusterClass %q not found; existing children are kept unchanged until it exists", cur.Class)
-		if c := meta.FindStatusCondition(o.Conditions, "Degraded"); c != nil && c.Message != "" {
+		if c := meta.FindStatusCondition(o.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Message != "" {
 			note = c.Message
 		}
-		out = append(out, event{ref: ref, typ: eventWarning, reason: reasonClassNotFound, action: "Sync", note: note})
+		out = append(out, event{ref: ref, typ: eventWarning, reason: v1alpha1.ReasonClusterClassNotFound, action: "Sync", note: note})
 	}
 	if cur.WantedArtifactHash != "" && cur.WantedArtifactHash != cur.ArtifactHash && !cur.Terminating && (prev == nil || prev.WantedArtifactHash != cur.WantedArtifactHash) {
 		out = append(out, event{ref: ref, typ: eventNormal, reason: "RollingOut", action: "Rollout",

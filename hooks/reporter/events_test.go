@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -27,7 +27,7 @@ func reasons(evs []event) []string {
 
 // TestWorkspaceEvents holds which workspace changes are announced.
 func TestWorkspaceEvents(t *testing.T) {
-	missing := []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionTrue, Reason: reasonClassNotFound, Message: `ClusterClass "gold" not found`}}
+	missing := []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonClusterClassNotFound, Message: `ClusterClass "gold" not found`}}
 	cases := map[string]struct {
 		reason string
 		prev   *observation.WorkspaceStatus

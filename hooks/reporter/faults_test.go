@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"

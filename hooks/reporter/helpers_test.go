@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // startCC runs a reference Cluster Control on a loopback port.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // TestLocalAPIContentType posts a batch to the sidecar's localhost API over

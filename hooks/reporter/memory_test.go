@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 

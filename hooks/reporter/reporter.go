@@ -23,10 +23,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -12,8 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -103,7 +104,7 @@ type wsFacts struct {
 
 // classMissing reports a workspace degraded because its ClusterClass is
 // missing.
-func (f wsFacts) classMissing() bool { return f.DegradedReason == reasonClassNotFound }
+func (f wsFacts) classMissing() bool { return f.DegradedReason == v1alpha1.ReasonClusterClassNotFound }
 
 type nodeEntry struct {
 	health   ccapi.NodeHealth
@@ -245,10 +246,6 @@ func wireStatus(o *observation.WorkspaceStatus) ccapi.WorkspaceStatus {
 		Datastores:         o.Datastores,
 	}
 }
-
-// reasonClassNotFound is the workspace hook's Degraded reason for a missing
-// ClusterClass.
-const reasonClassNotFound = "ClusterClassNotFound"
 
 func factsOf(o *observation.WorkspaceStatus) wsFacts {
 	return wsFacts{o.Milestones()}
@@ -665,9 +662,6 @@ var degradingConditions = map[corev1.NodeConditionType]bool{
 	corev1.NodeNetworkUnavailable: true,
 }
 
-// nodeLabelPrefix selects the labels Cluster Control places by.
-const nodeLabelPrefix = "formspec.dev/"
-
 // summarizeNode reduces a Node to what Cluster Control is told.
 func summarizeNode(n *corev1.Node) ccapi.NodeHealth {
 	h := ccapi.NodeHealth{
@@ -698,7 +692,7 @@ func summarizeNode(n *corev1.Node) ccapi.NodeHealth {
 	}
 	slices.SortFunc(h.Conditions, func(a, b ccapi.NodeCondition) int { return strings.Compare(a.Type, b.Type) })
 	for k, v := range n.Labels {
-		if strings.HasPrefix(k, nodeLabelPrefix) {
+		if strings.HasPrefix(k, v1alpha1.NodeLabelPrefix) {
 			if h.Labels == nil {
 				h.Labels = map[string]string{}
 			}

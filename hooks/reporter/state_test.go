@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"k8s.io/apimachinery/pkg/types"
 )
 

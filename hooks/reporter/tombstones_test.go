@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 )
 

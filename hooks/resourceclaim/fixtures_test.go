@@ -45,8 +45,8 @@ func validatedDatastore() *v1alpha1.Datastore {
 		ObservedGeneration: 1,
 		Endpoint:           "orders-db.data.svc.cluster.local:5432",
 		Conditions: []metav1.Condition{
-			{Type: "Validated", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonValidated, Message: "Secret data/orders-db-endpoint holds a complete postgres endpoint"},
-			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonValidated, Message: "Secret data/orders-db-endpoint holds a complete postgres endpoint"},
+			{Type: "Validated", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonValidated, Message: "Secret data/orders-db-endpoint holds a complete postgres endpoint"},
+			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonValidated, Message: "Secret data/orders-db-endpoint holds a complete postgres endpoint"},
 		},
 	}
 	return ds
@@ -56,8 +56,8 @@ func validatedDatastore() *v1alpha1.Datastore {
 // credentials Secret carries the last-applied annotation.
 func exposedCondition(since metav1.Time) metav1.Condition {
 	return metav1.Condition{
-		Type: resourceclaim.ConditionCredentialsExposed, Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since,
-		Reason: resourceclaim.ReasonLastAppliedAnnotation,
+		Type: v1alpha1.ConditionCredentialsExposed, Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since,
+		Reason: v1alpha1.ReasonLastAppliedAnnotation,
 		Message: "the credentials Secret team-a/orders-credentials carries the annotation metacontroller.k8s.io/last-applied-configuration, " +
 			"a copy of the whole Secret, data included, visible to anyone who can read its metadata (kubectl describe prints it); " +
 			"Metacontroller writes it with its default --apply-strategy=dynamic-apply. " +
@@ -91,11 +91,11 @@ func (s scene) granted() scene {
 		Binding:            &v1alpha1.Binding{Name: "orders-credentials"},
 		CredentialsHash:    claims.CredentialsHash(data),
 		Conditions: []metav1.Condition{
-			{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonGranted, Message: msg},
-			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: claims.ReasonGranted, Message: msg},
+			{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonGranted, Message: msg},
+			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonGranted, Message: msg},
 			{
-				Type: resourceclaim.ConditionCredentialsExposed, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since,
-				Reason: resourceclaim.ReasonNoCopy, Message: "the credentials Secret carries no copy of its data in its annotations",
+				Type: v1alpha1.ConditionCredentialsExposed, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since,
+				Reason: v1alpha1.ReasonNoCopy, Message: "the credentials Secret carries no copy of its data in its annotations",
 			},
 		},
 	}
@@ -105,7 +105,7 @@ func (s scene) granted() scene {
 			Name: "orders-credentials", Namespace: claimstest.ClaimNamespace,
 			UID: "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918", ResourceVersion: "5230",
 			CreationTimestamp: since,
-			Labels:            map[string]string{resourceclaim.LabelManagedBy: resourceclaim.ManagedBy, resourceclaim.LabelResourceClaim: "orders"},
+			Labels:            map[string]string{resourceclaim.LabelManagedBy: resourceclaim.ManagedBy, v1alpha1.LabelResourceClaim: "orders"},
 			Annotations:       map[string]string{"metacontroller.k8s.io/decorator-controller": "resourceclaim"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.APIVersion, Kind: "ResourceClaim", Name: "orders", UID: s.claim.UID,
@@ -214,7 +214,7 @@ func syncRequests(t *testing.T) map[string]any {
 		"granted-credentials-exposed": func() scene {
 			s := world().granted().exposed()
 			for i, c := range s.claim.Status.Conditions {
-				if c.Type == resourceclaim.ConditionCredentialsExposed {
+				if c.Type == v1alpha1.ConditionCredentialsExposed {
 					s.claim.Status.Conditions[i] = exposedCondition(c.LastTransitionTime)
 				}
 			}

@@ -19,27 +19,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/internal/conditions"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // HookName labels this hook's decisions and log lines.
 const HookName = "resourceclaim"
-
-// Condition types of a ResourceClaim. A workspace injects a claim's
-// credentials only while Ready is True. CredentialsExposed is reported
-// while the claim is granted and its credentials Secret has been observed:
-// True when the Secret carries a copy of its own data in an annotation
-// (see LastAppliedAnnotation).
-const (
-	ConditionReady              = "Ready"
-	ConditionDenied             = "Denied"
-	ConditionCredentialsExposed = "CredentialsExposed"
-)
 
 // LastAppliedAnnotation is the annotation Metacontroller's default
 // --apply-strategy=dynamic-apply writes on every object it manages: the
@@ -49,19 +38,11 @@ const (
 // ever looks at whether the annotation is there, never at its value.
 const LastAppliedAnnotation = "metacontroller.k8s.io/last-applied-configuration"
 
-// Reasons of the CredentialsExposed condition. ReasonLastAppliedAnnotation
-// also labels the decisions counter (decision claims.DecisionExposed), so
-// an alert can fire on it.
+// The managed-by label of the credentials Secret, beside
+// v1alpha1.LabelResourceClaim.
 const (
-	ReasonLastAppliedAnnotation = "LastAppliedAnnotation"
-	ReasonNoCopy                = "NoCopy"
-)
-
-// Labels of the credentials Secret.
-const (
-	LabelResourceClaim = "formspec.dev/resourceclaim"
-	LabelManagedBy     = "app.kubernetes.io/managed-by"
-	ManagedBy          = "formspec-hooks"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "formspec-hooks"
 )
 
 // SecretSuffix makes the credentials Secret's name from the claim's.
@@ -166,11 +147,11 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	}
 	conds := []metav1.Condition{
 		{
-			Type: ConditionReady, Status: conditions.Status(d.Allowed),
+			Type: v1alpha1.ConditionReady, Status: conditions.Status(d.Allowed),
 			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
 		},
 		{
-			Type: ConditionDenied, Status: conditions.Status(!d.Allowed),
+			Type: v1alpha1.ConditionDenied, Status: conditions.Status(!d.Allowed),
 			ObservedGeneration: claim.Generation, Reason: d.Reason, Message: d.Message,
 		},
 	}
@@ -198,7 +179,7 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	h.log.DebugContext(ctx, "claim verified", "hook", HookName,
 		"namespace", claim.Namespace, "name", claim.Name, "decision", decision, "reason", d.Reason, "message", d.Message)
 	if exposed {
-		claims.Count(h.decisions, HookName, claims.DecisionExposed, ReasonLastAppliedAnnotation)
+		claims.Count(h.decisions, HookName, claims.DecisionExposed, v1alpha1.ReasonLastAppliedAnnotation)
 		h.log.WarnContext(ctx, "credentials Secret carries a copy of its data in an annotation; run Metacontroller with --apply-strategy=server-side-apply",
 			"hook", HookName, "namespace", claim.Namespace, "name", claim.Name+SecretSuffix, "annotation", LastAppliedAnnotation)
 	}
@@ -212,12 +193,12 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 func credentialsExposed(secret *metav1.PartialObjectMetadata) metav1.Condition {
 	if _, ok := secret.Annotations[LastAppliedAnnotation]; !ok {
 		return metav1.Condition{
-			Type: ConditionCredentialsExposed, Status: metav1.ConditionFalse, Reason: ReasonNoCopy,
+			Type: v1alpha1.ConditionCredentialsExposed, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoCopy,
 			Message: "the credentials Secret carries no copy of its data in its annotations",
 		}
 	}
 	return metav1.Condition{
-		Type: ConditionCredentialsExposed, Status: metav1.ConditionTrue, Reason: ReasonLastAppliedAnnotation,
+		Type: v1alpha1.ConditionCredentialsExposed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonLastAppliedAnnotation,
 		Message: fmt.Sprintf("the credentials Secret %s/%s carries the annotation %s, a copy of the whole Secret, data included, "+
 			"visible to anyone who can read its metadata (kubectl describe prints it); Metacontroller writes it with its default --apply-strategy=dynamic-apply. "+
 			"Run Metacontroller with --apply-strategy=server-side-apply, then delete the Secret so that it is recreated without the copy",
@@ -233,7 +214,7 @@ func credentials(claim *v1alpha1.ResourceClaim, driver string, data map[string][
 	// Object names may be longer than label values; such a claim's Secret
 	// simply goes without the label rather than failing to apply.
 	if len(validation.IsValidLabelValue(claim.Name)) == 0 {
-		labels[LabelResourceClaim] = claim.Name
+		labels[v1alpha1.LabelResourceClaim] = claim.Name
 	}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

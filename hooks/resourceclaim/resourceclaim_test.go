@@ -53,13 +53,13 @@ func TestAdversarial(t *testing.T) {
 		"StrangerKey": {
 			reason: "Signed by a key the Datastore does not list.",
 			attack: func(s *scene) { claimstest.SignClaim(s.claim, claimstest.Stranger) },
-			want:   claims.ReasonInvalidSignature,
+			want:   v1alpha1.ReasonInvalidSignature,
 		},
-		"TamperedWorkspace":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" }), want: claims.ReasonInvalidSignature},
-		"TamperedPermission": {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.Permission = "admin" }), want: claims.ReasonInvalidSignature},
-		"TamperedGrantedBy":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedBy = "mallory" }), want: claims.ReasonInvalidSignature},
-		"TamperedGrantedAt":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2025-12-31T23:59:00Z" }), want: claims.ReasonInvalidSignature},
-		"TamperedExpiresAt":  {reason: "Signed field changed (v2 signs it).", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2099-01-01T00:00:00Z" }), want: claims.ReasonInvalidSignature},
+		"TamperedWorkspace":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" }), want: v1alpha1.ReasonInvalidSignature},
+		"TamperedPermission": {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.Permission = "admin" }), want: v1alpha1.ReasonInvalidSignature},
+		"TamperedGrantedBy":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedBy = "mallory" }), want: v1alpha1.ReasonInvalidSignature},
+		"TamperedGrantedAt":  {reason: "Signed field changed.", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2025-12-31T23:59:00Z" }), want: v1alpha1.ReasonInvalidSignature},
+		"TamperedExpiresAt":  {reason: "Signed field changed (v2 signs it).", attack: tamper(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2099-01-01T00:00:00Z" }), want: v1alpha1.ReasonInvalidSignature},
 		"TamperedDatastore": {
 			reason: "Pointing the claim at another Datastore in the same namespace, signed by its own owner key.",
 			attack: func(s *scene) {
@@ -67,12 +67,12 @@ func TestAdversarial(t *testing.T) {
 				s.secret.Labels[v1alpha1.LabelDatastore] = "billing-db"
 				s.claim.Spec.Datastore.Name = "billing-db"
 			},
-			want: claims.ReasonInvalidSignature,
+			want: v1alpha1.ReasonInvalidSignature,
 		},
 		"CopiedToAnotherNamespace": {
 			reason: "A v2 claim copied into team-b, which allowedTenants allows as team-b/*.",
 			attack: func(s *scene) { s.claim.Namespace = "team-b" },
-			want:   claims.ReasonInvalidSignature,
+			want:   v1alpha1.ReasonInvalidSignature,
 		},
 		"V1PipeMoved": {
 			reason: "A v1 message shared by two grants through a moved |.",
@@ -82,30 +82,30 @@ func TestAdversarial(t *testing.T) {
 				s.claim.Spec.Signature = grant.FormatSignature(signRaw(grant.MessageV1(grant.Of(s.claim))))
 				s.claim.Spec.Workspace, s.claim.Spec.Permission, s.claim.Spec.GrantedBy = "shop|read", "admin", "ops"
 			},
-			want: claims.ReasonInvalidGrant,
+			want: v1alpha1.ReasonInvalidGrant,
 		},
 		"Expired": {
 			reason: "A correctly signed grant past its expiry.",
 			attack: func(s *scene) {
 				*s = s.resign(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2025-12-31T23:59:59Z" })
 			},
-			want: claims.ReasonExpired,
+			want: v1alpha1.ReasonExpired,
 		},
 		"FarFuture": {
 			reason: "A correctly signed grant dated next year.",
 			attack: func(s *scene) {
 				*s = s.resign(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2027-01-01T00:00:00Z" })
 			},
-			want: claims.ReasonGrantedInFuture,
+			want: v1alpha1.ReasonGrantedInFuture,
 		},
 		"TenantNotAllowed": {
 			reason: "A correctly signed grant for a tenant the Datastore does not list.",
 			attack: func(s *scene) { s.ds.Spec.AllowedTenants = []string{"team-c/*"} },
-			want:   claims.ReasonTenantNotAllowed,
+			want:   v1alpha1.ReasonTenantNotAllowed,
 		},
-		"KeyWrongLength":      {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{"abcd"} }, want: claims.ReasonMalformedPublicKey},
-		"KeyNotHex":           {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{strings.Repeat("x", 64)} }, want: claims.ReasonMalformedPublicKey},
-		"SigningKeyMalformed": {reason: "The signing key is the malformed one: nothing verifies, and nothing more is said.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = "abcd" }, want: claims.ReasonInvalidSignature},
+		"KeyWrongLength":      {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{"abcd"} }, want: v1alpha1.ReasonMalformedPublicKey},
+		"KeyNotHex":           {reason: "Malformed rotated key, claim signed by a good one.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{strings.Repeat("x", 64)} }, want: v1alpha1.ReasonMalformedPublicKey},
+		"SigningKeyMalformed": {reason: "The signing key is the malformed one: nothing verifies, and nothing more is said.", attack: func(s *scene) { s.ds.Spec.OwnerPublicKey = "abcd" }, want: v1alpha1.ReasonInvalidSignature},
 		"ForgedWithIdentityKey": {
 			reason: "The reported forgery: ownerPublicKey is the identity point, and R = identity, S = 0 (made with no private key) passes plain ed25519 verification for an admin grant. Denied, and told nothing about the key.",
 			attack: func(s *scene) {
@@ -118,17 +118,17 @@ func TestAdversarial(t *testing.T) {
 					panic("the forgery does not pass plain ed25519: the case would prove nothing")
 				}
 			},
-			want: claims.ReasonInvalidSignature,
+			want: v1alpha1.ReasonInvalidSignature,
 		},
 		"OwnerGrantBesideWeakKey": {
 			reason: "The owner's own grant on a Datastore that also lists a small-order key: the Datastore is refused whole, and the owner is told why.",
 			attack: func(s *scene) { s.ds.Spec.OwnerPublicKeys = []string{claimstest.Order2Key} },
-			want:   claims.ReasonWeakPublicKey,
+			want:   v1alpha1.ReasonWeakPublicKey,
 		},
 		"UnsignedSecretMissing": {
 			reason: "An unsigned claim does not learn that the Secret is missing.",
 			attack: func(s *scene) { s.claim.Spec.Signature, s.secret = "", nil },
-			want:   claims.ReasonMalformedSignature,
+			want:   v1alpha1.ReasonMalformedSignature,
 		},
 		"StrangerSecretNotLabeled": {
 			reason: "A claim signed by another key does not learn that the Secret is unlabelled.",
@@ -136,7 +136,7 @@ func TestAdversarial(t *testing.T) {
 				claimstest.SignClaim(s.claim, claimstest.Stranger)
 				delete(s.secret.Labels, v1alpha1.LabelDatastore)
 			},
-			want: claims.ReasonInvalidSignature,
+			want: v1alpha1.ReasonInvalidSignature,
 		},
 		"StrangerMissingKeys": {
 			reason: "A claim signed by another key does not learn which keys the Secret lacks, nor the tenants.",
@@ -145,16 +145,16 @@ func TestAdversarial(t *testing.T) {
 				delete(s.secret.Data, "host")
 				s.ds.Spec.AllowedTenants = append(s.ds.Spec.AllowedTenants, "not a tenant")
 			},
-			want: claims.ReasonInvalidSignature,
+			want: v1alpha1.ReasonInvalidSignature,
 		},
-		"SignatureWrongLength": {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = s.claim.Spec.Signature[:60] }, want: claims.ReasonMalformedSignature},
-		"SignatureNotBase64":   {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = strings.Repeat("%", 88) }, want: claims.ReasonMalformedSignature},
-		"DatastoreMissing":     {reason: "No Datastore.", attack: func(s *scene) { s.ds, s.secret = nil, nil }, want: claims.ReasonDatastoreNotFound},
-		"SecretMissing":        {reason: "No endpoint Secret.", attack: func(s *scene) { s.secret = nil }, want: claims.ReasonSecretNotFound},
+		"SignatureWrongLength": {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = s.claim.Spec.Signature[:60] }, want: v1alpha1.ReasonMalformedSignature},
+		"SignatureNotBase64":   {reason: "Malformed signature.", attack: func(s *scene) { s.claim.Spec.Signature = strings.Repeat("%", 88) }, want: v1alpha1.ReasonMalformedSignature},
+		"DatastoreMissing":     {reason: "No Datastore.", attack: func(s *scene) { s.ds, s.secret = nil, nil }, want: v1alpha1.ReasonDatastoreNotFound},
+		"SecretMissing":        {reason: "No endpoint Secret.", attack: func(s *scene) { s.secret = nil }, want: v1alpha1.ReasonSecretNotFound},
 		"SecretNotLabeled": {
 			reason: "A Secret without the consent label, even if handed over.",
 			attack: func(s *scene) { delete(s.secret.Labels, v1alpha1.LabelDatastore) },
-			want:   claims.ReasonSecretNotLabeled,
+			want:   v1alpha1.ReasonSecretNotLabeled,
 		},
 	}
 	// A forgery for every weak key of the corpus, as the Datastore's only
@@ -166,7 +166,7 @@ func TestAdversarial(t *testing.T) {
 				s.ds.Spec.OwnerPublicKey, s.ds.Spec.OwnerPublicKeys = k.Hex, nil
 				claimstest.Forge(s.claim, k.Hex)
 			},
-			want: claims.ReasonInvalidSignature,
+			want: v1alpha1.ReasonInvalidSignature,
 		}
 		cases["ForgedBesideOwner"+k.Name] = attack{
 			reason: "A claim forged for a small-order key listed beside the owner's.",
@@ -174,7 +174,7 @@ func TestAdversarial(t *testing.T) {
 				s.ds.Spec.OwnerPublicKeys = []string{k.Hex}
 				claimstest.Forge(s.claim, k.Hex)
 			},
-			want: claims.ReasonInvalidSignature,
+			want: v1alpha1.ReasonInvalidSignature,
 		}
 	}
 	for name, tc := range cases {
@@ -203,7 +203,7 @@ func TestAdversarial(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s\nSync(): -want, +got:\n%s\nmessage: %s", tc.reason, diff, status.Conditions[1].Message)
 			}
-			if tc.want == claims.ReasonMalformedSignature || tc.want == claims.ReasonInvalidSignature {
+			if tc.want == v1alpha1.ReasonMalformedSignature || tc.want == v1alpha1.ReasonInvalidSignature {
 				// Before the signature verifies, nothing about the
 				// Datastore's Secret or tenants may be told.
 				for _, word := range []string{claimstest.SecretName, "Secret", "host", "tenant", "team-a/", "team-b/"} {
@@ -316,13 +316,13 @@ func TestCredentialsExposed(t *testing.T) {
 		"NoCopy": {
 			reason: "Under server-side apply the Secret carries no copy.",
 			scene:  func() scene { return world().granted() },
-			want:   want{Status: metav1.ConditionFalse, Reason: resourceclaim.ReasonNoCopy, Transition: since, Counts: "resourceclaim/granted/Granted", Attachments: 1},
+			want:   want{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoCopy, Transition: since, Counts: "resourceclaim/granted/Granted", Attachments: 1},
 		},
 		"FirstFound": {
 			reason: "Under dynamic apply it does; the condition turns True now, and the finding is counted.",
 			scene:  func() scene { return world().granted().exposed() },
 			want: want{
-				Status: metav1.ConditionTrue, Reason: resourceclaim.ReasonLastAppliedAnnotation, Transition: metav1.NewTime(now),
+				Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonLastAppliedAnnotation, Transition: metav1.NewTime(now),
 				Counts: "resourceclaim/granted/Granted,resourceclaim/exposed/LastAppliedAnnotation", Attachments: 1,
 			},
 		},
@@ -334,7 +334,7 @@ func TestCredentialsExposed(t *testing.T) {
 				return s
 			},
 			want: want{
-				Status: metav1.ConditionTrue, Reason: resourceclaim.ReasonLastAppliedAnnotation, Transition: since,
+				Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonLastAppliedAnnotation, Transition: since,
 				Counts: "resourceclaim/granted/Granted,resourceclaim/exposed/LastAppliedAnnotation", Attachments: 1,
 			},
 		},
@@ -345,7 +345,7 @@ func TestCredentialsExposed(t *testing.T) {
 				s.claim.Status.Conditions[2] = exposedCondition(since)
 				return s
 			},
-			want: want{Status: metav1.ConditionFalse, Reason: resourceclaim.ReasonNoCopy, Transition: metav1.NewTime(now), Counts: "resourceclaim/granted/Granted", Attachments: 1},
+			want: want{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoCopy, Transition: metav1.NewTime(now), Counts: "resourceclaim/granted/Granted", Attachments: 1},
 		},
 		"NotYetCreated": {
 			reason: "Before Metacontroller created the Secret there is nothing to judge.",
@@ -372,7 +372,7 @@ func TestCredentialsExposed(t *testing.T) {
 			}
 			status := resp.Status.(*v1alpha1.ResourceClaimStatus)
 			got := want{Counts: strings.Join(c.calls, ","), Attachments: len(resp.Attachments)}
-			if cond := meta.FindStatusCondition(status.Conditions, resourceclaim.ConditionCredentialsExposed); cond != nil {
+			if cond := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionCredentialsExposed); cond != nil {
 				got.Status, got.Reason, got.Transition = cond.Status, cond.Reason, cond.LastTransitionTime
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

@@ -34,7 +34,7 @@ type childMeta struct {
 func childMetaFor(ws *v1alpha1.Workspace) childMeta {
 	return childMeta{
 		labels:   labels(ws),
-		selector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: ws.Name}},
+		selector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelWorkspace: ws.Name}},
 	}
 }
 
@@ -51,8 +51,8 @@ func labels(ws *v1alpha1.Workspace) map[string]string {
 		"app.kubernetes.io/component":  "workspace",
 		"app.kubernetes.io/part-of":    "formspec",
 		"app.kubernetes.io/managed-by": "formspec-hooks",
-		LabelWorkspace:                 ws.Name,
-		LabelClusterClass:              ws.Spec.ClusterClass,
+		v1alpha1.LabelWorkspace:        ws.Name,
+		v1alpha1.LabelClusterClass:     ws.Spec.ClusterClass,
 	}
 }
 

@@ -52,7 +52,7 @@ func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []bin
 				b.status.State = v1alpha1.DatastoreInjected
 				b.status.SecretName = c.Status.Binding.Name
 				b.hash = c.Status.CredentialsHash
-			case meta.IsStatusConditionTrue(c.Status.Conditions, "Denied"):
+			case meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionDenied):
 				b.status.State = v1alpha1.DatastoreDenied
 			default:
 				b.status.State = v1alpha1.DatastorePending
@@ -112,7 +112,7 @@ func claimReady(c *v1alpha1.ResourceClaim) bool {
 	if c.DeletionTimestamp != nil {
 		return false
 	}
-	return meta.IsStatusConditionTrue(c.Status.Conditions, "Ready") &&
+	return meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionReady) &&
 		c.Status.Binding != nil && c.Status.Binding.Name != ""
 }
 

@@ -130,10 +130,10 @@ func classMissing(o *observed) *problem {
 	case o.class != nil || o.invalidSpec != nil:
 		return nil
 	case o.ws.Spec.ClusterClass == "":
-		return &problem{reason: "ClusterClassNotFound", message: "spec.clusterClass is empty; existing children are kept unchanged"}
+		return &problem{reason: v1alpha1.ReasonClusterClassNotFound, message: "spec.clusterClass is empty; existing children are kept unchanged"}
 	}
 	return &problem{
-		reason:  "ClusterClassNotFound",
+		reason:  v1alpha1.ReasonClusterClassNotFound,
 		message: fmt.Sprintf("ClusterClass %q not found; existing children are kept unchanged until it exists", o.ws.Spec.ClusterClass),
 	}
 }

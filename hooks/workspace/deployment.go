@@ -42,7 +42,7 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 	// pod, and moving a workspace to another class must not restart it
 	// unless something that reaches the pods changes.
 	for k, v := range d.meta.labels {
-		if k != LabelClusterClass {
+		if k != v1alpha1.LabelClusterClass {
 			podLabels[k] = v
 		}
 	}
@@ -51,9 +51,9 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationConfigHash] = d.configHash
+	annotations[v1alpha1.AnnotationConfigHash] = d.configHash
 	if hash := credentialsHash(d.bindings); hash != "" {
-		annotations[AnnotationCredentialsHash] = hash
+		annotations[v1alpha1.AnnotationCredentialsHash] = hash
 	}
 	if d.artifactHash != "" {
 		annotations[v1alpha1.AnnotationArtifactBinaryHash] = d.artifactHash
@@ -253,7 +253,7 @@ func nodeSelector(ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass) map[stri
 		if out == nil {
 			out = map[string]string{}
 		}
-		out[LabelNodeType] = class.Spec.NodeType
+		out[v1alpha1.LabelNodeType] = class.Spec.NodeType
 	}
 	return out
 }

@@ -7,9 +7,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // Sync computes the workspace's children and status. The path is straight:
@@ -47,9 +47,7 @@ func (h *Hooks) Finalize(_ context.Context, req *Request) (*metacontroller.Compo
 // and Cluster Control is told about what was observed, never about what a
 // sync merely asked for.
 func (h *Hooks) report(obs observation.Observation) {
-	if h.cfg.Reports != nil {
-		h.cfg.Reports.Send(obs)
-	}
+	h.cfg.Reports.Send(obs)
 }
 
 // customizeSpec is the part of a Workspace spec that Customize reads. The

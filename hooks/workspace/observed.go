@@ -280,7 +280,7 @@ func observe(req *Request) *observed {
 	o := &observed{ws: ws, children: &req.Children, whole: req.whole}
 	if err := decodeSpec(p.Spec, &ws.Spec); err != nil {
 		ws.Spec = v1alpha1.WorkspaceSpec{}
-		o.invalidSpec = &problem{reason: "InvalidSpec", message: err.Error() + "; existing children are kept unchanged until the spec is fixed"}
+		o.invalidSpec = &problem{reason: v1alpha1.ReasonInvalidSpec, message: err.Error() + "; existing children are kept unchanged until the spec is fixed"}
 	}
 	if ws.Spec.ClusterClass != "" {
 		o.class = req.Related.ClusterClasses[ws.Spec.ClusterClass]

@@ -41,12 +41,12 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 
 	ready := readyCondition(dep)
 	progressing := progressingCondition(dep, bindings)
-	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", Message: "no problems observed"}
+	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAsExpected, Message: "no problems observed"}
 	if ws.DeletionTimestamp != nil {
 		// During teardown only the teardown matters: a missing credential
 		// or a stuck rollout no longer makes anything worse.
-		ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Terminating", Message: "the workspace is being deleted"}
-		progressing = metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Terminating", Message: "scaling down, then removing the workspace's children"}
+		ready = metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonTerminating, Message: "the workspace is being deleted"}
+		progressing = metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTerminating, Message: "scaling down, then removing the workspace's children"}
 		bindings, dep = nil, nil
 	}
 	if p := firstProblem(classProblem, dep, bindings); p != nil {
@@ -100,10 +100,10 @@ func readyCondition(dep *appsv1.Deployment) metav1.Condition {
 		c.Reason, c.Message = "ScaledToZero", "the workspace is scaled to zero and runs no pods"
 	case dep.Status.AvailableReplicas >= want:
 		c.Status = metav1.ConditionTrue
-		c.Reason = "ReplicasAvailable"
+		c.Reason = v1alpha1.ReasonReplicasAvailable
 		c.Message = fmt.Sprintf("%d of %d replicas available", dep.Status.AvailableReplicas, want)
 	default:
-		c.Reason = "ReplicasUnavailable"
+		c.Reason = v1alpha1.ReasonReplicasUnavailable
 		c.Message = fmt.Sprintf("%d of %d replicas available", dep.Status.AvailableReplicas, want)
 	}
 	return c
@@ -120,17 +120,17 @@ func progressingCondition(dep *appsv1.Deployment, bindings []binding) metav1.Con
 		c.Reason, c.Message = "Creating", "creating the workspace's Deployment"
 	case deadlineExceeded(dep):
 		c.Status = metav1.ConditionFalse
-		c.Reason = "ProgressDeadlineExceeded"
+		c.Reason = v1alpha1.ReasonProgressDeadlineExceeded
 		c.Message = "the Deployment's rollout exceeded its progress deadline"
 	case !rolloutComplete(dep):
-		c.Reason = "RollingOut"
+		c.Reason = v1alpha1.ReasonRollingOut
 		c.Message = fmt.Sprintf("%d of %d replicas updated, %d available", dep.Status.UpdatedReplicas, desiredReplicas(dep), dep.Status.AvailableReplicas)
 	case len(waiting) > 0:
-		c.Reason = "WaitingForCredentials"
+		c.Reason = v1alpha1.ReasonWaitingForCredentials
 		c.Message = "waiting for credentials: " + strings.Join(waiting, "; ")
 	default:
 		c.Status = metav1.ConditionFalse
-		c.Reason = "RolloutComplete"
+		c.Reason = v1alpha1.ReasonRolloutComplete
 		c.Message = fmt.Sprintf("all %d replicas run the current pod template", desiredReplicas(dep))
 	}
 	return c
@@ -183,11 +183,11 @@ func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []bind
 		return classProblem
 	}
 	if dep != nil && deadlineExceeded(dep) {
-		return &problem{reason: "ProgressDeadlineExceeded", message: "the Deployment's rollout exceeded its progress deadline; check the workspace's pods and events"}
+		return &problem{reason: v1alpha1.ReasonProgressDeadlineExceeded, message: "the Deployment's rollout exceeded its progress deadline; check the workspace's pods and events"}
 	}
 	if dep != nil {
 		if msg, ok := replicaFailure(dep); ok {
-			return &problem{reason: "ReplicaFailure", message: "the Deployment cannot create pods: " + msg}
+			return &problem{reason: v1alpha1.ReasonReplicaFailure, message: "the Deployment cannot create pods: " + msg}
 		}
 	}
 	// A claim still being verified is not a problem yet (see
@@ -202,7 +202,7 @@ func firstProblem(classProblem *problem, dep *appsv1.Deployment, bindings []bind
 		}
 	}
 	if len(missing) > 0 {
-		return &problem{reason: "DatastoreNotInjected", message: "credentials not injected for " + strings.Join(missing, "; ")}
+		return &problem{reason: v1alpha1.ReasonDatastoreNotInjected, message: "credentials not injected for " + strings.Join(missing, "; ")}
 	}
 	return nil
 }

@@ -14,27 +14,12 @@ package workspace
 import (
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 )
 
-// Object names and well-known keys.
+// Object names and ports. The labels and annotations are in
+// hooks/api/v1alpha1.
 const (
-	// LabelWorkspace names the workspace on every child and pod; the
-	// workspace-pods DecoratorController selects pods by it.
-	LabelWorkspace = "formspec.dev/workspace"
-	// LabelClusterClass names the workspace's class on every child (not on
-	// its pods, so that a class change alone does not roll them).
-	LabelClusterClass = "formspec.dev/cluster-class"
-	// LabelNodeType is the node label a class's nodeType selects.
-	LabelNodeType = "formspec.dev/node-type"
-
-	// AnnotationConfigHash on the pod template rolls pods when the ConfigMap
-	// changes.
-	AnnotationConfigHash = "formspec.dev/config-hash"
-	// AnnotationCredentialsHash on the pod template rolls pods when an
-	// injected credential changes.
-	AnnotationCredentialsHash = "formspec.dev/credentials-hash"
-
 	// containerName is the resource container's name in the pod.
 	containerName = "resource"
 	// containerPort is where the formspec-resource image listens.
@@ -46,12 +31,6 @@ const (
 	bindingRoot = "/bindings"
 )
 
-// Sink takes observations for the reporter sidecar without blocking;
-// *handoff.Client is one.
-type Sink interface {
-	Send(obs observation.Observation)
-}
-
 // Config is what the Workspace hooks need from the server's flags.
 type Config struct {
 	// ResourceImage is the image repository, without a tag.
@@ -62,7 +41,7 @@ type Config struct {
 	ControlClusterURL string
 	// Reports, when set, receives every computed status and every finished
 	// teardown, for Cluster Control.
-	Reports Sink
+	Reports observation.Sink
 	// Now is the clock for condition transitions (default time.Now).
 	Now func() time.Time
 }
@@ -83,5 +62,6 @@ func New(cfg Config) *Hooks {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Reports = observation.OrDiscard(cfg.Reports)
 	return &Hooks{cfg: cfg}
 }

@@ -12,10 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
 // lastAppliedAnnotation is where Metacontroller's default apply strategy
@@ -158,7 +156,7 @@ func testCredentials(t *testing.T, e *env) {
 				in.BindingRoot = v.Value
 			}
 		}
-		_, in.HashSet = dep.Spec.Template.Annotations[workspace.AnnotationCredentialsHash]
+		_, in.HashSet = dep.Spec.Template.Annotations[v1alpha1.AnnotationCredentialsHash]
 		return in, nil
 	}
 	injected := injection{
@@ -205,7 +203,7 @@ func testCredentials(t *testing.T, e *env) {
 		if err != nil {
 			return err
 		}
-		if got, want := condition(c.Status.Conditions, resourceclaim.ConditionDenied), (cond{resourceclaim.ConditionDenied, "True", claims.ReasonTenantNotAllowed}); got != want {
+		if got, want := condition(c.Status.Conditions, v1alpha1.ConditionDenied), (cond{v1alpha1.ConditionDenied, "True", v1alpha1.ReasonTenantNotAllowed}); got != want {
 			return fmt.Errorf("Denied condition %+v, want %+v", got, want)
 		}
 		if ok, err := e.exists("v1", "Secret", ns, secret); err != nil || ok {

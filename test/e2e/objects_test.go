@@ -196,8 +196,8 @@ func wantLabels(ws, class string) map[string]string {
 		"app.kubernetes.io/component":  "workspace",
 		"app.kubernetes.io/part-of":    "formspec",
 		"app.kubernetes.io/managed-by": "formspec-hooks",
-		workspace.LabelWorkspace:       ws,
-		workspace.LabelClusterClass:    class,
+		v1alpha1.LabelWorkspace:        ws,
+		v1alpha1.LabelClusterClass:     class,
 	}
 }
 

@@ -17,10 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol/ccapi"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
 // TestMetacontroller runs every end-to-end case against one control plane,
@@ -50,7 +49,7 @@ func shapeOf(dep *appsv1.Deployment) deploymentShape {
 		Labels:     dep.Labels,
 		Controller: controller(dep.ObjectMeta),
 		Replicas:   ptr.Deref(dep.Spec.Replicas, -1),
-		ConfigHash: dep.Spec.Template.Annotations[workspace.AnnotationConfigHash],
+		ConfigHash: dep.Spec.Template.Annotations[v1alpha1.AnnotationConfigHash],
 	}
 	if cs := dep.Spec.Template.Spec.Containers; len(cs) == 1 {
 		s.Image, s.Env, s.EnvFrom = cs[0].Image, cs[0].Env, cs[0].EnvFrom
@@ -101,7 +100,7 @@ func testWorkspaceLifecycle(t *testing.T, e *env) {
 		Controller: "Workspace/" + name,
 		Replicas:   1,
 		Image:      "formahub/formspec-resource:1.8.2",
-		ConfigHash: render(t, ws, class).Spec.Template.Annotations[workspace.AnnotationConfigHash],
+		ConfigHash: render(t, ws, class).Spec.Template.Annotations[v1alpha1.AnnotationConfigHash],
 		Env: []corev1.EnvVar{
 			{Name: "CONTROL_CLUSTER_URL", Value: controlClusterURL},
 			{Name: "WORKSPACE_ID", Value: name},
@@ -126,7 +125,7 @@ func testWorkspaceLifecycle(t *testing.T, e *env) {
 	wantSvc := serviceShape{
 		Labels:     labels,
 		Controller: "Workspace/" + name,
-		Selector:   map[string]string{workspace.LabelWorkspace: name},
+		Selector:   map[string]string{v1alpha1.LabelWorkspace: name},
 		Ports:      []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}},
 	}
 	gotSvc := serviceShape{Labels: svc.Labels, Controller: controller(svc.ObjectMeta), Selector: svc.Spec.Selector, Ports: svc.Spec.Ports}
@@ -195,7 +194,7 @@ func testWorkspaceLifecycle(t *testing.T, e *env) {
 	// A config change reaches the ConfigMap and rolls the pod template.
 	ws.Spec.Config = map[string]string{"LOG_LEVEL": "debug"}
 	e.apply(t, ws)
-	wantHash := render(t, ws, class).Spec.Template.Annotations[workspace.AnnotationConfigHash]
+	wantHash := render(t, ws, class).Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]
 	e.eventually(t, "the new config in ConfigMap "+ns+"/"+name+"-config and its hash in the pod template", func() error {
 		cm, err := getAs[corev1.ConfigMap](e.c, "v1", "ConfigMap", ns, name+"-config")
 		if err != nil || cm == nil {
@@ -208,7 +207,7 @@ func testWorkspaceLifecycle(t *testing.T, e *env) {
 		if err != nil || dep == nil {
 			return fmt.Errorf("Deployment: %v", err)
 		}
-		if got := dep.Spec.Template.Annotations[workspace.AnnotationConfigHash]; got != wantHash {
+		if got := dep.Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]; got != wantHash {
 			return fmt.Errorf("config hash %q, want %q", got, wantHash)
 		}
 		return nil

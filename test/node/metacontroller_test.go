@@ -20,7 +20,6 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -313,7 +312,7 @@ func (c *Cluster) waitWorkspacePhase(t *testing.T, namespace, name, phase string
 // kubelet removes it, and counts as gone (so does the Deployment's
 // terminatingReplicas).
 func (c *Cluster) pods(namespace, ws string) ([]string, error) {
-	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(workspace.LabelWorkspace+"="+ws), nil)
+	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(v1alpha1.LabelWorkspace+"="+ws), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -389,7 +388,7 @@ func (c *Cluster) checkClassChangeRolls(t *testing.T, namespace, name, class str
 	t.Helper()
 	const nodeType = "node-test"
 	c.patch(t, "v1", "Node", "", NodeName, map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{workspace.LabelNodeType: nodeType}},
+		"metadata": map[string]any{"labels": map[string]any{v1alpha1.LabelNodeType: nodeType}},
 	})
 	c.checkRolls(t, namespace, name, func() {
 		c.patch(t, v1alpha1.APIVersion, "ClusterClass", "", class, map[string]any{"spec": map[string]any{"nodeType": nodeType}})
@@ -398,8 +397,8 @@ func (c *Cluster) checkClassChangeRolls(t *testing.T, namespace, name, class str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := stringField(d, "spec", "template", "spec", "nodeSelector", workspace.LabelNodeType); got != nodeType {
-		t.Errorf("Deployment %s/%s selects %s=%q, want %q", namespace, name, workspace.LabelNodeType, got, nodeType)
+	if got := stringField(d, "spec", "template", "spec", "nodeSelector", v1alpha1.LabelNodeType); got != nodeType {
+		t.Errorf("Deployment %s/%s selects %s=%q, want %q", namespace, name, v1alpha1.LabelNodeType, got, nodeType)
 	}
 }
 

@@ -11,6 +11,28 @@ import (
 // ever copied out of the Secret.
 const LabelDatastore = "formspec.dev/datastore"
 
+// Condition types of a Datastore.
+const (
+	ConditionValidated = "Validated"
+	// ConditionDenied is also a ResourceClaim's condition.
+	ConditionDenied = "Denied"
+)
+
+// Reasons a Datastore is or is not Validated: the reasons of its Validated
+// and Denied conditions, so they are API: add, never rename.
+// ReasonWeakPublicKey, ReasonSecretNotFound and ReasonSecretNotLabeled
+// also deny a ResourceClaim of the Datastore.
+const (
+	ReasonValidated         = "Validated"
+	ReasonUnsupportedDriver = "UnsupportedDriver"
+	ReasonInvalidPublicKey  = "InvalidPublicKey"
+	ReasonWeakPublicKey     = "WeakPublicKey"
+	ReasonInvalidTenant     = "InvalidTenant"
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonSecretNotLabeled  = "SecretNotLabeled"
+	ReasonMissingKeys       = "MissingKeys"
+)
+
 // Datastore drivers.
 const (
 	DriverPostgres = "postgres"

@@ -11,6 +11,44 @@ const (
 	PermissionAdmin     = "admin"
 )
 
+// Condition types of a ResourceClaim, besides ConditionReady and
+// ConditionDenied. A workspace injects a claim's credentials only while
+// Ready is True. CredentialsExposed is reported while the claim is granted
+// and its credentials Secret has been observed: True when the Secret
+// carries a copy of its own data in an annotation.
+const ConditionCredentialsExposed = "CredentialsExposed"
+
+// Reasons a ResourceClaim is granted or denied. They are the reasons of the
+// claim's Ready and Denied conditions and the labels of the decision
+// counters, so they are API: add, never rename. A claim can also be denied
+// for its Datastore's ReasonWeakPublicKey, ReasonSecretNotFound and
+// ReasonSecretNotLabeled.
+const (
+	ReasonGranted                 = "Granted"
+	ReasonUnknownSignatureVersion = "UnknownSignatureVersion"
+	ReasonInvalidGrant            = "InvalidGrant"
+	ReasonDatastoreNotFound       = "DatastoreNotFound"
+	ReasonDatastoreNotValidated   = "DatastoreNotValidated"
+	ReasonMalformedPublicKey      = "MalformedPublicKey"
+	ReasonMalformedSignature      = "MalformedSignature"
+	ReasonInvalidSignature        = "InvalidSignature"
+	ReasonTenantNotAllowed        = "TenantNotAllowed"
+	ReasonGrantedInFuture         = "GrantedInFuture"
+	ReasonExpired                 = "Expired"
+)
+
+// Reasons of the CredentialsExposed condition.
+const (
+	// ReasonLastAppliedAnnotation: the credentials Secret carries
+	// Metacontroller's last-applied annotation, a copy of its data.
+	ReasonLastAppliedAnnotation = "LastAppliedAnnotation"
+	// ReasonNoCopy: it carries none.
+	ReasonNoCopy = "NoCopy"
+)
+
+// LabelResourceClaim on a credentials Secret names the claim it belongs to.
+const LabelResourceClaim = "formspec.dev/resourceclaim"
+
 // Signature versions.
 const (
 	SignatureV1 = "v1"

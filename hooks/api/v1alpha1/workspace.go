@@ -15,6 +15,29 @@ const (
 	AnnotationArtifactBinaryHash = "formspec.dev/artifact-binary-hash"
 )
 
+// Labels and annotations the workspace hook puts on a workspace's children.
+const (
+	// LabelWorkspace names the workspace on every child and pod; the
+	// workspace-pods DecoratorController selects pods by it, and the
+	// reporter counts a node's workspaces by it.
+	LabelWorkspace = "formspec.dev/workspace"
+	// LabelClusterClass names the workspace's class on every child (not on
+	// its pods, so that a class change alone does not roll them).
+	LabelClusterClass = "formspec.dev/cluster-class"
+	// LabelNodeType is the node label a class's nodeType selects.
+	LabelNodeType = "formspec.dev/node-type"
+	// NodeLabelPrefix starts every node label the reporter passes on to
+	// Cluster Control.
+	NodeLabelPrefix = Group + "/"
+
+	// AnnotationConfigHash on the pod template rolls pods when the
+	// ConfigMap changes.
+	AnnotationConfigHash = "formspec.dev/config-hash"
+	// AnnotationCredentialsHash on the pod template rolls pods when an
+	// injected credential changes.
+	AnnotationCredentialsHash = "formspec.dev/credentials-hash"
+)
+
 // Workspace is one customer workspace: a Deployment, Service and ConfigMap,
 // and optionally an HPA and a PodDisruptionBudget.
 type Workspace struct {
@@ -97,11 +120,37 @@ const (
 	PhaseTerminating = "Terminating"
 )
 
-// Workspace condition types.
+// Condition types. Ready is also a ResourceClaim's condition (see
+// resourceclaim.go).
 const (
 	ConditionReady       = "Ready"
 	ConditionProgressing = "Progressing"
 	ConditionDegraded    = "Degraded"
+)
+
+// Reasons of a Workspace's conditions. The Degraded reasons are shown in
+// kubectl's Reason column, become Events and label alerts, so they are
+// API: add, never rename.
+const (
+	// ReasonAsExpected: Degraded is False.
+	ReasonAsExpected = "AsExpected"
+	// ReasonTerminating: Ready is False and Progressing True while the
+	// workspace is torn down.
+	ReasonTerminating = "Terminating"
+	// ReasonReplicasAvailable and ReasonReplicasUnavailable explain Ready.
+	ReasonReplicasAvailable   = "ReplicasAvailable"
+	ReasonReplicasUnavailable = "ReplicasUnavailable"
+	// Reasons of Progressing.
+	ReasonRollingOut            = "RollingOut"
+	ReasonWaitingForCredentials = "WaitingForCredentials"
+	ReasonRolloutComplete       = "RolloutComplete"
+
+	// Reasons of Degraded: True.
+	ReasonClusterClassNotFound     = "ClusterClassNotFound"
+	ReasonInvalidSpec              = "InvalidSpec"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	ReasonReplicaFailure           = "ReplicaFailure"
+	ReasonDatastoreNotInjected     = "DatastoreNotInjected"
 )
 
 // Datastore injection states in WorkspaceStatus.Datastores.

@@ -1,6 +1,6 @@
 // Package handoff is the client the hook server uses to hand observations to
 // the reporter sidecar on localhost, without ever blocking a hook. The wire
-// types are in hooks/reporter/observation, so that the hooks can build
+// types are in hooks/api/observation, so that the hooks can build
 // observations without importing this HTTP client.
 package handoff
 
@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -1,9 +1,9 @@
-// Package ccapi holds the wire types of the reporter ↔ Cluster Control
+// Package clustercontrol holds the wire types of the reporter ↔ Cluster Control
 // contract described in docs/cluster-control-api.yaml. Both the reporter
 // (client) and the reference Cluster Control (server) use them, so the two
 // cannot drift apart silently; a test checks the OpenAPI document against
 // the reference server's routes.
-package ccapi
+package clustercontrol
 
 import (
 	"fmt"
@@ -203,8 +203,8 @@ type Error struct {
 
 // phases are the Workspace phases of formspec.dev/v1alpha1.
 var phases = map[string]bool{
-	"Pending": true, "Progressing": true, "Ready": true,
-	"Idle": true, "Degraded": true, "Terminating": true,
+	v1alpha1.PhasePending: true, v1alpha1.PhaseProgressing: true, v1alpha1.PhaseReady: true,
+	v1alpha1.PhaseIdle: true, v1alpha1.PhaseDegraded: true, v1alpha1.PhaseTerminating: true,
 }
 
 // dnsLabel matches a Kubernetes namespace or object name closely enough to

@@ -3,7 +3,7 @@ package handoff
 import (
 	"slices"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	json "github.com/goccy/go-json"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -92,7 +92,13 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 // statuses have different milestones (a transition the reporter
 // announces must reach it). A deletion or a claim decision is always
 // appended.
+//
+// A nil *Client discards, so a hook server without a sidecar can pass its
+// nil client as the hooks' Sink.
 func (c *Client) Send(obs observation.Observation) {
+	if c == nil {
+		return
+	}
 	raw, err := json.Marshal(obs)
 	if err != nil || len(raw) > c.opts.BatchBytes {
 		// Nothing the sidecar could take: count it rather than let it

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
-	"github.com/formspec/formspec-hooks/hooks/reporter/observation"
 )
 
 // wsStatus is a Ready workspace's status with ready replicas: statuses

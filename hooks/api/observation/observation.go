@@ -5,11 +5,11 @@
 // It belongs to the hooks' side of the seam. The hooks (hooks/workspace,
 // hooks/resourceclaim, hooks/observe) build observations with the
 // constructors here and hand them to a Sink; the reporter turns them into
-// Cluster Control's wire types (hooks/clustercontrol/ccapi), Kubernetes
+// Cluster Control's wire types (hooks/api/clustercontrol), Kubernetes
 // Events and Workspace annotations. So this package imports no part of
 // Cluster Control's API, nor net/http nor any package of this module that
-// does; the transport is hooks/reporter/handoff (client) and hooks/reporter
-// (server). k8s.io/apimachinery still links net/http in transitively, which
+// does; the transport is hooks/handoff (client, beside the hook server) and
+// hooks/reporter (server). k8s.io/apimachinery still links net/http in transitively, which
 // is why the check is on this module's imports, not on `go list -deps`.
 package observation
 
@@ -28,13 +28,27 @@ import (
 // Batch.
 const PathObservations = "/v1/observations"
 
-// WorkspaceLabel marks the pods that belong to a workspace; its value is the
-// workspace's name, in the pod's namespace.
-const WorkspaceLabel = "formspec.dev/workspace"
-
-// Sink takes observations without blocking; *handoff.Client is one.
+// Sink takes observations without blocking. The hook server's
+// *handoff.Client is one, and a nil *handoff.Client discards.
 type Sink interface {
 	Send(obs Observation)
+}
+
+// Discard is the Sink that drops everything: the sink when no reporter is
+// configured (tests, render).
+var Discard Sink = discard{}
+
+type discard struct{}
+
+func (discard) Send(Observation) {}
+
+// OrDiscard returns s, or Discard when s is nil, so that a hook can call
+// Send without checking.
+func OrDiscard(s Sink) Sink {
+	if s == nil {
+		return Discard
+	}
+	return s
 }
 
 // Batch is the body of POST /v1/observations.
@@ -93,7 +107,7 @@ type WorkspaceStatus struct {
 // scaled to zero, woken, teardown). Two statuses of a workspace with the
 // same milestones differ only in counts, messages and times, so the later
 // one says all the earlier said; the hand-off to the sidecar merges only
-// those (hooks/reporter/handoff), and keeps every transition. The reporter
+// those (hooks/handoff), and keeps every transition. The reporter
 // acts on exactly these facts (its wsFacts).
 type Milestones struct {
 	Class, Phase, ArtifactHash, WantedArtifactHash string
@@ -196,10 +210,6 @@ func WorkspaceDeletedObservation(ws *v1alpha1.Workspace) Observation {
 	return Observation{WorkspaceDeleted: &WorkspaceRef{Namespace: ws.Namespace, Name: ws.Name, UID: ws.UID}}
 }
 
-// conditionReady is the ResourceClaim condition that says whether a claim
-// is granted.
-const conditionReady = "Ready"
-
 // ClaimObservation builds the observation the resourceclaim hook hands over
 // after deciding claim's status.
 func ClaimObservation(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceClaimStatus) Observation {
@@ -210,7 +220,7 @@ func ClaimObservation(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceCl
 		Workspace: claim.Spec.Workspace,
 	}
 	for _, c := range status.Conditions {
-		if c.Type == conditionReady {
+		if c.Type == v1alpha1.ConditionReady {
 			d.Granted = c.Status == metav1.ConditionTrue
 			d.Reason, d.Message, d.Since = c.Reason, c.Message, c.LastTransitionTime
 		}
