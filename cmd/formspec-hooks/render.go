@@ -36,9 +36,9 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if fs.NArg() > 0 {
 		return cliflag.Usagef(fs, "unexpected arguments %q (give files with -f)", fs.Args())
 	}
-	repo, tag, err := resolveImage(*image, *version)
+	repo, tag, err := workspace.ParseImage(*image, *version)
 	if err != nil {
-		return cliflag.Usagef(fs, "%w", err)
+		return cliflag.Usagef(fs, "--resource-image: %w", err)
 	}
 	if err := checkURL("--cluster-control-url", controlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)

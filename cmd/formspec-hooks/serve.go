@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/url"
 	"os"
-	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -23,6 +18,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
 // hookConfig is what the hooks need from the command line and the process.
@@ -125,9 +121,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := cliflag.NoArgs(fs); err != nil {
 		return err
 	}
-	image, version, err := resolveImage(f.resourceImage, f.defaultVersion)
+	image, version, err := workspace.ParseImage(f.resourceImage, f.defaultVersion)
 	if err != nil {
-		return cliflag.Usagef(fs, "%w", err)
+		return cliflag.Usagef(fs, "--resource-image: %w", err)
 	}
 	if err := checkURL("--reporter-url", f.reporterURL, false); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
@@ -145,9 +141,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return cliflag.Usagef(fs, "--max-objects, --body-timeout and the --max-*connections* flags must be positive")
 	}
 	if f.maxInFlightBytes == 0 {
-		f.maxInFlightBytes = defaultInFlightBytes(memoryLimit(), f.maxBodyBytes)
+		f.maxInFlightBytes = server.DefaultInFlightBytes(server.MemoryLimit(), f.maxBodyBytes)
 	}
-	tuneGC(os.Getenv)
+	server.TuneGC(os.Getenv)
 	if f.shutdownDelay < 0 || f.shutdownTimeout <= 0 {
 		return cliflag.Usagef(fs, "--shutdown-delay must not be negative and --shutdown-timeout must be positive")
 	}
@@ -241,83 +237,6 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 
 // serveUsage heads serve's --help.
 const serveUsage = "Usage: formspec-hooks serve [flags]\n\nServe the Metacontroller hooks until SIGTERM.\n\nFlags:\n"
-
-// resolveImage splits a tag off the image repository. The hooks build
-// "<repository>:<version>", so a digest cannot be honoured and is refused
-// rather than silently producing an invalid reference. A colon after the
-// last slash is a tag; one before it is a registry port.
-func resolveImage(image, defaultVersion string) (repository, version string, err error) {
-	if image == "" {
-		return "", "", errors.New("--resource-image must not be empty")
-	}
-	if strings.Contains(image, "@") {
-		return "", "", fmt.Errorf("--resource-image %q has a digest; give the repository and set the tag with --default-version", image)
-	}
-	repository, tag := image, ""
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		repository, tag = image[:i], image[i+1:]
-	}
-	switch {
-	case defaultVersion != "":
-		version = defaultVersion
-	case tag != "":
-		version = tag
-	default:
-		// Matches what a bare image reference means to a container
-		// runtime; pin a version in production.
-		version = "latest"
-	}
-	return repository, version, nil
-}
-
-// memoryLimit is the process's memory limit: GOMEMLIMIT (which the
-// deployment sets to the container's limit), else the cgroup v2 limit,
-// else 0 for none.
-func memoryLimit() int64 {
-	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
-		return l
-	}
-	raw, err := os.ReadFile("/sys/fs/cgroup/memory.max")
-	if err != nil {
-		return 0
-	}
-	l, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	if err != nil || l <= 0 {
-		// "max": no limit.
-		return 0
-	}
-	return l
-}
-
-// defaultGCPercent is the hook server's GOGC when the environment sets
-// none. Its live heap is small and steady (a few MiB: the codec's compiled
-// types, pools, metrics) while every sync allocates tens of KiB, so at the
-// runtime's default of 100 it collects on every few hundred requests and
-// spends a fifth of its CPU doing so. Twice the headroom halves that for a
-// few MiB of heap (make bench prints the peak RSS; docs/testing.md), and
-// GOMEMLIMIT, which the deployment sets to the container's limit, still
-// bounds the heap whatever GOGC says.
-const defaultGCPercent = 200
-
-// tuneGC sets defaultGCPercent unless GOGC is set, which always wins.
-func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-}
-
-// defaultInFlightBytes budgets an eighth of the memory limit for request
-// bodies: a decoded request and its response take a few times the body's
-// bytes, and the rest is the runtime, the hand-off queue and headroom
-// below GOMEMLIMIT. At 256 MiB that is 32 MiB, four maximum-size bodies at
-// once. The budget never falls below one maximum-size body, or such a
-// body could never be served.
-func defaultInFlightBytes(limit, maxBody int64) int64 {
-	if limit <= 0 {
-		return max(64<<20, maxBody)
-	}
-	return max(limit/8, maxBody)
-}
 
 func checkURL(flagName, raw string, optional bool) error {
 	if raw == "" && optional {

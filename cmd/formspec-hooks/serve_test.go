@@ -7,7 +7,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -97,82 +96,6 @@ func TestRunServeFlags(t *testing.T) {
 			}
 			if diff := cmp.Diff(true, strings.Contains(stdout.String(), tc.wantStdout)); diff != "" {
 				t.Errorf("%s\nstdout contains %q: -want, +got:\n%s\nstdout: %s", tc.reason, tc.wantStdout, diff, stdout.String())
-			}
-		})
-	}
-}
-
-func TestResolveImage(t *testing.T) {
-	type want struct {
-		Repository, Version string
-	}
-	cases := map[string]struct {
-		reason         string
-		image, version string
-		want           want
-		wantErr        error
-	}{
-		"Bare":           {reason: "No tag anywhere: latest.", image: "formahub/formspec-resource", want: want{"formahub/formspec-resource", "latest"}},
-		"TaggedImage":    {reason: "The image's tag is the default version.", image: "formahub/formspec-resource:1.4.2", want: want{"formahub/formspec-resource", "1.4.2"}},
-		"FlagWins":       {reason: "--default-version beats the image's tag.", image: "formahub/formspec-resource:1.4.2", version: "1.5.0", want: want{"formahub/formspec-resource", "1.5.0"}},
-		"RegistryPort":   {reason: "A colon before the last slash is a port, not a tag.", image: "registry.local:5000/formspec-resource", want: want{"registry.local:5000/formspec-resource", "latest"}},
-		"PortAndTag":     {reason: "Port and tag together.", image: "registry.local:5000/formspec-resource:2.0", want: want{"registry.local:5000/formspec-resource", "2.0"}},
-		"Digest":         {reason: "A digest cannot take a tag.", image: "formahub/formspec-resource@sha256:abc", wantErr: cmpopts.AnyError},
-		"EmptyImage":     {reason: "An image is required.", image: "", wantErr: cmpopts.AnyError},
-		"VersionNoImage": {reason: "A version alone is not enough.", image: "", version: "1.0", wantErr: cmpopts.AnyError},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			repo, version, err := resolveImage(tc.image, tc.version)
-			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
-				t.Errorf("%s\nerror: -want, +got:\n%s", tc.reason, diff)
-			}
-			if err != nil {
-				return
-			}
-			if diff := cmp.Diff(tc.want, want{repo, version}); diff != "" {
-				t.Errorf("%s\nimage: -want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
-
-func TestDefaultInFlightBytes(t *testing.T) {
-	cases := map[string]struct {
-		reason         string
-		limit, maxBody int64
-		want           int64
-	}{
-		"PodLimit":   {reason: "An eighth of the deployment's 256 Mi limit.", limit: 256 << 20, maxBody: 8 << 20, want: 32 << 20},
-		"SmallLimit": {reason: "Never below one maximum-size body, or such a body could never be served.", limit: 32 << 20, maxBody: 8 << 20, want: 8 << 20},
-		"NoLimit":    {reason: "Without a memory limit, a fixed 64 MiB.", maxBody: 8 << 20, want: 64 << 20},
-		"HugeBody":   {reason: "Without a limit, still at least one body.", maxBody: 100 << 20, want: 100 << 20},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, defaultInFlightBytes(tc.limit, tc.maxBody)); diff != "" {
-				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
-			}
-		})
-	}
-}
-
-func TestTuneGC(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	cases := map[string]struct {
-		reason string
-		env    map[string]string
-		want   int
-	}{
-		"Unset": {reason: "Without GOGC the server takes its own default.", want: defaultGCPercent},
-		"Set":   {reason: "GOGC always wins (the runtime read it at start; tuneGC leaves it).", env: map[string]string{"GOGC": "50"}, want: 100},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			debug.SetGCPercent(100)
-			tuneGC(func(k string) string { return tc.env[k] })
-			if diff := cmp.Diff(tc.want, debug.SetGCPercent(100)); diff != "" {
-				t.Errorf("%s\nGC percent: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
