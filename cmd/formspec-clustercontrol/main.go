@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
@@ -64,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("cannot read --token-file %s: %w", *tokenFile, err)
 		}
 	}
-	srv := clustercontrol.New(clustercontrol.Options{Tokens: tokens, Logger: log})
+	srv := clustercontrol.New(clustercontrol.Options{Tokens: tokens, Logger: log, HTTP: httpserve.Config{Logger: log}})
 	apiLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on --listen: %w", err)
@@ -77,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("reference cluster control starting", "version", buildinfo.Get().Version, "listen", apiLn.Addr().String(), "admin", adminLn.Addr().String(), "auth", len(tokens) > 0)
 	return cliflag.RunAll(ctx,
 		func(ctx context.Context) error { return srv.Serve(ctx, apiLn) },
-		func(ctx context.Context) error { return httpserve.Run(ctx, adminLn, srv.AdminHandler(), 5*time.Second) },
+		func(ctx context.Context) error {
+			return httpserve.Serve(ctx, adminLn, srv.AdminHandler(), httpserve.Config{Logger: log})
+		},
 	)
 }

@@ -170,9 +170,5 @@ func routerWithReporter(ctx context.Context, t *testing.T, rep *reporter.Reporte
 	go func() { _ = client.Run(ctx) }()
 	cfg := fixtureConfig()
 	cfg.reports = client
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return hookHandler(t, cfg, server.Config{})
 }

@@ -69,11 +69,19 @@ func fixtureCases(t *testing.T) []fixtureCase {
 
 func fixtureHandler(t testing.TB) http.Handler {
 	t.Helper()
-	h, err := server.NewRouter(hookRoutes(fixtureConfig()), server.RouterConfig{})
+	return hookHandler(t, fixtureConfig(), server.Config{})
+}
+
+// hookHandler is the hook listener's handler for the hooks of cfg, with
+// the transport configured by srv (its Routes are cfg's).
+func hookHandler(t testing.TB, cfg hookConfig, srv server.Config) http.Handler {
+	t.Helper()
+	srv.Routes = hookRoutes(cfg)
+	s, err := server.New(srv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return h
+	return s.Handler()
 }
 
 func post(h http.Handler, path string, body []byte, header http.Header) *httptest.ResponseRecorder {

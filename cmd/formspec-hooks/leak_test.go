@@ -116,12 +116,7 @@ func observedHandler(t *testing.T) (http.Handler, *bytes.Buffer, *server.Metrics
 	metrics := server.NewMetrics()
 	cfg := fixtureConfig()
 	cfg.logger, cfg.decisions = logger, metrics
-	cfg.handlerOptions = []server.HandlerOption{server.WithLogger(logger)}
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{Logger: logger, Metrics: metrics})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h, logs, metrics
+	return hookHandler(t, cfg, server.Config{Logger: logger, Metrics: metrics}), logs, metrics
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {

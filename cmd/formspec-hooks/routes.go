@@ -1,9 +1,6 @@
 package main
 
 import (
-	"net/http"
-	"strings"
-
 	"github.com/formspec/formspec-hooks/hooks/datastore"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/observe"
@@ -26,24 +23,16 @@ func hookRoutes(cfg hookConfig) []server.Route {
 	})
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink})
-	opts := cfg.handlerOptions
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	return []server.Route{
-		hookRoute("/v1/workspace/sync", ws.Sync, opts),
-		hookRoute("/v1/workspace/finalize", ws.Finalize, opts),
-		hookRoute("/v1/workspace/customize", ws.Customize, opts),
-		hookRoute("/v1/datastore/sync", ds.Sync, opts),
-		hookRoute("/v1/datastore/customize", ds.Customize, opts),
-		hookRoute("/v1/resourceclaim/sync", rc.Sync, opts),
-		hookRoute("/v1/resourceclaim/customize", rc.Customize, opts),
-		hookRoute("/v1/nodes/sync", decorator(observe.NodeHealth(sink)), opts),
-		hookRoute("/v1/pods/sync", decorator(observe.WorkspacePods(sink)), opts),
+		server.HookRoute("/v1/workspace/sync", ws.Sync),
+		server.HookRoute("/v1/workspace/finalize", ws.Finalize),
+		server.HookRoute("/v1/workspace/customize", ws.Customize),
+		server.HookRoute("/v1/datastore/sync", ds.Sync),
+		server.HookRoute("/v1/datastore/customize", ds.Customize),
+		server.HookRoute("/v1/resourceclaim/sync", rc.Sync),
+		server.HookRoute("/v1/resourceclaim/customize", rc.Customize),
+		server.HookRoute("/v1/nodes/sync", decorator(observe.NodeHealth(sink))),
+		server.HookRoute("/v1/pods/sync", decorator(observe.WorkspacePods(sink))),
 	}
-}
-
-// hookRoute routes POST path to hook h. The hook's name, which labels its
-// metrics and log lines, is the path without /v1/: "workspace-sync".
-func hookRoute[Req, Resp any](path string, h server.Hook[Req, Resp], opts []server.HandlerOption) server.Route {
-	name := strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-")
-	return server.Route{Method: http.MethodPost, Path: path, Name: name, Handler: server.Handler(name, h, opts...)}
 }

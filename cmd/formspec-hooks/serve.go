@@ -37,9 +37,6 @@ type hookConfig struct {
 	reports   *handoff.Client
 	logger    *slog.Logger
 	decisions server.Decisions
-	// handlerOptions carry the body limit and logger into every
-	// server.Handler, so that --max-body-bytes applies to all hooks.
-	handlerOptions []server.HandlerOption
 }
 
 // serveFlags are the serve command's flags, parsed.
@@ -71,15 +68,15 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "request-body bytes held at once; more get 429 (default: an eighth of the memory limit from GOMEMLIMIT or the cgroup, at least --max-body-bytes; 64 MiB without a limit)")
 	fs.IntVar(&f.maxObjects, "max-objects", server.DefaultMaxObjects, "most children, attachments and related objects in one request; more get 413")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time to receive one request body; slower clients get 408")
-	fs.IntVar(&f.maxConns, "max-connections", httpserve.DefaultMaxConns, "open connections on each listener (hooks, metrics); beyond it new ones wait")
-	fs.IntVar(&f.maxConnsPerClient, "max-connections-per-client", httpserve.DefaultMaxConnsPerClient, "open connections from one client address; beyond it new ones are closed")
-	fs.IntVar(&f.maxIdle, "max-idle-connections", httpserve.DefaultMaxIdleConns, "kept-alive connections waiting for a request; beyond it idle ones are closed")
+	fs.IntVar(&f.maxConns, "max-connections", httpserve.Defaults.Conns.Max, "open connections on each listener (hooks, metrics); beyond it new ones wait")
+	fs.IntVar(&f.maxConnsPerClient, "max-connections-per-client", httpserve.Defaults.Conns.PerClient, "open connections from one client address; beyond it new ones are closed")
+	fs.IntVar(&f.maxIdle, "max-idle-connections", httpserve.Defaults.Conns.Idle, "kept-alive connections waiting for a request; beyond it idle ones are closed")
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve hooks over TLS with this certificate (reloaded when it changes)")
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
 	fs.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "require client certificates signed by these CAs (mTLS; reloaded when it changes)")
 	fs.StringVar(&f.authTokenFile, "auth-token-file", "", "require a bearer token from this file, one per line (re-read when it changes)")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.DefaultShutdownDelay, "how long /readyz fails before the listener closes")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ on the --metrics-listen listener (off by default: profiles reveal internals and cost CPU)")
 	f.logging = cliflag.AddLogging(fs)
 	return fs
@@ -162,11 +159,14 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		MaxInFlight:      f.maxInFlight,
 		MaxInFlightBytes: f.maxInFlightBytes,
 		MaxBodyBytes:     f.maxBodyBytes,
+		MaxObjects:       f.maxObjects,
 		BodyTimeout:      f.bodyTimeout,
-		Conns:            httpserve.ConnLimits{Max: f.maxConns, PerClient: f.maxConnsPerClient, Idle: f.maxIdle},
-		ShutdownDelay:    f.shutdownDelay,
-		ShutdownTimeout:  f.shutdownTimeout,
 		Pprof:            f.pprof,
+		ShutdownDelay:    f.shutdownDelay,
+		HTTP: httpserve.Config{
+			Conns:           httpserve.ConnLimits{Max: f.maxConns, PerClient: f.maxConnsPerClient, Idle: f.maxIdle},
+			ShutdownTimeout: f.shutdownTimeout,
+		},
 	}
 	if err := cfg.Metrics.Register(buildinfo.Collector("formspec_hooks")); err != nil {
 		return err
@@ -222,11 +222,6 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		reports:           reports,
 		logger:            logger,
 		decisions:         cfg.Metrics,
-		handlerOptions: []server.HandlerOption{
-			server.WithMaxBodyBytes(f.maxBodyBytes),
-			server.WithMaxObjects(f.maxObjects),
-			server.WithLogger(logger),
-		},
 	})
 	srv, err := server.New(cfg)
 	if err != nil {

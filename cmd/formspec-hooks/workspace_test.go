@@ -40,10 +40,7 @@ func TestSyncMakesNoNetworkCall(t *testing.T) {
 	}
 	cfg := fixtureConfig()
 	cfg.reporterURL, cfg.reports = "http://"+ln.Addr().String(), client
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hookHandler(t, cfg, server.Config{})
 	for _, name := range []string{"steady-ready", "artifact-hash-change", "credentials-mixed", "cluster-class-missing"} {
 		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", name, "request.json"))
 		if err != nil {
@@ -65,12 +62,7 @@ func TestSyncMakesNoNetworkCall(t *testing.T) {
 // held to --max-objects like every other: a sync carrying more children and
 // related objects than the limit is refused before the hook runs.
 func TestWorkspaceObjectLimit(t *testing.T) {
-	cfg := fixtureConfig()
-	cfg.handlerOptions = append(cfg.handlerOptions, server.WithMaxObjects(2))
-	h, err := server.NewRouter(hookRoutes(cfg), server.RouterConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := hookHandler(t, fixtureConfig(), server.Config{MaxObjects: 2})
 	for _, path := range []string{"/v1/workspace/sync", "/v1/workspace/finalize"} {
 		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", "steady-ready", "request.json"))
 		if err != nil {

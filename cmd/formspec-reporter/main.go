@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg          reporter.Config
 		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
-		shutdownWait = fs.Duration("shutdown-grace", 10*time.Second, "how long in-flight requests may take on shutdown")
+		shutdownWait = fs.Duration("shutdown-grace", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take on shutdown")
 		logging      = cliflag.AddLogging(fs)
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
 	)
@@ -125,12 +125,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	build := buildinfo.Get()
 	log.Info("reporter starting", "version", build.Version, "revision", build.Revision, "clusterControl", cfg.ClusterControlURL, "listen", localLn.Addr().String(), "metrics", opsLn.Addr().String())
 
+	serving := httpserve.Config{ShutdownTimeout: *shutdownWait, Logger: log}
 	// One part stopping stops the others: a sidecar without its localhost
 	// API or its reporting loops is not worth keeping up.
 	err = cliflag.RunAll(ctx,
 		rep.Run,
-		func(ctx context.Context) error { return httpserve.Run(ctx, localLn, rep.LocalHandler(), *shutdownWait) },
-		func(ctx context.Context) error { return httpserve.Run(ctx, opsLn, rep.OpsHandler(), *shutdownWait) },
+		func(ctx context.Context) error { return httpserve.Serve(ctx, localLn, rep.LocalHandler(), serving) },
+		func(ctx context.Context) error { return httpserve.Serve(ctx, opsLn, rep.OpsHandler(), serving) },
 	)
 	log.Info("reporter stopped")
 	return err

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/go-chi/chi/v5"
 )
 
 // adminLimit bounds admin request bodies, which are a few hundred bytes.
@@ -43,8 +45,8 @@ type AdminState struct {
 //	DELETE /admin/directives/{namespace}/{name}
 //	GET    /admin/state
 func (s *Server) AdminHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("PUT /admin/faults", func(w http.ResponseWriter, r *http.Request) {
+	admin := httpserve.NewRouter()
+	admin.Put("/admin/faults", func(w http.ResponseWriter, r *http.Request) {
 		var f AdminFault
 		if !decodeAdmin(w, r, &f) {
 			return
@@ -65,11 +67,11 @@ func (s *Server) AdminHandler() http.Handler {
 		s.SetFault(f.Path, Fault{Status: f.Status, RetryAfter: f.RetryAfter, Delay: delay, Times: f.Times})
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("DELETE /admin/faults", func(w http.ResponseWriter, r *http.Request) {
+	admin.Delete("/admin/faults", func(w http.ResponseWriter, r *http.Request) {
 		s.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("PUT /admin/down", func(w http.ResponseWriter, r *http.Request) {
+	admin.Put("/admin/down", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Down bool `json:"down"`
 		}
@@ -79,7 +81,7 @@ func (s *Server) AdminHandler() http.Handler {
 		s.SetDown(body.Down)
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("PUT /admin/directives", func(w http.ResponseWriter, r *http.Request) {
+	admin.Put("/admin/directives", func(w http.ResponseWriter, r *http.Request) {
 		var d ccapi.Directive
 		if !decodeAdmin(w, r, &d) {
 			return
@@ -93,11 +95,11 @@ func (s *Server) AdminHandler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("DELETE /admin/directives/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
-		s.DeleteDirective(r.PathValue("namespace"), r.PathValue("name"))
+	admin.Delete("/admin/directives/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		s.DeleteDirective(chi.URLParam(r, "namespace"), chi.URLParam(r, "name"))
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("GET /admin/state", func(w http.ResponseWriter, r *http.Request) {
+	admin.Get("/admin/state", func(w http.ResponseWriter, r *http.Request) {
 		st := AdminState{Workspaces: s.Workspaces(), Directives: s.Directives(), Consumed: s.Consumed(),
 			ClusterClasses: s.ClassUsage(), Requests: len(s.Requests())}
 		if nr := s.NodeReports(); len(nr) > 0 {
@@ -108,7 +110,7 @@ func (s *Server) AdminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, st)
 	})
-	return mux
+	return admin
 }
 
 func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {

@@ -2,7 +2,6 @@ package clustercontrol
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -87,8 +86,8 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request) bool {
 		// has no deadlines to extend.
 		rc := http.NewResponseController(w)
 		now := time.Now()
-		_ = rc.SetReadDeadline(now.Add(cur.Delay + s.opts.Timeouts.Read))
-		_ = rc.SetWriteDeadline(now.Add(cur.Delay + s.opts.Timeouts.Write))
+		_ = rc.SetReadDeadline(now.Add(cur.Delay + s.opts.HTTP.ReadTimeout))
+		_ = rc.SetWriteDeadline(now.Add(cur.Delay + s.opts.HTTP.WriteTimeout))
 		t := time.NewTimer(cur.Delay)
 		defer t.Stop()
 		var again bool
@@ -177,29 +176,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 				return fmt.Errorf("cannot listen again on %s: %w", addr, err)
 			}
 		}
-		hs := httpserve.NewServer(h, s.opts.Timeouts)
-		errc := make(chan error, 1)
-		go func(l net.Listener) { errc <- hs.Serve(l) }(ln)
-		select {
-		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := hs.Shutdown(sctx)
-			cancel()
-			if err != nil {
-				_ = hs.Close()
+		// A change of state cuts the listener and every open connection
+		// at once, which is what an outage looks like to the reporter.
+		up, cut := context.WithCancelCause(ctx)
+		go func() {
+			select {
+			case <-changed:
+				cut(httpserve.ErrCut)
+			case <-up.Done():
 			}
-			return nil
-		case err := <-errc:
-			if errors.Is(err, http.ErrServerClosed) {
-				return nil
-			}
-			return fmt.Errorf("cannot serve on %s: %w", addr, err)
-		case <-changed:
-			// Close cuts the listener and every open connection at once,
-			// which is what an outage looks like to the reporter.
-			_ = hs.Close()
-			<-errc
-			ln = nil
+		}()
+		err := httpserve.Serve(up, ln, h, s.opts.HTTP)
+		cut(nil)
+		if err != nil || ctx.Err() != nil {
+			return err
 		}
+		// Serve closed ln; the next round listens again, or stays down.
+		ln = nil
 	}
 }

@@ -42,10 +42,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Now replaces the clock (tests).
 	Now func() time.Time
-	// Timeouts bound each API request (default: httpserve's). A Delay
-	// fault extends the deadlines of the requests it holds, so a stall
-	// longer than these still ends in the fault's answer.
-	Timeouts httpserve.Timeouts
+	// HTTP is the API listener's configuration (default: httpserve's). A
+	// Delay fault extends the deadlines of the requests it holds, so a
+	// stall longer than the read and write timeouts still ends in the
+	// fault's answer.
+	HTTP httpserve.Config
 }
 
 // Request is the record of one API request.
@@ -100,7 +101,10 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	opts.Timeouts = opts.Timeouts.WithDefaults()
+	if opts.HTTP.Logger == nil {
+		opts.HTTP.Logger = opts.Logger
+	}
+	opts.HTTP = opts.HTTP.WithDefaults()
 	return &Server{
 		opts:       opts,
 		faults:     map[string]*Fault{},
@@ -114,11 +118,11 @@ func New(opts Options) *Server {
 
 // Handler is the Cluster Control API.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+ccapi.PathNodeHealth, s.serveNodeHealth)
-	mux.HandleFunc("POST "+ccapi.PathWorkspaceStatus, s.serveWorkspaceStatus)
-	mux.HandleFunc("GET "+ccapi.PathDeployStatus, s.serveDeployStatus)
-	return s.wrap(mux)
+	r := httpserve.NewRouter()
+	r.Post(ccapi.PathNodeHealth, s.serveNodeHealth)
+	r.Post(ccapi.PathWorkspaceStatus, s.serveWorkspaceStatus)
+	r.Get(ccapi.PathDeployStatus, s.serveDeployStatus)
+	return s.wrap(r)
 }
 
 // Routes lists the API's "METHOD path" pairs, for the test that holds them

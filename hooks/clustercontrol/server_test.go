@@ -254,7 +254,7 @@ func TestDownRefusesConnections(t *testing.T) {
 // the server's read and write timeouts: the fault must still end in an
 // answer, with the body read after the stall, not in a cut connection.
 func TestDelayOutlastsTimeouts(t *testing.T) {
-	s := New(Options{Timeouts: httpserve.Timeouts{Read: 50 * time.Millisecond, Write: 50 * time.Millisecond}})
+	s := New(Options{HTTP: httpserve.Config{ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}})
 	s.SetFault(ccapi.PathWorkspaceStatus, Fault{Delay: 300 * time.Millisecond, Times: 1})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

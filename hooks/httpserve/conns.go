@@ -1,30 +1,16 @@
 package httpserve
 
 import (
-	"cmp"
 	"net"
 	"net/http"
 	"sync"
-)
-
-// Default connection caps. Every client of these servers keeps a few
-// connections (Metacontroller a few per controller worker, all from one
-// address; the hook server's hand-off one or two), far below them, and
-// each connection costs a goroutine and buffers.
-const (
-	// DefaultMaxConns is ConnLimits.Max's default.
-	DefaultMaxConns = 1024
-	// DefaultMaxConnsPerClient is ConnLimits.PerClient's default.
-	DefaultMaxConnsPerClient = 256
-	// DefaultMaxIdleConns is ConnLimits.Idle's default.
-	DefaultMaxIdleConns = 128
 )
 
 // ConnLimits caps the connections one listener keeps open. Timeouts bound
 // how long one connection can be held; these bound how many, so that
 // clients that open connections and send nothing useful (or keep them idle)
 // cannot use up the process's file descriptors and memory. Zero fields take
-// the defaults; a negative field caps nothing.
+// the defaults (Defaults.Conns); a negative field caps nothing.
 type ConnLimits struct {
 	// Max caps open connections. Beyond it the server stops accepting, and
 	// the kernel queues new connections, until one closes: a legitimate
@@ -38,14 +24,6 @@ type ConnLimits struct {
 	// connection that goes idle beyond it is closed (the client opens a new
 	// one when it needs it).
 	Idle int
-}
-
-// WithDefaults returns l with its zero fields set to the defaults.
-func (l ConnLimits) WithDefaults() ConnLimits {
-	l.Max = cmp.Or(l.Max, DefaultMaxConns)
-	l.PerClient = cmp.Or(l.PerClient, DefaultMaxConnsPerClient)
-	l.Idle = cmp.Or(l.Idle, DefaultMaxIdleConns)
-	return l
 }
 
 func (l ConnLimits) wrap(ln net.Listener, srv *http.Server) net.Listener {

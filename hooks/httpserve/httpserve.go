@@ -6,6 +6,7 @@
 package httpserve
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -18,114 +19,127 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 )
 
-// Default limits. The largest body any of these servers takes is a few MiB
-// (a hook request, a node-health batch), which crosses a cluster network in
-// well under a second, and every client here gives up sooner (the
-// reporter after 10s, the hook server's hand-off after 2s, Metacontroller
-// after its hook timeout): the read and write timeouts only ever cut off a
-// client that has stalled or is trickling bytes to hold a connection.
-const (
-	// DefaultReadHeaderTimeout bounds reading the request headers.
-	DefaultReadHeaderTimeout = 5 * time.Second
-	// DefaultReadTimeout bounds reading a whole request.
-	DefaultReadTimeout = 30 * time.Second
-	// DefaultWriteTimeout bounds writing the answer.
-	DefaultWriteTimeout = 30 * time.Second
-	// DefaultIdleTimeout lets a client reuse a connection between calls
-	// without the server keeping dead ones forever.
-	DefaultIdleTimeout = 90 * time.Second
-	// DefaultMaxHeaderBytes is ample for a bearer token and a few ETags.
-	DefaultMaxHeaderBytes = 64 << 10
-	// DefaultShutdownTimeout bounds the wait for in-flight requests.
-	DefaultShutdownTimeout = 10 * time.Second
-)
-
-// Timeouts bound one request. Zero fields take the defaults.
-type Timeouts struct {
-	// ReadHeader bounds reading the request headers.
-	ReadHeader time.Duration
-	// Read bounds reading a whole request, headers and body. A handler
-	// that wants a tighter bound on the body sets its own read deadline
-	// (see BodyDeadline).
-	Read time.Duration
-	// Write bounds the time from the end of the request headers to the end
-	// of the answer. A handler that deliberately holds a request longer
-	// (the reference Cluster Control's Delay fault) extends its own
-	// deadlines with http.ResponseController.
-	Write time.Duration
-	// Idle bounds how long a kept-alive connection waits for its next
-	// request.
-	Idle time.Duration
-}
-
-// WithDefaults returns t with its zero fields set to the defaults.
-func (t Timeouts) WithDefaults() Timeouts {
-	t.ReadHeader = positiveOr(t.ReadHeader, DefaultReadHeaderTimeout)
-	t.Read = positiveOr(t.Read, DefaultReadTimeout)
-	t.Write = positiveOr(t.Write, DefaultWriteTimeout)
-	t.Idle = positiveOr(t.Idle, DefaultIdleTimeout)
-	return t
-}
-
-// Config is one listener's limits and lifecycle. The zero value is a
-// plain-HTTP server with every default limit.
+// Config configures one HTTP server: its request limits, its connection
+// caps, TLS and its shutdown. It is the one configuration of every server
+// here; the zero value is a plain-HTTP server with every default below.
 type Config struct {
-	Timeouts
-	// MaxHeaderBytes bounds the request headers; zero takes the default.
+	// ReadHeaderTimeout bounds reading the request headers.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, headers and body. A
+	// handler that wants a tighter bound on the body sets its own read
+	// deadline (see BodyDeadline).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of the request headers to
+	// the end of the answer. A handler that deliberately holds a request
+	// longer (the reference Cluster Control's Delay fault) extends its own
+	// deadlines with http.ResponseController.
+	WriteTimeout time.Duration
+	// IdleTimeout bounds how long a kept-alive connection waits for its
+	// next request.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request headers.
 	MaxHeaderBytes int
-	// Conns caps connections; zero fields take the defaults.
+	// Conns caps the listener's connections.
 	Conns ConnLimits
 	// TLS, when set, serves TLS; the certificate comes from the config
 	// (GetCertificate), not from files.
 	TLS *tls.Config
-	// ShutdownTimeout bounds the wait for in-flight requests once ctx
-	// ends; zero takes the default.
+	// ShutdownTimeout bounds the wait for in-flight requests once the
+	// server is told to stop.
 	ShutdownTimeout time.Duration
 	// Logger gets connection-level errors (failed TLS handshakes, refused
 	// connections); nil discards them.
 	Logger *slog.Logger
 }
 
-// NewServer returns an http.Server for h with header, read, write, idle and
-// header-size limits set, so a slow or hostile client cannot hold
-// connections open.
-func NewServer(h http.Handler, t Timeouts) *http.Server {
-	return newServer(h, Config{Timeouts: t})
+// Defaults is the one table of defaults: WithDefaults gives every zero
+// field of a Config its value here.
+//
+// The largest body any of these servers takes is a few MiB (a hook
+// request, a node-health batch), which crosses a cluster network in well
+// under a second, and every client here gives up sooner (Metacontroller
+// after its hook timeout, 10 s in compositecontrollers/, the reporter after
+// 10 s, the hook server's hand-off after 2 s): the read and write timeouts
+// only ever cut off a client that has stalled or is trickling bytes to
+// hold a connection. The write timeout is twice the 30 s a CPU profile
+// from serve --pprof takes by default: net/http/pprof refuses a profile
+// that would outlast it. The idle timeout is longer than the 90 s that Go's
+// HTTP clients (Metacontroller's among them) keep an idle connection, so
+// the client, not the server, closes a connection it is done with, and
+// never reuses one the server has just closed. The shutdown timeout plus
+// the hook server's default --shutdown-delay (5 s) stays under the
+// default 30 s termination grace period.
+//
+// Every client of these servers keeps a few connections (Metacontroller a
+// few per controller worker, all from one address; the hook server's
+// hand-off one or two), far below the connection caps, and each
+// connection costs a goroutine and buffers.
+var Defaults = Config{
+	ReadHeaderTimeout: 5 * time.Second,
+	ReadTimeout:       30 * time.Second,
+	WriteTimeout:      60 * time.Second,
+	IdleTimeout:       120 * time.Second,
+	// Ample for a bearer token and a few ETags.
+	MaxHeaderBytes:  64 << 10,
+	Conns:           ConnLimits{Max: 1024, PerClient: 256, Idle: 128},
+	ShutdownTimeout: 20 * time.Second,
 }
 
-func newServer(h http.Handler, cfg Config) *http.Server {
-	t := cfg.Timeouts.WithDefaults()
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+// WithDefaults returns c with its zero fields set from Defaults. A
+// negative connection cap stays: it caps nothing.
+func (c Config) WithDefaults() Config {
+	d := Defaults
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, d.ReadTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
+	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, d.MaxHeaderBytes)
+	c.Conns.Max = cmp.Or(c.Conns.Max, d.Conns.Max)
+	c.Conns.PerClient = cmp.Or(c.Conns.PerClient, d.Conns.PerClient)
+	c.Conns.Idle = cmp.Or(c.Conns.Idle, d.Conns.Idle)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, d.ShutdownTimeout)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	return c
+}
+
+// newServer returns an http.Server for h with every limit of cfg set, so a
+// slow or hostile client cannot hold connections open. cfg has its
+// defaults.
+func newServer(h http.Handler, cfg Config) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: t.ReadHeader,
-		ReadTimeout:       t.Read,
-		WriteTimeout:      t.Write,
-		IdleTimeout:       t.Idle,
-		MaxHeaderBytes:    positiveOr(cfg.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		TLSConfig:         cfg.TLS,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 }
 
-// Run serves h on ln with the default limits until ctx ends, then lets
-// in-flight requests finish for at most grace; see Serve.
-func Run(ctx context.Context, ln net.Listener, h http.Handler, grace time.Duration) error {
-	return Serve(ctx, ln, h, Config{ShutdownTimeout: grace})
-}
+// ErrCut, given as the cause when ctx is cancelled
+// (context.WithCancelCause), makes Serve close the listener and every
+// connection at once instead of letting in-flight requests finish: what an
+// outage looks like to a client. The reference Cluster Control plays
+// "down" with it.
+var ErrCut = errors.New("connections cut")
 
 // Serve serves h on ln until ctx ends, then stops accepting and lets
-// in-flight requests finish for at most cfg.ShutdownTimeout. A server
-// closed by its own shutdown is a clean exit (nil); a listener that fails
-// before ctx ends is an error.
+// in-flight requests finish for at most cfg.ShutdownTimeout (unless ctx
+// ended with ErrCut). A server closed by its own shutdown is a clean exit
+// (nil); a listener that fails before ctx ends is an error. It is the one
+// serve loop of every binary here.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, cfg Config) error {
+	cfg = cfg.WithDefaults()
 	srv := newServer(h, cfg)
-	ln = cfg.Conns.WithDefaults().wrap(ln, srv)
+	ln = cfg.Conns.wrap(ln, srv)
 	errc := make(chan error, 1)
 	go func() {
 		if cfg.TLS != nil {
@@ -142,17 +156,35 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, cfg Config) err
 		return fmt.Errorf("cannot serve on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
-	grace := positiveOr(cfg.ShutdownTimeout, DefaultShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	if errors.Is(context.Cause(ctx), ErrCut) {
+		_ = srv.Close()
+		<-errc
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
-		return fmt.Errorf("cannot finish in-flight requests on %s within %s: %w", ln.Addr(), grace, err)
+		return fmt.Errorf("cannot finish in-flight requests on %s within %s: %w", ln.Addr(), cfg.ShutdownTimeout, err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("cannot serve on %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// NewRouter returns the router every server here mounts its routes on:
+// chi, answering an unknown path with 404 and a known path with another
+// method with 405, both in the error format.
+func NewRouter() chi.Router {
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		WriteError(w, http.StatusNotFound, "no such endpoint")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
+	})
+	return r
 }
 
 // BodyDeadline bounds the time left to read r's body, separately from the
@@ -237,11 +269,4 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 	h.Del("Content-Length")
 	w.WriteHeader(code)
 	_, _ = w.Write(append(body, '\n'))
-}
-
-func positiveOr[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }

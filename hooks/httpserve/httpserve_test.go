@@ -18,28 +18,51 @@ type limits struct {
 	MaxHeaderBytes                                            int
 }
 
-func TestNewServerLimits(t *testing.T) {
+func TestServerLimits(t *testing.T) {
 	cases := map[string]struct {
 		reason string
-		t      Timeouts
+		cfg    Config
 		want   limits
 	}{
 		"Defaults": {
 			reason: "Every limit is set even when the caller asks for nothing, so no server runs without read and write timeouts.",
-			want:   limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10},
+			want:   limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10},
 		},
 		"Custom": {
 			reason: "Read and write timeouts can be set; the other limits stay.",
-			t:      Timeouts{Read: time.Second, Write: 2 * time.Second},
-			want:   limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: time.Second, WriteTimeout: 2 * time.Second, IdleTimeout: 90 * time.Second, MaxHeaderBytes: 64 << 10},
+			cfg:    Config{ReadTimeout: time.Second, WriteTimeout: 2 * time.Second},
+			want:   limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: time.Second, WriteTimeout: 2 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewServer(http.NotFoundHandler(), tc.t)
+			s := newServer(http.NotFoundHandler(), tc.cfg.WithDefaults())
 			got := limits{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestWithDefaults(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		cfg    Config
+		want   ConnLimits
+	}{
+		"Zero":     {reason: "Zero caps take the table's.", want: Defaults.Conns},
+		"Set":      {reason: "A cap that is set stays.", cfg: Config{Conns: ConnLimits{Max: 3}}, want: ConnLimits{Max: 3, PerClient: Defaults.Conns.PerClient, Idle: Defaults.Conns.Idle}},
+		"Negative": {reason: "A negative cap stays negative: it caps nothing.", cfg: Config{Conns: ConnLimits{PerClient: -1}}, want: ConnLimits{Max: Defaults.Conns.Max, PerClient: -1, Idle: Defaults.Conns.Idle}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := tc.cfg.WithDefaults()
+			if diff := cmp.Diff(tc.want, got.Conns); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+			if got.ShutdownTimeout != Defaults.ShutdownTimeout || got.Logger == nil {
+				t.Errorf("shutdown timeout %v and logger %v: want %v and a logger", got.ShutdownTimeout, got.Logger, Defaults.ShutdownTimeout)
 			}
 		})
 	}
@@ -49,10 +72,10 @@ func TestNewServerLimits(t *testing.T) {
 // nothing: the read timeout must end the handler's wait for the body.
 func TestReadTimeoutCutsOffStalledBody(t *testing.T) {
 	bodyErr := make(chan error, 1)
-	srv := NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
 		bodyErr <- err
-	}), Timeouts{Read: 50 * time.Millisecond})
+	}), Config{ReadTimeout: 50 * time.Millisecond}.WithDefaults())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

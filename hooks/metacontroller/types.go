@@ -150,7 +150,7 @@ func errMissing(field string) error {
 }
 
 // ObjectCount is how many objects the request carries besides its parent;
-// the transport caps it (server.WithMaxObjects) so that a hook's work stays
+// the transport caps it (server.Config.MaxObjects, serve --max-objects) so that a hook's work stays
 // bounded whatever the request holds.
 func (r *CompositeRequest) ObjectCount() int { return r.Children.Count() + r.Related.Count() }
 

@@ -21,10 +21,14 @@ func TestMalformedRequestsOverHTTP(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
-	mux := http.NewServeMux()
-	mux.Handle("/v1/nodes/sync", server.Handler("nodes-sync", decorator(NodeHealth(&sink{})), server.WithLogger(logger)))
-	mux.Handle("/v1/pods/sync", server.Handler("pods-sync", decorator(WorkspacePods(&sink{})), server.WithLogger(logger)))
-	srv := httptest.NewServer(mux)
+	hooks, err := server.New(server.Config{Logger: logger, Routes: []server.Route{
+		server.HookRoute("/v1/nodes/sync", decorator(NodeHealth(&sink{}))),
+		server.HookRoute("/v1/pods/sync", decorator(WorkspacePods(&sink{}))),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hooks.Handler())
 	defer srv.Close()
 
 	cases := map[string]struct {

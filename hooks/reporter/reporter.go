@@ -580,8 +580,8 @@ const observationsLimit = 8 << 20
 // /v1/observations. It has no authentication: it listens on the pod's
 // loopback interface only.
 func (r *Reporter) LocalHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+observation.PathObservations, r.serveObservations)
+	mux := httpserve.NewRouter()
+	mux.Post(observation.PathObservations, r.serveObservations)
 	return mux
 }
 
@@ -608,12 +608,12 @@ func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
 // a pod with the hook server, and an outage elsewhere must not take the hooks
 // out of their Service.
 func (r *Reporter) OpsHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux := httpserve.NewRouter()
+	mux.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
+	mux.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !r.ready.Load() {
 			http.Error(w, "not running", http.StatusServiceUnavailable)
 			return

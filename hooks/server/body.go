@@ -13,12 +13,6 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
-// DefaultBodyTimeout bounds reading one request body. Metacontroller sends
-// at most a few MiB from inside the cluster, which takes well under a
-// second; a client still sending after 10 s is trickling bytes to hold the
-// connection.
-const DefaultBodyTimeout = 10 * time.Second
-
 // errBudget is the read error of a body that would take the in-flight
 // bytes over their budget.
 var errBudget = errors.New("in-flight request bytes over budget")

@@ -28,67 +28,16 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
-// DefaultMaxBodyBytes is the request body limit when none is configured.
-// Metacontroller sends the parent, every observed child and every related
-// object in one body; 8 MiB leaves room for a workspace with many claims and
-// Secrets while keeping a single request from exhausting memory.
-const DefaultMaxBodyBytes int64 = 8 << 20
-
 // Hook is a pure hook function: it gets a decoded, validated request and
 // returns the response to encode. An error means a bug, not a decision about
 // the user's object; decisions belong in the response's status.
 type Hook[Req, Resp any] func(ctx context.Context, req *Req) (*Resp, error)
-
-// HandlerOption configures Handler.
-type HandlerOption func(*handlerConfig)
-
-type handlerConfig struct {
-	maxBodyBytes int64
-	maxObjects   int
-	logger       *slog.Logger
-}
-
-// DefaultMaxObjects is the most objects (children, attachments and related
-// objects together) a request may carry when none is configured. A
-// Workspace names at most 32 datastores and its namespace's claims come as
-// related objects; 4096 leaves room for a crowded namespace while keeping
-// each request's work bounded, whatever a forged request holds.
-const DefaultMaxObjects = 4096
-
-// WithMaxObjects sets the object limit (see DefaultMaxObjects) of request
-// types that count their objects; n <= 0 keeps the default.
-func WithMaxObjects(n int) HandlerOption {
-	return func(c *handlerConfig) {
-		if n > 0 {
-			c.maxObjects = n
-		}
-	}
-}
 
 // objectCounter is implemented by request types that carry other objects
 // besides their parent (metacontroller.CompositeRequest and
 // DecoratorRequest).
 type objectCounter interface {
 	ObjectCount() int
-}
-
-// WithMaxBodyBytes sets the request body limit; n <= 0 keeps
-// DefaultMaxBodyBytes.
-func WithMaxBodyBytes(n int64) HandlerOption {
-	return func(c *handlerConfig) {
-		if n > 0 {
-			c.maxBodyBytes = n
-		}
-	}
-}
-
-// WithLogger sets the logger that records hook failures.
-func WithLogger(l *slog.Logger) HandlerOption {
-	return func(c *handlerConfig) {
-		if l != nil {
-			c.logger = l
-		}
-	}
 }
 
 // badRequest is an error a hook returns for a request it cannot serve
@@ -122,19 +71,13 @@ func decodeRequest(raw []byte, req any) error {
 	return json.Unmarshal(raw, req)
 }
 
-// Handler adapts a hook to HTTP. name identifies the hook in logs.
-func Handler[Req, Resp any](name string, h Hook[Req, Resp], opts ...HandlerOption) http.Handler {
-	cfg := handlerConfig{maxBodyBytes: DefaultMaxBodyBytes, maxObjects: DefaultMaxObjects, logger: slog.New(slog.DiscardHandler)}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	return &hookHandler[Req, Resp]{name: name, hook: h, cfg: cfg}
-}
-
+// hookHandler adapts a hook to HTTP; HookRoute makes one for the router,
+// which has read the body within its limits before the handler runs.
 type hookHandler[Req, Resp any] struct {
-	name string
-	hook Hook[Req, Resp]
-	cfg  handlerConfig
+	name       string
+	hook       Hook[Req, Resp]
+	maxObjects int
+	logger     *slog.Logger
 }
 
 func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -144,22 +87,10 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 	}
 	raw, ok := bodyBytes(r)
 	if !ok {
-		// Served without the router (tests, embedding): read the body here,
-		// with no budget or deadline but the same limit.
-		if httpserve.ContentLengthOver(r, hh.cfg.maxBodyBytes) {
-			refuseBody(w, &http.MaxBytesError{Limit: hh.cfg.maxBodyBytes})
-			return
-		}
-		var err error
-		if raw, _, err = readAll(http.MaxBytesReader(w, r.Body, hh.cfg.maxBodyBytes), r.ContentLength, nil); err != nil {
-			refuseBody(w, err)
-			return
-		}
-		defer putBodyBuffer(raw)
-	}
-	if int64(len(raw)) > hh.cfg.maxBodyBytes {
-		// The router's limit may be larger than this hook's.
-		refuseBody(w, &http.MaxBytesError{Limit: hh.cfg.maxBodyBytes})
+		// Only the router builds these handlers, and it reads every body
+		// first (readBody).
+		hh.logger.ErrorContext(r.Context(), "hook handler served without its router", "hook", hh.name)
+		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
 		return
 	}
 	req := new(Req)
@@ -173,10 +104,10 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 			return
 		}
 	}
-	if c, ok := any(req).(objectCounter); ok && c.ObjectCount() > hh.cfg.maxObjects {
+	if c, ok := any(req).(objectCounter); ok && c.ObjectCount() > hh.maxObjects {
 		// Refused before the hook runs, so that no request, however it
 		// was made, costs more than a bounded amount of hook work.
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request carries more than %d objects", hh.cfg.maxObjects))
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request carries more than %d objects", hh.maxObjects))
 		return
 	}
 
@@ -185,7 +116,7 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 		if ctxErr := r.Context().Err(); ctxErr != nil {
 			// The caller gave up (Metacontroller's hook timeout); the hook
 			// only noticed. Not a bug, and nobody reads this answer.
-			hh.cfg.logger.DebugContext(r.Context(), "hook abandoned by caller", "hook", hh.name, "err", ctxErr)
+			hh.logger.DebugContext(r.Context(), "hook abandoned by caller", "hook", hh.name, "err", ctxErr)
 			writeError(w, http.StatusServiceUnavailable, "request canceled")
 			return
 		}
@@ -194,23 +125,23 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 			// An object in the request does not fit its type: the
 			// caller's mistake. The detail goes to the debug log only,
 			// since it may quote a field name from the user's object.
-			hh.cfg.logger.DebugContext(r.Context(), "hook refused the request", "hook", hh.name, "err", err)
+			hh.logger.DebugContext(r.Context(), "hook refused the request", "hook", hh.name, "err", err)
 			writeError(w, http.StatusBadRequest, "invalid request: an object does not decode into its type")
 			return
 		}
-		hh.cfg.logger.ErrorContext(r.Context(), "hook failed", "hook", hh.name, "err", err)
+		hh.logger.ErrorContext(r.Context(), "hook failed", "hook", hh.name, "err", err)
 		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
 		return
 	}
 	if resp == nil {
-		hh.cfg.logger.ErrorContext(r.Context(), "hook returned no response", "hook", hh.name)
+		hh.logger.ErrorContext(r.Context(), "hook returned no response", "hook", hh.name)
 		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
 		return
 	}
 	buf := getBuffer()
 	defer putBuffer(buf)
 	if err := encode(buf, resp); err != nil {
-		hh.cfg.logger.ErrorContext(r.Context(), "cannot encode hook response", "hook", hh.name, "err", err)
+		hh.logger.ErrorContext(r.Context(), "cannot encode hook response", "hook", hh.name, "err", err)
 		writeError(w, http.StatusInternalServerError, "hook "+hh.name+" failed")
 		return
 	}

@@ -39,18 +39,19 @@ func panickingHook(context.Context, *metacontroller.CompositeRequest) (*metacont
 
 const validBody = `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"ws","namespace":"team-a"}},"children":{},"related":{}}`
 
-// testRouter serves the toy hooks with the given handler options.
-func testRouter(t testing.TB, cfg RouterConfig, opts ...HandlerOption) http.Handler {
+// testRouter serves the toy hooks with cfg's limits.
+func testRouter(t testing.TB, cfg Config) http.Handler {
 	t.Helper()
-	h, err := NewRouter([]Route{
-		{Method: http.MethodPost, Path: "/v1/echo/sync", Name: "echo", Handler: Handler("echo", echoHook, opts...)},
-		{Method: http.MethodPost, Path: "/v1/fail/sync", Name: "fail", Handler: Handler("fail", failingHook, opts...)},
-		{Method: http.MethodPost, Path: "/v1/panic/sync", Name: "panic", Handler: Handler("panic", panickingHook, opts...)},
-	}, cfg)
-	if err != nil {
-		t.Fatalf("NewRouter: %v", err)
+	cfg.Routes = []Route{
+		HookRoute("/v1/echo/sync", echoHook),
+		HookRoute("/v1/fail/sync", failingHook),
+		HookRoute("/v1/panic/sync", panickingHook),
 	}
-	return h
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return srv.Handler()
 }
 
 type request struct {
@@ -145,12 +146,12 @@ func TestHandlerErrors(t *testing.T) {
 		"HookError": {
 			reason: "A hook error is a bug: 500 with a line that does not carry the error's varying details.",
 			req:    request{path: "/v1/fail/sync", contentType: "application/json", body: validBody},
-			want:   reply{Code: 500, ContentType: jsonType, Body: errBody("hook fail failed")},
+			want:   reply{Code: 500, ContentType: jsonType, Body: errBody("hook fail-sync failed")},
 		},
 		"Panic": {
 			reason: "A panicking hook is recovered into a 500 with one line.",
 			req:    request{path: "/v1/panic/sync", contentType: "application/json", body: validBody},
-			want:   reply{Code: 500, ContentType: jsonType, Body: errBody("internal error in hook panic")},
+			want:   reply{Code: 500, ContentType: jsonType, Body: errBody("internal error in hook panic-sync")},
 		},
 		"UnknownPath": {
 			reason: "Unknown paths get a one-line 404.",
@@ -168,7 +169,7 @@ func TestHandlerErrors(t *testing.T) {
 			want:   reply{Code: 405, ContentType: jsonType, Body: errBody("method not allowed")},
 		},
 	}
-	h := testRouter(t, RouterConfig{}, WithMaxBodyBytes(1024), WithMaxObjects(2))
+	h := testRouter(t, Config{MaxBodyBytes: 1024, MaxObjects: 2})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := replyOf(do(h, tc.req), true)
@@ -190,7 +191,7 @@ func TestHandlerSuccess(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			rec := do(testRouter(t, RouterConfig{}), request{path: "/v1/echo/sync", contentType: tc.contentType, body: validBody})
+			rec := do(testRouter(t, Config{}), request{path: "/v1/echo/sync", contentType: tc.contentType, body: validBody})
 			if diff := cmp.Diff(reply{Code: 200, ContentType: "application/json"}, replyOf(rec, false)); diff != "" {
 				t.Errorf("%s\nresponse: -want, +got:\n%s", tc.reason, diff)
 			}
@@ -209,7 +210,7 @@ func TestHandlerSuccess(t *testing.T) {
 }
 
 func TestHandlerETag(t *testing.T) {
-	h := testRouter(t, RouterConfig{})
+	h := testRouter(t, Config{})
 	first := do(h, request{path: "/v1/echo/sync", contentType: "application/json", body: validBody})
 	etag := first.Header().Get("ETag")
 	if !strings.HasPrefix(etag, `"`) || !strings.HasSuffix(etag, `"`) || len(etag) < 3 {
@@ -287,7 +288,7 @@ func BenchmarkHandler(b *testing.B) {
 	children.WriteString(`}}`)
 	body := `{"parent":{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"ws","namespace":"team-a"}},"children":` + children.String() + `,"related":{}}`
 
-	h := Handler("echo", echoHook)
+	h := testRouter(b, Config{})
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

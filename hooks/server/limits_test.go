@@ -65,7 +65,7 @@ func post(t *testing.T, url, body string, header map[string]string) (int, string
 }
 
 func echoRoutes() []Route {
-	return []Route{{Method: http.MethodPost, Path: "/v1/echo/sync", Name: "echo", Handler: Handler("echo", echoHook)}}
+	return []Route{HookRoute("/v1/echo/sync", echoHook)}
 }
 
 // TestSlowClientsHoldNoSlot fills every hook slot's worth of connections

@@ -40,7 +40,7 @@ type Metrics struct {
 	inFlight  prometheus.Gauge
 	decisions *prometheus.CounterVec
 	// inFlightBytes is the request-body memory held right now (see
-	// RouterConfig.MaxInFlightBytes).
+	// Config.MaxInFlightBytes).
 	inFlightBytes prometheus.Gauge
 }
 

@@ -12,45 +12,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/formspec/formspec-hooks/hooks/filereload"
 )
 
-// Route is one hook endpoint. Name labels its metrics and log lines, so it
-// must be stable and unique (e.g. "workspace-sync").
+// Route is one hook endpoint; HookRoute makes one. Name labels its metrics
+// and log lines, so it is stable and unique (e.g. "workspace-sync").
 type Route struct {
-	Method  string
-	Path    string
-	Name    string
-	Handler http.Handler
+	Method string
+	Path   string
+	Name   string
+	// handler builds the route's handler with the server's limits, so
+	// that every hook gets them from the one Config.
+	handler func(cfg *Config) http.Handler
 }
 
-// RouterConfig is what the router wraps every hook route with. The zero
-// value serves without authentication, limits, logs or metrics.
-type RouterConfig struct {
-	// Logger gets one line per request; nil discards.
-	Logger *slog.Logger
-	// Metrics records requests per hook; nil records nothing.
-	Metrics *Metrics
-	// Tokens, when set, is required as a bearer token on hook routes.
-	Tokens *filereload.Tokens
-	// MaxInFlight bounds hook requests being worked on; beyond it they get
-	// 429 so that Metacontroller backs off instead of piling up requests
-	// that would all time out. A request takes its slot only once its body
-	// is read, so a client that trickles a body holds no slot. Zero means
-	// no bound.
-	MaxInFlight int
-	// MaxInFlightBytes bounds the request bodies held in memory at once,
-	// counted as they are read; a request that would go over it gets 429.
-	// Zero means no bound.
-	MaxInFlightBytes int64
-	// MaxBodyBytes bounds one body; a larger Content-Length is refused
-	// before anything is read. Zero takes DefaultMaxBodyBytes.
-	MaxBodyBytes int64
-	// BodyTimeout bounds reading one body, apart from the server's read
-	// timeout. Zero takes DefaultBodyTimeout.
-	BodyTimeout time.Duration
+// HookRoute routes POST path to hook h. The hook's name, which labels its
+// metrics and log lines, is the path without its leading /v1/, with dashes
+// for slashes: "/v1/workspace/sync" is "workspace-sync".
+func HookRoute[Req, Resp any](path string, h Hook[Req, Resp]) Route {
+	name := strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-")
+	return Route{Method: http.MethodPost, Path: path, Name: name, handler: func(cfg *Config) http.Handler {
+		return &hookHandler[Req, Resp]{name: name, hook: h, maxObjects: cfg.MaxObjects, logger: cfg.Logger}
+	}}
 }
 
 // Health answers the liveness and readiness probes. Readiness fails once
@@ -103,38 +87,26 @@ func (h *Health) mount(r chi.Router) {
 	})
 }
 
-// NewRouter mounts the hook routes, each behind logging, metrics, panic
+// newRouter mounts cfg's routes, each behind logging, metrics, panic
 // recovery, authentication, body reading and the in-flight limit (in that
 // order, so that rejected and failed requests are still logged and counted,
 // nothing is read for a caller without a token, and a slot is taken only
 // for the hook's own work). The probes are not here: they answer on the
-// metrics listener only (Server.MetricsHandler).
-func NewRouter(routes []Route, cfg RouterConfig) (http.Handler, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = DefaultBodyTimeout
-	}
+// metrics listener only (Server.MetricsHandler). cfg has its defaults.
+func newRouter(cfg Config) (http.Handler, error) {
 	var slots chan struct{}
 	if cfg.MaxInFlight > 0 {
 		slots = make(chan struct{}, cfg.MaxInFlight)
 	}
 	budget := newByteBudget(cfg.MaxInFlightBytes, cfg.Metrics)
 
-	r := chi.NewRouter()
+	r := httpserve.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "no such hook")
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
-		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
-	})
 
 	seen := map[string]bool{}
-	for _, rt := range routes {
+	for _, rt := range cfg.Routes {
 		if err := checkRoute(rt); err != nil {
 			return nil, err
 		}
@@ -144,7 +116,7 @@ func NewRouter(routes []Route, cfg RouterConfig) (http.Handler, error) {
 		}
 		seen[key], seen["name "+rt.Name] = true, true
 
-		h := rt.Handler
+		h := rt.handler(&cfg)
 		h = limitInFlight(slots, h)
 		h = readBody(cfg.MaxBodyBytes, cfg.BodyTimeout, budget, h)
 		if cfg.Tokens != nil {
@@ -161,8 +133,8 @@ func checkRoute(rt Route) error {
 	switch {
 	case rt.Name == "":
 		return fmt.Errorf("route %s %s has no name", rt.Method, rt.Path)
-	case rt.Handler == nil:
-		return fmt.Errorf("route %q has no handler", rt.Name)
+	case rt.handler == nil:
+		return fmt.Errorf("route %q has no handler (make routes with HookRoute)", rt.Name)
 	case !strings.HasPrefix(rt.Path, "/"):
 		return fmt.Errorf("route %q: path %q must start with /", rt.Name, rt.Path)
 	}

@@ -40,12 +40,11 @@ func (b *blockingHook) hook(ctx context.Context, _ *metacontroller.CompositeRequ
 
 func TestMaxInFlight(t *testing.T) {
 	block := newBlockingHook()
-	h, err := NewRouter([]Route{
-		{Method: http.MethodPost, Path: "/v1/block/sync", Name: "block", Handler: Handler("block", block.hook)},
-	}, RouterConfig{MaxInFlight: 1})
+	srv, err := New(Config{Routes: []Route{HookRoute("/v1/block/sync", block.hook)}, MaxInFlight: 1})
 	if err != nil {
-		t.Fatalf("NewRouter: %v", err)
+		t.Fatalf("New: %v", err)
 	}
+	h := srv.Handler()
 	req := request{path: "/v1/block/sync", contentType: "application/json", body: validBody}
 
 	first := make(chan *httptest.ResponseRecorder)
@@ -85,7 +84,7 @@ func TestBearerTokens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "# rotated monthly\ntoken-old\n\n  token-new  \n", time.Unix(1000, 0))
 	tokens := filereload.NewTokens(path, filereload.Options{Name: "auth-tokens"})
-	h := testRouter(t, RouterConfig{Tokens: tokens})
+	h := testRouter(t, Config{Tokens: tokens})
 	unauthorized := reply{Code: 401, ContentType: jsonType, Body: errBody("missing or invalid bearer token")}
 
 	cases := map[string]struct {
@@ -135,7 +134,7 @@ func TestBearerTokens(t *testing.T) {
 func TestTokenFileRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "token-a\n", time.Unix(1000, 0))
-	h := testRouter(t, RouterConfig{Tokens: filereload.NewTokens(path, filereload.Options{Name: "auth-tokens"})})
+	h := testRouter(t, Config{Tokens: filereload.NewTokens(path, filereload.Options{Name: "auth-tokens"})})
 	type check struct{ A, B, C bool }
 	accepted := func() check {
 		ok := func(tok string) bool {
@@ -175,8 +174,8 @@ func ptr[T any](v T) *T { return &v }
 
 func TestMetrics(t *testing.T) {
 	srv, err := New(Config{Routes: []Route{
-		{Method: http.MethodPost, Path: "/v1/echo/sync", Name: "echo", Handler: Handler("echo", echoHook)},
-		{Method: http.MethodPost, Path: "/v1/panic/sync", Name: "panic", Handler: Handler("panic", panickingHook)},
+		HookRoute("/v1/echo/sync", echoHook),
+		HookRoute("/v1/panic/sync", panickingHook),
 	}})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -197,13 +196,13 @@ func TestMetrics(t *testing.T) {
 		lines[l] = true
 	}
 	want := []string{
-		`formspec_hooks_requests_total{code="200",hook="echo"} 1`,
-		`formspec_hooks_requests_total{code="400",hook="echo"} 1`,
-		`formspec_hooks_requests_total{code="500",hook="panic"} 1`,
-		`formspec_hooks_panics_total{hook="panic"} 1`,
-		`formspec_hooks_request_duration_seconds_count{hook="echo"} 2`,
-		`formspec_hooks_request_size_bytes_count{hook="echo"} 2`,
-		`formspec_hooks_request_size_bytes_sum{hook="echo"} ` + strconv.Itoa(2*len(validBody)),
+		`formspec_hooks_requests_total{code="200",hook="echo-sync"} 1`,
+		`formspec_hooks_requests_total{code="400",hook="echo-sync"} 1`,
+		`formspec_hooks_requests_total{code="500",hook="panic-sync"} 1`,
+		`formspec_hooks_panics_total{hook="panic-sync"} 1`,
+		`formspec_hooks_request_duration_seconds_count{hook="echo-sync"} 2`,
+		`formspec_hooks_request_size_bytes_count{hook="echo-sync"} 2`,
+		`formspec_hooks_request_size_bytes_sum{hook="echo-sync"} ` + strconv.Itoa(2*len(validBody)),
 		`formspec_hooks_decisions_total{decision="denied",hook="resourceclaim-sync",reason="SignatureExpired"} 1`,
 		`formspec_hooks_in_flight_requests 0`,
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -11,34 +12,39 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
-// Defaults for Config fields left at zero.
+// Defaults of the hook server's own Config fields; the listeners' HTTP
+// limits take httpserve.Defaults, the one table every server here shares.
 const (
+	// DefaultMaxBodyBytes bounds one request body. Metacontroller sends the
+	// parent, every observed child and every related object in one body;
+	// 8 MiB leaves room for a workspace with many claims and Secrets while
+	// keeping a single request from exhausting memory.
+	DefaultMaxBodyBytes int64 = 8 << 20
+	// DefaultMaxObjects is the most objects (children, attachments and
+	// related objects together) one request may carry. A Workspace names
+	// at most 32 datastores and its namespace's claims come as related
+	// objects; 4096 leaves room for a crowded namespace while keeping each
+	// request's work bounded, whatever a forged request holds.
+	DefaultMaxObjects = 4096
+	// DefaultBodyTimeout bounds reading one request body. Metacontroller
+	// sends at most a few MiB from inside the cluster, which takes well
+	// under a second; a client still sending after 10 s is trickling bytes
+	// to hold the connection.
+	DefaultBodyTimeout = 10 * time.Second
 	// DefaultShutdownDelay is how long readiness fails before the listener
 	// closes: long enough for the endpoints controller to see the failed
-	// probe and for kube-proxy to stop sending new connections.
+	// probe and for kube-proxy to stop sending new connections. It is the
+	// serve command's default; in a Config, zero means no delay.
 	DefaultShutdownDelay = 5 * time.Second
-	// DefaultShutdownTimeout bounds the wait for in-flight hooks. With the
-	// delay it stays under the default 30 s termination grace period.
-	DefaultShutdownTimeout = 20 * time.Second
-	// DefaultReadTimeout covers reading a request, headers and body; the
-	// body alone has BodyTimeout.
-	DefaultReadTimeout = 30 * time.Second
-	// DefaultWriteTimeout is well past Metacontroller's hook timeout, so it
-	// only ever cuts off a client that stopped reading.
-	DefaultWriteTimeout = 60 * time.Second
-	// DefaultIdleTimeout lets Metacontroller reuse connections between
-	// resyncs without keeping dead ones forever.
-	DefaultIdleTimeout = 120 * time.Second
 )
 
-// Config configures a Server. Zero durations and sizes take the defaults
-// above or httpserve's, except ShutdownDelay and the in-flight bounds.
+// Config configures a Server: its two listeners, its hooks and every limit
+// the transport applies to them. Zero fields take the defaults above and
+// httpserve's, except ShutdownDelay and the in-flight bounds.
 type Config struct {
 	// Addr is the hook listener's address, e.g. ":8080".
 	Addr string
@@ -48,34 +54,41 @@ type Config struct {
 	// Prometheus can reach it; keep it off the Service Metacontroller uses.
 	MetricsAddr string
 
-	// Routes are the hook endpoints.
+	// Routes are the hook endpoints (see HookRoute).
 	Routes []Route
 	// Logger gets request lines and lifecycle events; nil discards.
 	Logger *slog.Logger
 	// Metrics is where requests are counted; nil creates a new set.
 	Metrics *Metrics
-	// Tokens, when set, is required on hook routes.
+	// Tokens, when set, is required as a bearer token on hook routes.
 	Tokens *filereload.Tokens
-	// TLS, when set, serves the hook listener over TLS (see TLSConfig).
+	// TLS, when set, serves the hook listener over TLS (see TLSConfig);
+	// the metrics listener stays plain HTTP.
 	TLS *tls.Config
 	// Credentials are the files the server depends on besides Tokens (the
 	// TLS files): while one is broken, /readyz fails and
 	// formspec_hooks_credentials_file_ok is 0.
 	Credentials []Credential
-	// MaxInFlight bounds hook requests being worked on; zero means no
-	// bound. See RouterConfig.
+
+	// MaxInFlight bounds hook requests being worked on; beyond it they get
+	// 429 so that Metacontroller backs off instead of piling up requests
+	// that would all time out. A request takes its slot only once its body
+	// is read, so a client that trickles a body holds no slot. Zero means
+	// no bound.
 	MaxInFlight int
-	// MaxInFlightBytes bounds the request bodies held at once; zero means
-	// no bound. See RouterConfig.
+	// MaxInFlightBytes bounds the request bodies held in memory at once,
+	// counted as they are read; a request that would go over it gets 429.
+	// Zero means no bound.
 	MaxInFlightBytes int64
-	// MaxBodyBytes bounds one body; zero takes DefaultMaxBodyBytes. The
-	// hooks' own Handler limit should be the same.
+	// MaxBodyBytes bounds one body; a larger Content-Length is refused
+	// before anything is read.
 	MaxBodyBytes int64
-	// BodyTimeout bounds reading one body; zero takes DefaultBodyTimeout.
+	// MaxObjects bounds the objects one request carries (see
+	// DefaultMaxObjects); more get 413 before the hook runs.
+	MaxObjects int
+	// BodyTimeout bounds reading one body, apart from the listener's read
+	// timeout.
 	BodyTimeout time.Duration
-	// Conns caps each listener's connections; zero fields take
-	// httpserve's defaults.
-	Conns httpserve.ConnLimits
 	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics
 	// listener. Off by default: profiles expose internals to anyone who
 	// can reach that port, and a CPU profile costs CPU while it runs.
@@ -85,16 +98,32 @@ type Config struct {
 	// Unlike the other fields, zero means no delay (tests want that);
 	// production wants DefaultShutdownDelay or more.
 	ShutdownDelay time.Duration
-	// ShutdownTimeout bounds the wait for in-flight requests.
-	ShutdownTimeout time.Duration
+	// HTTP holds the limits of both listeners (timeouts, header size,
+	// connection caps) and the shutdown timeout, which bounds the wait
+	// for in-flight requests. The metrics listener has the same caps: it
+	// has no authentication, so anyone who can reach the pod can open
+	// connections to it. Its TLS must be nil; set TLS above.
+	HTTP httpserve.Config
+}
 
-	// The limits of both listeners; see the Default constants here and in
-	// httpserve for why each value.
-	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-	MaxHeaderBytes    int
+// withDefaults returns cfg with every zero field that has a default set.
+func (cfg Config) withDefaults() Config {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.MaxObjects = cmp.Or(cfg.MaxObjects, DefaultMaxObjects)
+	cfg.BodyTimeout = cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout)
+	if cfg.HTTP.Logger == nil {
+		// TLS handshake failures (a client without a certificate under
+		// mTLS) and other connection errors end up in the same log.
+		cfg.HTTP.Logger = cfg.Logger
+	}
+	cfg.HTTP = cfg.HTTP.WithDefaults()
+	return cfg
 }
 
 // Server serves hooks on one listener and metrics and probes on another.
@@ -108,16 +137,13 @@ type Server struct {
 // New validates the routes and builds the handlers; nothing listens until
 // Run or Serve.
 func New(cfg Config) (*Server, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.HTTP.TLS != nil {
+		return nil, errors.New("set Config.TLS, not Config.HTTP.TLS: only the hook listener serves TLS")
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = NewMetrics()
+	if cfg.MaxBodyBytes < 0 || cfg.MaxObjects < 0 || cfg.BodyTimeout < 0 || cfg.MaxInFlight < 0 || cfg.MaxInFlightBytes < 0 || cfg.ShutdownDelay < 0 {
+		return nil, errors.New("limits must not be negative")
 	}
-	setDefault(&cfg.ShutdownTimeout, DefaultShutdownTimeout)
-	setDefault(&cfg.ReadTimeout, DefaultReadTimeout)
-	setDefault(&cfg.WriteTimeout, DefaultWriteTimeout)
-	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg = cfg.withDefaults()
 
 	files := slices.Clone(cfg.Credentials)
 	if cfg.Tokens != nil {
@@ -127,19 +153,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	health := &Health{files: files}
-	hooks, err := NewRouter(cfg.Routes, RouterConfig{
-		Logger:           cfg.Logger,
-		Metrics:          cfg.Metrics,
-		Tokens:           cfg.Tokens,
-		MaxInFlight:      cfg.MaxInFlight,
-		MaxInFlightBytes: cfg.MaxInFlightBytes,
-		MaxBodyBytes:     cfg.MaxBodyBytes,
-		BodyTimeout:      cfg.BodyTimeout,
-	})
+	hooks, err := newRouter(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot build hook routes: %w", err)
 	}
-	metrics := chi.NewRouter()
+	metrics := httpserve.NewRouter()
 	health.mount(metrics)
 	metrics.Method(http.MethodGet, "/metrics", cfg.Metrics.Handler())
 	if cfg.Pprof {
@@ -175,15 +193,12 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve serves hooks on hookLn and metrics on metricsLn until ctx is done,
 // then drains: readiness fails at once, new requests are still served for
 // ShutdownDelay while the pod leaves the Service's endpoints, and then the
-// hook listener closes and in-flight requests get up to ShutdownTimeout to
+// hook listener closes and in-flight requests get up to HTTP.ShutdownTimeout to
 // finish. The metrics listener closes last, so the drain can be watched. It
 // returns nil after a clean drain.
 func (s *Server) Serve(ctx context.Context, hookLn, metricsLn net.Listener) error {
-	hookCfg := s.listenerConfig()
+	hookCfg, metricsCfg := s.cfg.HTTP, s.cfg.HTTP
 	hookCfg.TLS = s.cfg.TLS
-	// The metrics listener has the same caps: it has no authentication, so
-	// anyone who can reach the pod can open connections to it.
-	metricsCfg := s.listenerConfig()
 
 	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHooks()
@@ -227,28 +242,4 @@ func (s *Server) Serve(ctx context.Context, hookLn, metricsLn net.Listener) erro
 	}
 	s.cfg.Logger.Info("stopped")
 	return nil
-}
-
-func (s *Server) listenerConfig() httpserve.Config {
-	return httpserve.Config{
-		Timeouts: httpserve.Timeouts{
-			ReadHeader: s.cfg.ReadHeaderTimeout,
-			Read:       s.cfg.ReadTimeout,
-			Write:      s.cfg.WriteTimeout,
-			Idle:       s.cfg.IdleTimeout,
-		},
-		MaxHeaderBytes:  s.cfg.MaxHeaderBytes,
-		Conns:           s.cfg.Conns,
-		ShutdownTimeout: s.cfg.ShutdownTimeout,
-		// TLS handshake failures (a client without a certificate under
-		// mTLS) and other connection errors end up in the same log.
-		Logger: s.cfg.Logger,
-	}
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }

@@ -69,7 +69,7 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 func TestServeDrainsBeforeStopping(t *testing.T) {
 	block := newBlockingHook()
 	hookURL, metricsURL, stop := startServer(t, Config{
-		Routes: []Route{{Method: http.MethodPost, Path: "/v1/block/sync", Name: "block", Handler: Handler("block", block.hook)}},
+		Routes: []Route{HookRoute("/v1/block/sync", block.hook)},
 	})
 	client := &http.Client{Timeout: 10 * time.Second}
 

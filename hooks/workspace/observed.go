@@ -62,7 +62,7 @@ type Request struct {
 }
 
 // Decode decodes a request from its body and keeps the body for the hook
-// (server.Handler calls it instead of json.Unmarshal; see Request.body).
+// (the hook server's transport calls it instead of json.Unmarshal; see Request.body).
 func (r *Request) Decode(body []byte) error {
 	type plain Request
 	if err := json.Unmarshal(body, (*plain)(r)); err != nil {
@@ -224,7 +224,7 @@ func (r *Request) Validate() error {
 }
 
 // ObjectCount is how many objects the request carries besides its parent;
-// the transport caps it (server.WithMaxObjects) so that a hook's work stays
+// the transport caps it (server.Config.MaxObjects, serve --max-objects) so that a hook's work stays
 // bounded whatever the request holds.
 func (r *Request) ObjectCount() int {
 	n := r.Children.count()
