@@ -7,9 +7,10 @@ package datastore
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +102,7 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	return &metacontroller.DecoratorResponse{Status: status, Attachments: []metacontroller.Object{}}, nil
 }
 
-func decode(raw json.RawMessage) (*v1alpha1.Datastore, error) {
+func decode(raw codec.RawMessage) (*v1alpha1.Datastore, error) {
 	ds := &v1alpha1.Datastore{}
 	if err := metacontroller.Decode(raw, ds, "Datastore"); err != nil {
 		return nil, err

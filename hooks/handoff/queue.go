@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
-	json "github.com/goccy/go-json"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -99,7 +99,7 @@ func (c *Client) Send(obs observation.Observation) {
 	if c == nil {
 		return
 	}
-	raw, err := json.Marshal(obs)
+	raw, err := codec.Marshal(obs)
 	if err != nil || len(raw) > c.opts.BatchBytes {
 		// Nothing the sidecar could take: count it rather than let it
 		// block the queue.

@@ -1,9 +1,10 @@
 package metacontroller
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 )
 
 // Key returns the ObjectMap group key for an apiVersion and kind:
@@ -55,8 +56,8 @@ func (e *InvalidObjectError) BadRequest() bool { return true }
 
 // Decode unmarshals one object of a request into out, reporting failure as
 // an *InvalidObjectError naming what.
-func Decode(raw json.RawMessage, out any, what string) error {
-	if err := json.Unmarshal(raw, out); err != nil {
+func Decode(raw codec.RawMessage, out any, what string) error {
+	if err := codec.Unmarshal(raw, out); err != nil {
 		return &InvalidObjectError{What: what, Err: err}
 	}
 	return nil
@@ -75,6 +76,6 @@ func (m ObjectMap) Count() int {
 	return n
 }
 
-func isNull(raw json.RawMessage) bool {
+func isNull(raw codec.RawMessage) bool {
 	return len(raw) == 0 || strings.TrimSpace(string(raw)) == "null"
 }

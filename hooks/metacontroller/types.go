@@ -10,8 +10,9 @@
 package metacontroller
 
 import (
-	"encoding/json"
 	"fmt"
+
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,15 +22,15 @@ import (
 // the inner key is "namespace/name" ("name" for cluster-scoped objects).
 // Objects stay raw until a hook decodes the ones it cares about into typed
 // k8s.io/api structs.
-type ObjectMap map[string]map[string]json.RawMessage
+type ObjectMap map[string]map[string]codec.RawMessage
 
 // CompositeRequest is the body Metacontroller sends to a CompositeController's
 // sync and finalize hooks.
 type CompositeRequest struct {
 	// Controller is the CompositeController object; hooks only carry it.
-	Controller json.RawMessage `json:"controller,omitempty"`
+	Controller codec.RawMessage `json:"controller,omitempty"`
 	// Parent is the parent object as observed.
-	Parent json.RawMessage `json:"parent"`
+	Parent codec.RawMessage `json:"parent"`
 	// Children are the observed children, owned by the parent.
 	Children ObjectMap `json:"children"`
 	// Related are the objects the customize hook asked for.
@@ -59,9 +60,9 @@ type CompositeResponse struct {
 // sync and finalize hooks.
 type DecoratorRequest struct {
 	// Controller is the DecoratorController object; hooks only carry it.
-	Controller json.RawMessage `json:"controller,omitempty"`
+	Controller codec.RawMessage `json:"controller,omitempty"`
 	// Object is the decorated object as observed.
-	Object json.RawMessage `json:"object"`
+	Object codec.RawMessage `json:"object"`
 	// Attachments are the observed attachments.
 	Attachments ObjectMap `json:"attachments"`
 	// Related are the objects the customize hook asked for.
@@ -92,9 +93,9 @@ type DecoratorResponse struct {
 // controller kinds.
 type CustomizeRequest struct {
 	// Controller is the controller object; hooks only carry it.
-	Controller json.RawMessage `json:"controller,omitempty"`
+	Controller codec.RawMessage `json:"controller,omitempty"`
 	// Parent is the parent (or decorated) object.
-	Parent json.RawMessage `json:"parent"`
+	Parent codec.RawMessage `json:"parent"`
 }
 
 // CustomizeResponse is the body a customize hook answers with.

@@ -1,8 +1,9 @@
 package metacontroller
 
 import (
-	"encoding/json"
 	"fmt"
+
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 )
 
 // ToObject converts a typed k8s.io/api object (with TypeMeta set) to its wire
@@ -14,12 +15,12 @@ import (
 // Without this, every apply would carry noise into Metacontroller's
 // last-applied annotation.
 func ToObject(obj any) (Object, error) {
-	raw, err := json.Marshal(obj)
+	raw, err := codec.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode %T: %w", obj, err)
 	}
 	var out Object
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if err := codec.Unmarshal(raw, &out); err != nil {
 		return nil, fmt.Errorf("cannot decode %T: %w", obj, err)
 	}
 	if out["apiVersion"] == nil || out["kind"] == nil {

@@ -8,12 +8,13 @@ package resourceclaim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"math"
 	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -237,7 +238,7 @@ func resyncAfter(d time.Duration) float64 {
 	return math.Ceil(d.Seconds())
 }
 
-func decode(raw json.RawMessage) (*v1alpha1.ResourceClaim, error) {
+func decode(raw codec.RawMessage) (*v1alpha1.ResourceClaim, error) {
 	c := &v1alpha1.ResourceClaim{}
 	if err := metacontroller.Decode(raw, c, "ResourceClaim"); err != nil {
 		return nil, err

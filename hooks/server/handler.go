@@ -23,7 +23,7 @@ import (
 	"strings"
 	"sync"
 
-	json "github.com/goccy/go-json"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
@@ -68,7 +68,7 @@ func decodeRequest(raw []byte, req any) error {
 	if d, ok := req.(bodyDecoder); ok {
 		return d.Decode(raw)
 	}
-	return json.Unmarshal(raw, req)
+	return codec.Unmarshal(raw, req)
 }
 
 // hookHandler adapts a hook to HTTP; HookRoute makes one for the router,
@@ -159,16 +159,10 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 	_, _ = w.Write(body)
 }
 
-// encode renders v into buf the same way every time: the encoder sorts map
-// keys, and the hooks sort everything else that came from a map. HTML
-// escaping is off because the body is never HTML and "<" inside a user's
-// config value should reach the cluster as written. The codec is
-// github.com/goccy/go-json, held byte for byte to encoding/json
-// (docs/testing.md, "The JSON codec").
+// encode renders v into buf the same way every time: the codec sorts map
+// keys, and the hooks sort everything else that came from a map.
 func encode(buf *bytes.Buffer, v any) error {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := codec.Encode(buf, v); err != nil {
 		return fmt.Errorf("cannot encode response: %w", err)
 	}
 	return nil

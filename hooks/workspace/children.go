@@ -7,7 +7,7 @@ import (
 	"maps"
 	"slices"
 
-	json "github.com/goccy/go-json"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +64,7 @@ func buildConfigMap(ws *v1alpha1.Workspace, m childMeta) (*corev1.ConfigMap, err
 		data = map[string]string{}
 	}
 	if len(ws.Spec.Cache) > 0 {
-		cache, err := json.Marshal(ws.Spec.Cache)
+		cache, err := codec.Marshal(ws.Spec.Cache)
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode spec.cache: %w", err)
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"maps"
 
-	json "github.com/goccy/go-json"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -224,24 +224,24 @@ func overlay[T any](defaults, user *T) (*T, error) {
 		return nil, err
 	}
 	maps.Copy(base, over)
-	raw, err := json.Marshal(base)
+	raw, err := codec.Marshal(base)
 	if err != nil {
 		return nil, err
 	}
 	out := new(T)
-	if err := json.Unmarshal(raw, out); err != nil {
+	if err := codec.Unmarshal(raw, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func toMap(v any) (map[string]json.RawMessage, error) {
-	raw, err := json.Marshal(v)
+func toMap(v any) (map[string]codec.RawMessage, error) {
+	raw, err := codec.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]json.RawMessage{}
-	return out, json.Unmarshal(raw, &out)
+	out := map[string]codec.RawMessage{}
+	return out, codec.Unmarshal(raw, &out)
 }
 
 // nodeSelector places pods on the class's node type. The class's key wins

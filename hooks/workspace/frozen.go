@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	json "github.com/goccy/go-json"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,7 +102,7 @@ func lastApplied(obj metav1.Object) metacontroller.Object {
 		return nil
 	}
 	var applied metacontroller.Object
-	if err := json.Unmarshal([]byte(s), &applied); err != nil || applied["kind"] == nil {
+	if err := codec.Unmarshal([]byte(s), &applied); err != nil || applied["kind"] == nil {
 		return nil
 	}
 	return applied

@@ -3,7 +3,7 @@ package workspace
 import (
 	"context"
 
-	json "github.com/goccy/go-json"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -65,7 +65,7 @@ func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeReques
 		Metadata struct {
 			Namespace string `json:"namespace"`
 		} `json:"metadata"`
-		Spec json.RawMessage `json:"spec"`
+		Spec codec.RawMessage `json:"spec"`
 	}
 	if err := metacontroller.Decode(req.Parent, &parent, "Workspace"); err != nil {
 		return nil, err
@@ -73,7 +73,7 @@ func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeReques
 	// A spec that does not decode asks for nothing; sync then reports it
 	// as InvalidSpec.
 	var spec customizeSpec
-	if len(parent.Spec) > 0 && json.Unmarshal(parent.Spec, &spec) != nil {
+	if len(parent.Spec) > 0 && codec.Unmarshal(parent.Spec, &spec) != nil {
 		spec = customizeSpec{}
 	}
 	var rules []metacontroller.RelatedResourceRule

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	json "github.com/goccy/go-json"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -62,10 +62,10 @@ type Request struct {
 }
 
 // Decode decodes a request from its body and keeps the body for the hook
-// (the hook server's transport calls it instead of json.Unmarshal; see Request.body).
+// (the hook server's transport calls it instead of codec.Unmarshal; see Request.body).
 func (r *Request) Decode(body []byte) error {
 	type plain Request
-	if err := json.Unmarshal(body, (*plain)(r)); err != nil {
+	if err := codec.Unmarshal(body, (*plain)(r)); err != nil {
 		return err
 	}
 	r.body = body
@@ -81,7 +81,7 @@ type Parent struct {
 	metav1.TypeMeta `json:",inline"`
 	Metadata        ParentMeta `json:"metadata"`
 	// Spec is the Workspace's spec, undecoded.
-	Spec json.RawMessage `json:"spec"`
+	Spec codec.RawMessage `json:"spec"`
 	// Status is the status as last written, for condition transition times.
 	Status v1alpha1.WorkspaceStatus `json:"status,omitempty"`
 }
@@ -140,7 +140,7 @@ func (r *Request) whole() (*wholeChildren, error) {
 	var req struct {
 		Children wholeChildren `json:"children"`
 	}
-	if err := json.Unmarshal(r.body, &req); err != nil {
+	if err := codec.Unmarshal(r.body, &req); err != nil {
 		return nil, &metacontroller.InvalidObjectError{What: "observed children", Err: err}
 	}
 	return &req.Children, nil
@@ -212,7 +212,7 @@ type Related struct {
 	ClusterClasses map[string]*v1alpha1.ClusterClass `json:"ClusterClass.formspec.dev/v1alpha1"`
 	// ResourceClaims stay raw so that one claim that does not decode is
 	// skipped instead of failing every workspace of the namespace.
-	ResourceClaims map[string]json.RawMessage `json:"ResourceClaim.formspec.dev/v1alpha1"`
+	ResourceClaims map[string]codec.RawMessage `json:"ResourceClaim.formspec.dev/v1alpha1"`
 }
 
 // Validate reports a request that cannot be served: no parent object.
@@ -298,12 +298,12 @@ func observe(req *Request) *observed {
 // decodeSpec decodes a Workspace spec, describing a failure in terms of the
 // spec's own fields so that a person can fix it: the message ends up in
 // the Degraded condition.
-func decodeSpec(raw json.RawMessage, spec *v1alpha1.WorkspaceSpec) error {
+func decodeSpec(raw codec.RawMessage, spec *v1alpha1.WorkspaceSpec) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	err := json.Unmarshal(raw, spec)
-	var typeErr *json.UnmarshalTypeError
+	err := codec.Unmarshal(raw, spec)
+	var typeErr *codec.UnmarshalTypeError
 	switch {
 	case err == nil && len(spec.Datastores) > v1alpha1.MaxWorkspaceDatastores:
 		// The CRD refuses this; a request that carries it anyway would
@@ -327,11 +327,11 @@ func configMapName(ws string) string { return ws + "-config" }
 // workspace asks for every claim in its namespace, and one broken claim
 // must not stop every workspace there (the one that needed it reports its
 // datastore Missing).
-func claimsIn(related map[string]json.RawMessage) []*v1alpha1.ResourceClaim {
+func claimsIn(related map[string]codec.RawMessage) []*v1alpha1.ResourceClaim {
 	var out []*v1alpha1.ResourceClaim
 	for _, name := range slices.Sorted(maps.Keys(related)) {
 		c := &v1alpha1.ResourceClaim{}
-		if raw := related[name]; len(raw) > 0 && string(raw) != "null" && json.Unmarshal(raw, c) == nil {
+		if raw := related[name]; len(raw) > 0 && string(raw) != "null" && codec.Unmarshal(raw, c) == nil {
 			out = append(out, c)
 		}
 	}

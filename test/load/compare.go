@@ -36,6 +36,8 @@ import (
 // compareOptions are the -compare flags.
 type compareOptions struct {
 	hooksBin, fixtures, match string
+	// also are more hook server builds to measure beside hooksBin.
+	also alsoFlag
 	// cpus is "split" (the driver on one CPU, the servers on the others)
 	// or "shared" (everything wherever the operating system puts it).
 	cpus             string
@@ -95,16 +97,20 @@ func compare(opts compareOptions, stdout io.Writer) error {
 			w.WriteHeader(http.StatusNoContent)
 		}))
 	}()
-	servers := []server{
-		{"hooks", func(addr string) (*exec.Cmd, error) {
+	hookServer := func(bin string) func(string) (*exec.Cmd, error) {
+		return func(addr string) (*exec.Cmd, error) {
 			// The values the golden fixtures were made with (Makefile RUN_FLAGS).
-			return startCmd(exec.Command(opts.hooksBin, "serve", "--listen", addr, "--metrics-listen", "127.0.0.1:0",
+			return startCmd(exec.Command(bin, "serve", "--listen", addr, "--metrics-listen", "127.0.0.1:0",
 				"--resource-image", "formahub/formspec-resource", "--default-version", "latest",
 				"--cluster-control-url", "http://formspec-ctl.formspec-system:7070",
 				"--reporter-url", "http://"+sink.Addr().String(), "--log-level", "warn", "--shutdown-delay", "0s"))
-		}},
-		{"roundtrip", goServer("roundtrip")},
+		}
 	}
+	servers := []server{{"hooks", hookServer(opts.hooksBin)}}
+	for _, a := range opts.also {
+		servers = append(servers, server{a.name, hookServer(a.path)})
+	}
+	servers = append(servers, server{"roundtrip", goServer("roundtrip")})
 	if py, err := exec.LookPath("python3"); err == nil {
 		script := filepath.Join(filepath.Dir(opts.fixtures), "test", "load", "pyhook.py")
 		servers = append(servers, server{"python", func(addr string) (*exec.Cmd, error) {
@@ -135,6 +141,35 @@ func compare(opts compareOptions, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "hooks / python: %.2f\n", results["hooks"].rate()/py.rate())
 	}
 	fmt.Fprintf(stdout, "hooks / floor: %.2f\n", results["hooks"].rate()/results["floor"].rate())
+	for _, a := range opts.also {
+		fmt.Fprintf(stdout, "%s / hooks: %.2f\n", a.name, results[a.name].rate()/results["hooks"].rate())
+	}
+	return nil
+}
+
+// alsoFlag is -also: NAME=PATH pairs, in the order given.
+type alsoFlag []struct{ name, path string }
+
+func (a *alsoFlag) String() string {
+	var parts []string
+	for _, x := range *a {
+		parts = append(parts, x.name+"="+x.path)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (a *alsoFlag) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	reserved := map[string]bool{"hooks": true, "roundtrip": true, "python": true, "floor": true}
+	if !ok || name == "" || path == "" || reserved[name] {
+		return fmt.Errorf("want NAME=PATH with a NAME other than hooks, roundtrip, python and floor, got %q", v)
+	}
+	for _, x := range *a {
+		if x.name == name {
+			return fmt.Errorf("name %q given twice", name)
+		}
+	}
+	*a = append(*a, struct{ name, path string }{name, path})
 	return nil
 }
 

@@ -65,6 +65,8 @@ func run(args []string, stdout io.Writer) error {
 	cpus := fs.String("cpus", "split", "with -compare: split puts the driver on one CPU and every server on the others, so that no server is measured while the load takes its CPU; shared lets them all run anywhere")
 	serve := fs.String("serve", "", "run a comparison server (roundtrip, floor, or spin) on -url; used by -compare")
 	spin := fs.Duration("spin", 60*time.Microsecond, "with -serve spin: CPU time to burn per request")
+	var also alsoFlag
+	fs.Var(&also, "also", "with -compare: measure another formspec-hooks binary in the same run, as NAME=PATH (e.g. a build of another change); repeatable")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,7 +74,7 @@ func run(args []string, stdout io.Writer) error {
 		return serveComparison(*serve, *base, *fixtures, *match, *spin)
 	}
 	if *compareWith != "" {
-		return compare(compareOptions{hooksBin: *compareWith, fixtures: *fixtures, match: *match, cpus: *cpus, workers: *workers, rounds: max(1, *rounds), duration: *duration, warmup: *warmup}, stdout)
+		return compare(compareOptions{hooksBin: *compareWith, also: also, fixtures: *fixtures, match: *match, cpus: *cpus, workers: *workers, rounds: max(1, *rounds), duration: *duration, warmup: *warmup}, stdout)
 	}
 	if *workers < 1 || *duration <= 0 || *duration > 5*time.Minute || *maxRequests < 1 {
 		return errors.New("want -workers ≥ 1, 0 < -duration ≤ 5m, -max-requests ≥ 1")
