@@ -21,6 +21,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 )
@@ -442,7 +443,7 @@ func TestResyncAfter(t *testing.T) {
 func TestSyncBrokenObject(t *testing.T) {
 	h := resourceclaim.New(resourceclaim.Options{})
 	_, err := h.Sync(t.Context(), &metacontroller.DecoratorRequest{Object: json.RawMessage(`{"spec":"nope"}`)})
-	var typeErr *json.UnmarshalTypeError
+	var typeErr *codec.UnmarshalTypeError
 	if !errors.As(err, &typeErr) {
 		t.Errorf("Sync(): got err %v, want a decode error", err)
 	}
