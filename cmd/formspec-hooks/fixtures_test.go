@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/decision"
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
@@ -38,7 +39,7 @@ func fixtureConfig() hookConfig {
 		controlClusterURL: "http://formspec-ctl.formspec-system:7070",
 		reporterURL:       "http://127.0.0.1:1", // nothing listens: no directives
 		logger:            slog.New(slog.DiscardHandler),
-		decisions:         server.NopDecisions(),
+		decisions:         decision.Discard,
 	}
 }
 

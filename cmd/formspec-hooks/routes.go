@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/formspec/formspec-hooks/hooks/datastore"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/observe"
+	"github.com/formspec/formspec-hooks/hooks/nodehealth"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/hooks/server"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
@@ -32,7 +32,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		server.HookRoute("/v1/datastore/customize", ds.Customize),
 		server.HookRoute("/v1/resourceclaim/sync", rc.Sync),
 		server.HookRoute("/v1/resourceclaim/customize", rc.Customize),
-		server.HookRoute("/v1/nodes/sync", decorator(observe.NodeHealth(sink))),
-		server.HookRoute("/v1/pods/sync", decorator(observe.WorkspacePods(sink))),
+		server.HookRoute("/v1/nodes/sync", decorator(nodehealth.NodeHealth(sink))),
+		server.HookRoute("/v1/pods/sync", decorator(nodehealth.WorkspacePods(sink))),
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
+	"github.com/formspec/formspec-hooks/hooks/decision"
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
@@ -36,7 +37,7 @@ type hookConfig struct {
 	// (tests, render).
 	reports   *handoff.Client
 	logger    *slog.Logger
-	decisions server.Decisions
+	decisions decision.Recorder
 }
 
 // serveFlags are the serve command's flags, parsed.
@@ -128,22 +129,30 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := checkURL("--cluster-control-url", f.clusterControlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	if f.maxBodyBytes <= 0 {
-		return cliflag.Usagef(fs, "--max-body-bytes must be positive")
-	}
-	if f.maxInFlight < 0 || f.maxInFlightBytes < 0 {
-		return cliflag.Usagef(fs, "--max-inflight and --max-inflight-bytes must not be negative")
-	}
-	if f.maxObjects <= 0 || f.bodyTimeout <= 0 || f.maxConns <= 0 || f.maxConnsPerClient <= 0 || f.maxIdle <= 0 {
-		return cliflag.Usagef(fs, "--max-objects, --body-timeout and the --max-*connections* flags must be positive")
+	for _, c := range []struct {
+		flag string
+		bad  bool
+		want string
+	}{
+		{"--max-body-bytes", f.maxBodyBytes <= 0, "positive"},
+		{"--max-inflight", f.maxInFlight < 0, "zero (no limit) or positive"},
+		{"--max-inflight-bytes", f.maxInFlightBytes < 0, "zero (the default budget) or positive"},
+		{"--max-objects", f.maxObjects <= 0, "positive"},
+		{"--body-timeout", f.bodyTimeout <= 0, "positive"},
+		{"--max-connections", f.maxConns <= 0, "positive"},
+		{"--max-connections-per-client", f.maxConnsPerClient <= 0, "positive"},
+		{"--max-idle-connections", f.maxIdle <= 0, "positive"},
+		{"--shutdown-delay", f.shutdownDelay < 0, "zero or positive"},
+		{"--shutdown-timeout", f.shutdownTimeout <= 0, "positive"},
+	} {
+		if c.bad {
+			return cliflag.Usagef(fs, "%s must be %s", c.flag, c.want)
+		}
 	}
 	if f.maxInFlightBytes == 0 {
 		f.maxInFlightBytes = server.DefaultInFlightBytes(server.MemoryLimit(), f.maxBodyBytes)
 	}
 	server.TuneGC(os.Getenv)
-	if f.shutdownDelay < 0 || f.shutdownTimeout <= 0 {
-		return cliflag.Usagef(fs, "--shutdown-delay must not be negative and --shutdown-timeout must be positive")
-	}
 
 	logger := f.logging.Logger(stderr)
 	build := buildinfo.Get()
@@ -172,9 +181,12 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		return err
 	}
 	if f.tlsCertFile != "" || f.tlsKeyFile != "" {
+		if f.tlsCertFile == "" || f.tlsKeyFile == "" {
+			return cliflag.Usagef(fs, "--tls-cert-file and --tls-key-file go together")
+		}
 		cfg.TLS, cfg.Credentials, err = server.TLSConfig(f.tlsCertFile, f.tlsKeyFile, f.tlsClientCAFile, logger)
 		if err != nil {
-			return fmt.Errorf("cannot set up TLS: %w", err)
+			return fmt.Errorf("cannot set up TLS from --tls-cert-file, --tls-key-file and --tls-client-ca-file: %w", err)
 		}
 	} else if f.tlsClientCAFile != "" {
 		return cliflag.Usagef(fs, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
@@ -184,7 +196,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		// A file broken at start stops the server rather than refusing
 		// every request; switching auth off is done by dropping the flag.
 		if err := cfg.Tokens.Err(); err != nil {
-			return fmt.Errorf("cannot set up bearer tokens: %w", err)
+			return fmt.Errorf("cannot read --auth-token-file: %w", err)
 		}
 	}
 	warnNoClusterControl(warn, f.clusterControlURL)

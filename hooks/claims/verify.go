@@ -1,10 +1,12 @@
-// Package claims decides ResourceClaims and Datastores: whether a claim
-// may receive its Datastore's credentials (Verify), whether a Datastore is
-// valid (CheckDatastore), and what a granted claim receives (Project,
-// CredentialsHash, Endpoint). The cryptography it relies on, keys, signed
-// messages and signature verification, is package grant; the hooks that
-// serve these decisions to Metacontroller are packages datastore and
-// resourceclaim, configured with HookOptions.
+// Package claims holds the rules of ResourceClaims and Datastores, and
+// nothing of their wiring: whether a claim may receive its Datastore's
+// credentials (verify.go: Verify), whether a Datastore is valid
+// (datastore.go: CheckDatastore), who may claim it (tenants.go), what a
+// granted claim receives (projection.go: the drivers' keys, Project,
+// CredentialsHash) and what a Datastore's status may show of its endpoint
+// (endpoint.go). The cryptography it relies on, keys, signed messages and
+// signature verification, is package grant; the hooks that serve these
+// decisions to Metacontroller are packages datastore and resourceclaim.
 //
 // Nothing here reads a clock or the network; callers pass "now". Nothing
 // here returns secret material or signature bytes in an error, a Decision

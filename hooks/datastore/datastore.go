@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/decision"
 	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,21 +25,36 @@ import (
 // HookName labels this hook's decisions and log lines.
 const HookName = "datastore"
 
-// Options configures a Hook; see claims.HookOptions.
-type Options = claims.HookOptions
+// Options configures a Hook. Every field is optional.
+type Options struct {
+	// Clock is "now" for the condition transitions a request cannot date
+	// (see conditions.Stamp); time.Now when nil.
+	Clock func() time.Time
+	// Logger gets one debug line per decision (never a value of a
+	// Secret); discarded when nil.
+	Logger *slog.Logger
+	// Decisions counts decisions by reason; nothing when nil.
+	Decisions decision.Recorder
+}
 
 // Hook serves the datastore DecoratorController. It is safe for concurrent
 // use and keeps no state between requests.
 type Hook struct {
 	now       func() time.Time
 	log       *slog.Logger
-	decisions claims.Decisions
+	decisions decision.Recorder
 }
 
 // New returns a Hook.
 func New(o Options) *Hook {
-	o = o.WithDefaults()
-	return &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions}
+	h := &Hook{now: o.Clock, log: o.Logger, decisions: decision.OrDiscard(o.Decisions)}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h
 }
 
 // Customize asks for the Datastore's endpoint Secret, by name, in the
@@ -90,15 +106,15 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 				ObservedGeneration: ds.Generation, Reason: d.Reason, Message: d.Message,
 			}),
 	}
-	decision := claims.DecisionDenied
+	verdict := decision.Denied
 	if d.Allowed {
-		decision = claims.DecisionValidated
+		verdict = decision.Validated
 		// Read only from a Secret whose owner consented by labelling it.
 		status.Endpoint = claims.Endpoint(secret)
 	}
-	claims.Count(h.decisions, HookName, decision, d.Reason)
+	h.decisions.Record(HookName, verdict, d.Reason)
 	h.log.DebugContext(ctx, "datastore checked", "hook", HookName,
-		"namespace", ds.Namespace, "name", ds.Name, "decision", decision, "reason", d.Reason, "message", d.Message)
+		"namespace", ds.Namespace, "name", ds.Name, "decision", verdict, "reason", d.Reason, "message", d.Message)
 	return &metacontroller.DecoratorResponse{Status: status, Attachments: []metacontroller.Object{}}, nil
 }
 

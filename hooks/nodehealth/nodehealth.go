@@ -1,8 +1,10 @@
-// Package observe holds the observe-only DecoratorController hooks,
-// node-health and workspace-pods. They decode the object Metacontroller
-// sends, hand an observation to the reporter sidecar through a Sink, and
-// answer with an empty response: they never change the cluster.
-package observe
+// Package nodehealth holds the observe-only DecoratorController hooks,
+// node-health and workspace-pods: the nodes, and where workspace pods run,
+// which together make the reporter's node-health reports. They decode the
+// object Metacontroller sends, hand an observation to the reporter sidecar
+// through a Sink, and answer with an empty response: they never change the
+// cluster.
+package nodehealth
 
 import (
 	"context"

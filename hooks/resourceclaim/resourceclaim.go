@@ -14,6 +14,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/decision"
 	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,22 +54,41 @@ const SecretSuffix = "-credentials"
 // gets its Secret removed on time: each resync asks again for the rest.
 const MaxResync = 24 * time.Hour
 
-// Options configures a Hook; see claims.HookOptions.
-type Options = claims.HookOptions
+// Options configures a Hook. Every field is optional.
+type Options struct {
+	// Clock is "now" for expiry, skew, resyncAfterSeconds and the
+	// condition transitions a request cannot date (see conditions.Stamp);
+	// time.Now when nil.
+	Clock func() time.Time
+	// Logger gets one debug line per decision (never a value of a
+	// Secret); discarded when nil.
+	Logger *slog.Logger
+	// Decisions counts decisions by reason; nothing when nil.
+	Decisions decision.Recorder
+	// Reports receives each claim decision for the reporter sidecar,
+	// which turns it into an Event on the claim; nothing when nil.
+	Reports observation.Sink
+}
 
 // Hook serves the resourceclaim DecoratorController. It is safe for concurrent
 // use and keeps no state between requests.
 type Hook struct {
 	now       func() time.Time
 	log       *slog.Logger
-	decisions claims.Decisions
+	decisions decision.Recorder
 	reports   observation.Sink
 }
 
 // New returns a Hook.
 func New(o Options) *Hook {
-	o = o.WithDefaults()
-	return &Hook{now: o.Clock, log: o.Logger, decisions: o.Decisions, reports: o.Reports}
+	h := &Hook{now: o.Clock, log: o.Logger, decisions: decision.OrDiscard(o.Decisions), reports: observation.OrDiscard(o.Reports)}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h
 }
 
 // Customize asks for the claimed Datastore and for the Secrets in its
@@ -134,9 +154,9 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 
 	status := &v1alpha1.ResourceClaimStatus{ObservedGeneration: claim.Generation}
 	resp := &metacontroller.DecoratorResponse{Status: status, Attachments: []metacontroller.Object{}}
-	decision := claims.DecisionDenied
+	verdict := decision.Denied
 	if d.Allowed {
-		decision = claims.DecisionGranted
+		verdict = decision.Granted
 		data := claims.Project(secret.Data, ds.Spec.Driver, g.Permission)
 		obj, err := metacontroller.ToObject(credentials(claim, ds.Spec.Driver, data))
 		if err != nil {
@@ -175,12 +195,12 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	if !d.RecheckAt.IsZero() {
 		resp.ResyncAfterSeconds = resyncAfter(d.RecheckAt.Sub(now))
 	}
-	claims.Count(h.decisions, HookName, decision, d.Reason)
+	h.decisions.Record(HookName, verdict, d.Reason)
 	h.reports.Send(observation.ClaimObservation(claim, status))
 	h.log.DebugContext(ctx, "claim verified", "hook", HookName,
-		"namespace", claim.Namespace, "name", claim.Name, "decision", decision, "reason", d.Reason, "message", d.Message)
+		"namespace", claim.Namespace, "name", claim.Name, "decision", verdict, "reason", d.Reason, "message", d.Message)
 	if exposed {
-		claims.Count(h.decisions, HookName, claims.DecisionExposed, v1alpha1.ReasonLastAppliedAnnotation)
+		h.decisions.Record(HookName, decision.Exposed, v1alpha1.ReasonLastAppliedAnnotation)
 		h.log.WarnContext(ctx, "credentials Secret carries a copy of its data in an annotation; run Metacontroller with --apply-strategy=server-side-apply",
 			"hook", HookName, "namespace", claim.Namespace, "name", claim.Name+SecretSuffix, "annotation", LastAppliedAnnotation)
 	}

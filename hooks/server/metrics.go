@@ -9,25 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Decisions counts the decisions hooks make about users' objects (a claim
-// granted, a claim denied because its signature expired). reason must come
-// from a small fixed set — it becomes a metric label, and an unbounded label
-// would grow the metrics without limit.
-//
-// Hook packages need not import this package for it: any type with the same
-// method satisfies it, which keeps net/http out of hook logic.
-type Decisions interface {
-	Record(hook, decision, reason string)
-}
-
-// NopDecisions returns a Decisions that counts nothing, for tests and the
-// offline tools.
-func NopDecisions() Decisions { return nopDecisions{} }
-
-type nopDecisions struct{}
-
-func (nopDecisions) Record(string, string, string) {}
-
 // Metrics holds the hook server's Prometheus collectors in a registry of its
 // own, so that nothing a dependency registers globally leaks onto the
 // metrics endpoint.

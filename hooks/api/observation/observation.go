@@ -3,7 +3,7 @@
 // and decided, handed over without waiting.
 //
 // It belongs to the hooks' side of the seam. The hooks (hooks/workspace,
-// hooks/resourceclaim, hooks/observe) build observations with the
+// hooks/resourceclaim, hooks/nodehealth) build observations with the
 // constructors here and hand them to a Sink; the reporter turns them into
 // Cluster Control's wire types (hooks/api/clustercontrol), Kubernetes
 // Events and Workspace annotations. So this package imports no part of
