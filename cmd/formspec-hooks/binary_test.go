@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -55,10 +56,7 @@ func TestServeBinaryAnswersFixtures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not building and starting the server binary")
 	}
-	bin := filepath.Join(t.TempDir(), "formspec-hooks")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
 	listen, metrics := freePort(t), freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
@@ -75,7 +73,7 @@ func TestServeBinaryAnswersFixtures(t *testing.T) {
 		}
 	})
 	client := &http.Client{Timeout: 10 * time.Second}
-	waitUntil(t, "the server to be ready", func() bool {
+	testsync.WaitFor(t, "the server to be ready", func() bool {
 		resp, err := client.Get("http://" + metrics + "/readyz")
 		if err != nil {
 			return false

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,17 +19,41 @@ import (
 // builds, the way `make build` and the Dockerfile stamp VERSION.
 const testVersion = "v0.0.0-clitest"
 
-// buildBinaries builds the three commands into a temporary directory with
-// testVersion linked in.
+// built holds the three commands, built once per test binary with
+// testVersion linked in: the build is most of this package's test time,
+// and every test that runs a binary shares it.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// buildBinaries returns the directory of the built commands, building them
+// on first use; TestMain removes it.
 func buildBinaries(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	ldflags := "-X github.com/formspec/formspec-hooks/hooks/buildinfo.version=" + testVersion
-	cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", dir+"/", "../../cmd/...")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "formspec-cmd-test-"); built.err != nil {
+			return
+		}
+		ldflags := "-X github.com/formspec/formspec-hooks/hooks/buildinfo.version=" + testVersion
+		cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", built.dir+"/", "../../cmd/...")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return dir
+	return built.dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // TestCommandLineConventions runs every command of the three binaries, as

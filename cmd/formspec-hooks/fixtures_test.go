@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -167,41 +166,10 @@ func TestFixturesDeterministic(t *testing.T) {
 	}
 }
 
-// TestBadRequests shows that broken requests get a one-line 4xx, never a 5xx.
-func TestBadRequests(t *testing.T) {
-	h := fixtureHandler(t)
-	big := append([]byte(`{"parent":{},"pad":"`), bytes.Repeat([]byte("x"), int(server.DefaultMaxBodyBytes))...)
-	big = append(big, `"}`...)
-	cases := map[string]struct {
-		reason      string
-		contentType string
-		body        []byte
-		want        int
-	}{
-		"MalformedJSON":    {reason: "Undecodable JSON is the caller's mistake.", contentType: "application/json", body: []byte(`{"parent": {`), want: http.StatusBadRequest},
-		"WrongContentType": {reason: "Only JSON is accepted.", contentType: "text/plain", body: []byte(`{"parent":{}}`), want: http.StatusBadRequest},
-		"Oversized":        {reason: "Bodies over the limit are refused before decoding.", contentType: "application/json", body: big, want: http.StatusRequestEntityTooLarge},
-		"MissingParent":    {reason: "A request without its parent cannot be served.", contentType: "application/json", body: []byte(`{"children":{}}`), want: http.StatusBadRequest},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, "/v1/workspace/sync", bytes.NewReader(tc.body))
-			req.Header.Set("Content-Type", tc.contentType)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			body, _ := io.ReadAll(rec.Body)
-			if rec.Code != tc.want {
-				t.Errorf("%s\nstatus: got %d, want %d (body %q)", tc.reason, rec.Code, tc.want, body)
-			}
-			if lines := strings.Count(strings.TrimSuffix(string(body), "\n"), "\n"); lines != 0 || len(body) == 0 {
-				t.Errorf("%s\nerror body %q: want exactly one line", tc.reason, body)
-			}
-		})
-	}
-}
-
 // TestUndecodableObject shows that a request whose objects do not fit their
-// types (the caller's mistake) gets a one-line 400, not a 500.
+// types, or that has no parent (the caller's mistake), gets a one-line 400
+// from the real hooks, not a 500. The transport's own refusals (bad JSON,
+// content type, size, method) are hooks/server's TestHandlerErrors.
 func TestUndecodableObject(t *testing.T) {
 	h := fixtureHandler(t)
 	cases := map[string]struct {
@@ -209,6 +177,11 @@ func TestUndecodableObject(t *testing.T) {
 		path   string
 		body   string
 	}{
+		"MissingParent": {
+			reason: "The Workspace request type's own Validate refuses a request without its parent.",
+			path:   "/v1/workspace/sync",
+			body:   `{"children":{}}`,
+		},
 		"ParentStatus": {
 			reason: "A Workspace whose status.conditions is a string.",
 			path:   "/v1/workspace/sync",

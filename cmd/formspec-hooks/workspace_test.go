@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 )
 
 // TestSyncMakesNoNetworkCall serves Workspace syncs with the reporter
@@ -50,10 +50,15 @@ func TestSyncMakesNoNetworkCall(t *testing.T) {
 			t.Fatalf("%s: status %d: %s", name, rec.Code, rec.Body)
 		}
 	}
-	// A connection that was dialled is accepted within this grace period;
-	// it is a wait for a late arrival, not a timing assertion.
-	time.Sleep(50 * time.Millisecond)
-	if n := connects.Load(); n != 0 {
+	// The listener accepts in order: once a connection of the test's own
+	// is accepted, any the syncs dialled before it has been counted too.
+	sentinel, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinel.Close()
+	testsync.WaitFor(t, "the test's own connection to be accepted", func() bool { return connects.Load() >= 1 })
+	if n := connects.Load() - 1; n != 0 {
 		t.Errorf("the sync hooks opened %d connections; want none", n)
 	}
 }

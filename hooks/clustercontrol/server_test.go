@@ -16,7 +16,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
-	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 )

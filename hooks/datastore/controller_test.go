@@ -5,11 +5,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/internal/schemacheck"
+	"github.com/formspec/formspec-hooks/hooks/internal/controllercheck"
 )
 
 func TestController(t *testing.T) {
-	dc := schemacheck.CheckDecoratorController(t, "../..", "../../compositecontrollers/datastore.yaml", schemacheck.HookPaths{
+	dc := controllercheck.Decorator(t, "../../compositecontrollers/datastore.yaml", controllercheck.HookPaths{
 		"customize": "/v1/datastore/customize",
 		"sync":      "/v1/datastore/sync",
 	})

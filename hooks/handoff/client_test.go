@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
-	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
 )
 

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
-	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 )
 
 // wsStatus is a Ready workspace's status with ready replicas: statuses

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -104,12 +106,12 @@ func TestConnLimitsPerClient(t *testing.T) {
 	if diff := cmp.Diff([]bool{false, false, true}, got); diff != "" {
 		t.Errorf("connections closed at once: -want, +got:\n%s", diff)
 	}
-	// A slot freed is a slot for the same client again.
+	// A slot freed is a slot for the same client again, once the server
+	// has seen the connection close.
 	_ = first.Close()
-	time.Sleep(50 * time.Millisecond)
-	if closedByServer(t, dial(t, addr)) {
-		t.Errorf("a new connection was refused after one of the two closed")
-	}
+	testsync.WaitFor(t, "a new connection to be kept after one of the two closed", func() bool {
+		return !closedByServer(t, dial(t, addr))
+	})
 }
 
 func TestConnLimitsMax(t *testing.T) {
@@ -137,9 +139,28 @@ func TestConnLimitsMax(t *testing.T) {
 }
 
 func TestConnLimitsIdle(t *testing.T) {
-	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// The server is built here rather than by Serve, to learn when a
+	// connection has gone idle.
+	cfg := Config{Conns: ConnLimits{Idle: 1}}.WithDefaults()
+	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok")
-	}), Config{Conns: ConnLimits{Idle: 1}})
+	}), cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln = cfg.Conns.wrap(ln, srv)
+	var idled atomic.Int32
+	track := srv.ConnState
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		track(c, s)
+		if s == http.StateIdle {
+			idled.Add(1)
+		}
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
 	request := func(c net.Conn) {
 		t.Helper()
 		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
@@ -152,7 +173,7 @@ func TestConnLimitsIdle(t *testing.T) {
 	}
 	first, second := dial(t, addr), dial(t, addr)
 	request(first)
-	time.Sleep(50 * time.Millisecond)
+	testsync.WaitFor(t, "the first connection to go idle", func() bool { return idled.Load() == 1 })
 	request(second)
 	// The rest of each answer is still buffered; what matters is whether
 	// the server closed the connection after it.

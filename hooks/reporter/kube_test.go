@@ -12,7 +12,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	eventsv1 "k8s.io/api/events/v1"

@@ -5,11 +5,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/internal/schemacheck"
+	"github.com/formspec/formspec-hooks/hooks/internal/controllercheck"
 )
 
 func TestController(t *testing.T) {
-	dc := schemacheck.CheckDecoratorController(t, "../..", "../../compositecontrollers/resourceclaim.yaml", schemacheck.HookPaths{
+	dc := controllercheck.Decorator(t, "../../compositecontrollers/resourceclaim.yaml", controllercheck.HookPaths{
 		"customize": "/v1/resourceclaim/customize",
 		"sync":      "/v1/resourceclaim/sync",
 	})

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/formspec/formspec-hooks/hooks/filereload"
-	"github.com/formspec/formspec-hooks/hooks/internal/testsync"
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 )
 
 // rawRequest opens a connection to the server at url (http://host:port)
@@ -73,15 +73,19 @@ func echoRoutes() []Route {
 // served: a slot is taken only once the body is read.
 func TestSlowClientsHoldNoSlot(t *testing.T) {
 	const slots = 4
-	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlight: slots})
+	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlight: slots})
 
 	var slow []net.Conn
 	for range slots {
 		slow = append(slow, rawRequest(t, hookURL,
 			"POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n", "{"))
 	}
-	// Let every slow request reach its handler before the normal one.
-	time.Sleep(200 * time.Millisecond)
+	// Every slow request is in the server's handlers, reading its body,
+	// before the normal one is sent.
+	testsync.WaitFor(t, fmt.Sprintf("%d slow requests in flight", slots), func() bool {
+		_, body := get(t, http.DefaultClient, metricsURL+"/metrics")
+		return strings.Contains(body, fmt.Sprintf("formspec_hooks_in_flight_requests %d\n", slots))
+	})
 	for _, c := range slow {
 		if _, err := io.WriteString(c, " "); err != nil {
 			t.Fatalf("a slow client was cut off early: %v", err)

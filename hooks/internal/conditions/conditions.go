@@ -8,6 +8,7 @@ package conditions
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -30,7 +31,7 @@ func Stamp(observed []metav1.Condition, created metav1.Time, now time.Time, next
 	fresh := len(observed) == 0 && !created.IsZero()
 	out := make([]metav1.Condition, 0, len(next))
 	for _, c := range next {
-		switch prev := find(observed, c.Type); {
+		switch prev := meta.FindStatusCondition(observed, c.Type); {
 		case prev != nil && prev.Status == c.Status && !prev.LastTransitionTime.IsZero():
 			c.LastTransitionTime = prev.LastTransitionTime
 		case fresh:
@@ -41,15 +42,6 @@ func Stamp(observed []metav1.Condition, created metav1.Time, now time.Time, next
 		out = append(out, c)
 	}
 	return out
-}
-
-func find(conds []metav1.Condition, t string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // Status returns ConditionTrue or ConditionFalse.

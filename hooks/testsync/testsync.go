@@ -1,4 +1,4 @@
-// Package testsync holds what the tests of concurrent code in hooks/ share:
+// Package testsync holds what the tests of concurrent code share:
 // waiting until a condition holds, and a buffer that several goroutines
 // write while a test reads it.
 package testsync
