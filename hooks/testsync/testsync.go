@@ -15,7 +15,14 @@ import (
 // depends on how long anything took.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	WaitWithin(t, 20*time.Second, what, cond)
+}
+
+// WaitWithin is WaitFor with another liveness bound, for waits on whole
+// processes (a Prometheus scrape, a pod starting) on a busy machine.
+func WaitWithin(t testing.TB, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("gave up waiting for %s", what)

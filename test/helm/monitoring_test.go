@@ -18,7 +18,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -341,7 +341,7 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--shutdown-delay", "0s",
 		"--auth-token-file", tokens)
 	client := &http.Client{Timeout: 5 * time.Second}
-	waitFor(t, "the hook server and the reporter to be ready", func() bool {
+	testsync.WaitWithin(t, 90*time.Second, "the hook server and the reporter to be ready", func() bool {
 		return get200(client, "http://"+hooksMetrics+"/readyz") && get200(client, "http://"+repMetrics+"/readyz")
 	})
 	for _, fixture := range []string{"workspace/sync/steady-ready", "resourceclaim/sync/denied-expired", "nodes/sync/ready-node", "pods/sync/running-pod"} {
@@ -443,7 +443,7 @@ func start(t *testing.T, bin string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, args...)
-	var logs lockedBuffer
+	var logs testsync.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -455,33 +455,4 @@ func start(t *testing.T, bin string, args ...string) {
 			t.Logf("%s:\n%s", filepath.Base(bin), logs.String())
 		}
 	})
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process's two output streams.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second) // a guard against a hang on a busy machine
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }
