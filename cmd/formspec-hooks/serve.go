@@ -68,7 +68,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests worked on at once, counted once their body is read; more get 429 (0: no limit)")
 	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "request-body bytes held at once; more get 429 (default: an eighth of the memory limit from GOMEMLIMIT or the cgroup, at least --max-body-bytes; 64 MiB without a limit)")
 	fs.IntVar(&f.maxObjects, "max-objects", server.DefaultMaxObjects, "most children, attachments and related objects in one request; more get 413")
-	fs.DurationVar(&f.bodyTimeout, "body-timeout", server.DefaultBodyTimeout, "time to receive one request body; slower clients get 408")
+	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpserve.Defaults.BodyTimeout, "time to receive one request body; slower clients get 408")
 	fs.IntVar(&f.maxConns, "max-connections", httpserve.Defaults.Conns.Max, "open connections on each listener (hooks, metrics); beyond it new ones wait")
 	fs.IntVar(&f.maxConnsPerClient, "max-connections-per-client", httpserve.Defaults.Conns.PerClient, "open connections from one client address; beyond it new ones are closed")
 	fs.IntVar(&f.maxIdle, "max-idle-connections", httpserve.Defaults.Conns.Idle, "kept-alive connections waiting for a request; beyond it idle ones are closed")
@@ -169,10 +169,10 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		MaxInFlightBytes: f.maxInFlightBytes,
 		MaxBodyBytes:     f.maxBodyBytes,
 		MaxObjects:       f.maxObjects,
-		BodyTimeout:      f.bodyTimeout,
 		Pprof:            f.pprof,
 		ShutdownDelay:    f.shutdownDelay,
 		HTTP: httpserve.Config{
+			BodyTimeout:     f.bodyTimeout,
 			Conns:           httpserve.ConnLimits{Max: f.maxConns, PerClient: f.maxConnsPerClient, Idle: f.maxIdle},
 			ShutdownTimeout: f.shutdownTimeout,
 		},

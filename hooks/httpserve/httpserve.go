@@ -29,9 +29,8 @@ import (
 type Config struct {
 	// ReadHeaderTimeout bounds reading the request headers.
 	ReadHeaderTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, headers and body. A
-	// handler that wants a tighter bound on the body sets its own read
-	// deadline (see BodyDeadline).
+	// ReadTimeout bounds reading a whole request, headers and body; the
+	// body alone has BodyTimeout.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds the time from the end of the request headers to
 	// the end of the answer. A handler that deliberately holds a request
@@ -41,6 +40,10 @@ type Config struct {
 	// IdleTimeout bounds how long a kept-alive connection waits for its
 	// next request.
 	IdleTimeout time.Duration
+	// BodyTimeout bounds the time from the end of the request headers to
+	// the end of the body, for every request that has one, whatever the
+	// handler does with it (see guard).
+	BodyTimeout time.Duration
 	// MaxHeaderBytes bounds the request headers.
 	MaxHeaderBytes int
 	// Conns caps the listener's connections.
@@ -83,6 +86,10 @@ var Defaults = Config{
 	ReadTimeout:       30 * time.Second,
 	WriteTimeout:      60 * time.Second,
 	IdleTimeout:       120 * time.Second,
+	// Metacontroller sends at most a few MiB from inside the cluster,
+	// which takes well under a second; a client still sending after 10 s
+	// is trickling bytes to hold the connection.
+	BodyTimeout: 10 * time.Second,
 	// Ample for a bearer token and a few ETags.
 	MaxHeaderBytes:  64 << 10,
 	Conns:           ConnLimits{Max: 1024, PerClient: 256, Idle: 128},
@@ -97,6 +104,7 @@ func (c Config) WithDefaults() Config {
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, d.ReadTimeout)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, d.BodyTimeout)
 	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, d.MaxHeaderBytes)
 	c.Conns.Max = cmp.Or(c.Conns.Max, d.Conns.Max)
 	c.Conns.PerClient = cmp.Or(c.Conns.PerClient, d.Conns.PerClient)
@@ -113,7 +121,7 @@ func (c Config) WithDefaults() Config {
 // defaults.
 func newServer(h http.Handler, cfg Config) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           guard(h, cfg.BodyTimeout),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
@@ -185,17 +193,6 @@ func NewRouter() chi.Router {
 		WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
 	})
 	return r
-}
-
-// BodyDeadline bounds the time left to read r's body, separately from the
-// server's read timeout, so that a client trickling a body cannot hold the
-// request for the whole read timeout. It reports whether the connection
-// supports deadlines (an httptest.ResponseRecorder does not).
-func BodyDeadline(w http.ResponseWriter, d time.Duration) bool {
-	if d <= 0 {
-		return false
-	}
-	return http.NewResponseController(w).SetReadDeadline(time.Now().Add(d)) == nil
 }
 
 // IsJSON is the one content-type rule of every JSON API here:

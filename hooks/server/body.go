@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
@@ -20,28 +19,22 @@ var errBudget = errors.New("in-flight request bytes over budget")
 // readBody reads the whole body before the hook gets a slot, so that a slow
 // client costs a connection and the bytes it sent, never a hook slot. A
 // Content-Length over maxBody is refused before anything is read (and so
-// before Go's server sends "100 Continue"); reading stops at timeout and
-// when the bytes held by every request being served would exceed budget.
+// before Go's server sends "100 Continue"); reading stops at the body
+// timeout (the listener's, see httpserve.Config.BodyTimeout) and when the
+// bytes held by every request being served would exceed budget.
 // The hook's handler then gets the bytes already read (see bodyBytes); they
 // go back to the buffer pool, wiped, once the handler has returned.
-func readBody(maxBody int64, timeout time.Duration, budget *byteBudget, next http.Handler) http.Handler {
+func readBody(maxBody int64, budget *byteBudget, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if httpserve.ContentLengthOver(r, maxBody) {
 			refuseBody(w, &http.MaxBytesError{Limit: maxBody})
 			return
 		}
-		deadline := httpserve.BodyDeadline(w, timeout)
 		raw, held, err := readAll(http.MaxBytesReader(w, r.Body, maxBody), r.ContentLength, budget)
 		defer budget.release(held)
 		if err != nil {
 			refuseBody(w, err)
 			return
-		}
-		if deadline {
-			// Past this point a read deadline would only make the
-			// server's background read fail, which cancels the request's
-			// context while the hook works.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
 		body := &bufferedBody{raw: raw}
 		defer body.release()
@@ -52,10 +45,8 @@ func readBody(maxBody int64, timeout time.Duration, budget *byteBudget, next htt
 
 // refuseBody answers a request whose body could not be read, by why.
 func refuseBody(w http.ResponseWriter, err error) {
-	// The rest of the body is not wanted: without this, Go's server would
-	// try to read and discard it before answering, waiting on the very
-	// client that failed to send it.
-	w.Header().Set("Connection", "close")
+	// The rest of the body is not wanted: the listener closes the
+	// connection after this answer (httpserve's guard) rather than read on.
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/formspec/formspec-hooks/hooks/filereload"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/testsync"
 )
 
@@ -100,7 +101,7 @@ func TestSlowClientsHoldNoSlot(t *testing.T) {
 // TestBodyTimeout checks that a client trickling a body is cut off after
 // BodyTimeout, well before the server's read timeout.
 func TestBodyTimeout(t *testing.T) {
-	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes(), BodyTimeout: 100 * time.Millisecond})
+	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes(), HTTP: httpserve.Config{BodyTimeout: 100 * time.Millisecond}})
 	conn := rawRequest(t, hookURL, "POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n", "{")
 	if diff := cmp.Diff("HTTP/1.1 408 Request Timeout", statusLine(t, conn)); diff != "" {
 		t.Errorf("status line: -want, +got:\n%s", diff)

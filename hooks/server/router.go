@@ -118,7 +118,7 @@ func newRouter(cfg Config) (http.Handler, error) {
 
 		h := rt.handler(&cfg)
 		h = limitInFlight(slots, h)
-		h = readBody(cfg.MaxBodyBytes, cfg.BodyTimeout, budget, h)
+		h = readBody(cfg.MaxBodyBytes, budget, h)
 		if cfg.Tokens != nil {
 			h = requireToken(cfg.Tokens, h)
 		}

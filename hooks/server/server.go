@@ -30,11 +30,6 @@ const (
 	// objects; 4096 leaves room for a crowded namespace while keeping each
 	// request's work bounded, whatever a forged request holds.
 	DefaultMaxObjects = 4096
-	// DefaultBodyTimeout bounds reading one request body. Metacontroller
-	// sends at most a few MiB from inside the cluster, which takes well
-	// under a second; a client still sending after 10 s is trickling bytes
-	// to hold the connection.
-	DefaultBodyTimeout = 10 * time.Second
 	// DefaultShutdownDelay is how long readiness fails before the listener
 	// closes: long enough for the endpoints controller to see the failed
 	// probe and for kube-proxy to stop sending new connections. It is the
@@ -86,9 +81,6 @@ type Config struct {
 	// MaxObjects bounds the objects one request carries (see
 	// DefaultMaxObjects); more get 413 before the hook runs.
 	MaxObjects int
-	// BodyTimeout bounds reading one body, apart from the listener's read
-	// timeout.
-	BodyTimeout time.Duration
 	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics
 	// listener. Off by default: profiles expose internals to anyone who
 	// can reach that port, and a CPU profile costs CPU while it runs.
@@ -98,8 +90,8 @@ type Config struct {
 	// Unlike the other fields, zero means no delay (tests want that);
 	// production wants DefaultShutdownDelay or more.
 	ShutdownDelay time.Duration
-	// HTTP holds the limits of both listeners (timeouts, header size,
-	// connection caps) and the shutdown timeout, which bounds the wait
+	// HTTP holds the limits of both listeners (timeouts, the body timeout,
+	// header size, connection caps) and the shutdown timeout, which bounds the wait
 	// for in-flight requests. The metrics listener has the same caps: it
 	// has no authentication, so anyone who can reach the pod can open
 	// connections to it. Its TLS must be nil; set TLS above.
@@ -116,7 +108,6 @@ func (cfg Config) withDefaults() Config {
 	}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.MaxObjects = cmp.Or(cfg.MaxObjects, DefaultMaxObjects)
-	cfg.BodyTimeout = cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout)
 	if cfg.HTTP.Logger == nil {
 		// TLS handshake failures (a client without a certificate under
 		// mTLS) and other connection errors end up in the same log.
@@ -140,7 +131,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HTTP.TLS != nil {
 		return nil, errors.New("set Config.TLS, not Config.HTTP.TLS: only the hook listener serves TLS")
 	}
-	if cfg.MaxBodyBytes < 0 || cfg.MaxObjects < 0 || cfg.BodyTimeout < 0 || cfg.MaxInFlight < 0 || cfg.MaxInFlightBytes < 0 || cfg.ShutdownDelay < 0 {
+	if cfg.MaxBodyBytes < 0 || cfg.MaxObjects < 0 || cfg.MaxInFlight < 0 || cfg.MaxInFlightBytes < 0 || cfg.ShutdownDelay < 0 {
 		return nil, errors.New("limits must not be negative")
 	}
 	cfg = cfg.withDefaults()
