@@ -40,7 +40,9 @@ json and -o yaml print the whole tree, with "ready" true only when every part
 is Ready (what exit status 0 says). A part without a ready state of its own
 (a Service, a ConfigMap, a ClusterClass, a credentials Secret) shows READY -
 and counts as Ready while it exists. An Idle workspace is not Ready: it runs
-no pods.
+no pods. A part you may not read (a namespace's view rights cover neither
+ClusterClasses nor Secrets) shows the reason Forbidden and no ready state, and
+a warning names it: what it would show, its parent's status reports.
 `
 
 // tracedResources are the resources trace reads, by what it calls them.

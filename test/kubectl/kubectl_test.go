@@ -53,6 +53,7 @@ func TestPlugin(t *testing.T) {
 	t.Run("TraceTree", func(t *testing.T) { testTraceTree(t, p) })
 	t.Run("TraceOutputs", func(t *testing.T) { testTraceOutputs(t, p) })
 	t.Run("TraceNames", func(t *testing.T) { testTraceNames(t, p) })
+	t.Run("TraceViewer", func(t *testing.T) { testTraceViewer(t, p) })
 	t.Run("KubectlRunsPlugin", func(t *testing.T) { testKubectlRunsPlugin(t, p) })
 	t.Run("DiffUnchanged", func(t *testing.T) { testDiffUnchanged(t, p) })
 	t.Run("DiffFlags", func(t *testing.T) { testDiffFlags(t, p) })

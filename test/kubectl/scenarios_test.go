@@ -48,6 +48,7 @@ func (w *world) build() {
 	w.class("doomed", v1alpha1.Scaling{MinReplicas: ptr.To[int32](1)})
 	w.datastores()
 	w.claims()
+	w.viewer()
 
 	// Ready, with a granted claim and a ReplicaSet left from an earlier
 	// rollout.
@@ -132,6 +133,34 @@ func (w *world) build() {
 	w.workspace(nsB, "web", "standard", func(ws *v1alpha1.Workspace) { ws.Spec.Config = map[string]string{"GREETING": "hello"} })
 	w.runDeployment(nsB, "web")
 	w.sync(nsB, "web", nil)
+}
+
+// viewer is a user with what a namespace's view rights give on the
+// objects a trace reads: the Workspace, its children, pods, claims,
+// Datastores and Events, and neither ClusterClasses (cluster-scoped) nor
+// Secrets.
+const viewer = "viewer@team-a"
+
+func (w *world) viewer() {
+	w.t.Helper()
+	read := []string{"get", "list", "watch"}
+	for ns, rules := range map[string][]map[string]any{
+		nsA: {
+			{"apiGroups": []string{v1alpha1.Group}, "resources": []string{"workspaces", "resourceclaims"}, "verbs": read},
+			{"apiGroups": []string{"apps"}, "resources": []string{"deployments", "replicasets"}, "verbs": read},
+			{"apiGroups": []string{""}, "resources": []string{"pods", "services", "configmaps", "events"}, "verbs": read},
+			{"apiGroups": []string{"autoscaling"}, "resources": []string{"horizontalpodautoscalers"}, "verbs": read},
+			{"apiGroups": []string{"policy"}, "resources": []string{"poddisruptionbudgets"}, "verbs": read},
+		},
+		nsData: {{"apiGroups": []string{v1alpha1.Group}, "resources": []string{"datastores"}, "verbs": read}},
+	} {
+		w.create(map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": "trace-viewer", "namespace": ns}, "rules": rules})
+		w.create(map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": "trace-viewer", "namespace": ns},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "trace-viewer"},
+			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": viewer}},
+		})
+	}
 }
 
 func (w *world) class(name string, s v1alpha1.Scaling, features ...string) {

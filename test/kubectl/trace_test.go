@@ -189,6 +189,31 @@ func testTraceStates(t *testing.T, p *plugin) {
 	}
 }
 
+// testTraceViewer traces as a user who may read neither ClusterClasses
+// nor Secrets: those parts have no state, a warning names them, and a
+// healthy workspace still traces Ready.
+func testTraceViewer(t *testing.T, p *plugin) {
+	out, r := traceJSON(t, p, "ws/shop", "-n", nsA, "--as", viewer)
+	var forbidden []string
+	var walk func(n node)
+	walk = func(n node) {
+		if n.Reason == "Forbidden" {
+			forbidden = append(forbidden, n.ref()+" "+n.Ready)
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(out.Tree)
+	want := []string{"ClusterClass/standard ", "Secret/orders-credentials ", "Secret/orders-db-endpoint "}
+	if diff := cmp.Diff(want, forbidden); diff != "" || r.code != 0 || !out.Ready {
+		t.Errorf("trace ws/shop --as %s: exit %d, ready %v (want 0, true); forbidden parts and their state -want, +got:\n%s\nstderr:\n%s", viewer, r.code, out.Ready, diff, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "not allowed to read ClusterClass/standard, Secret/orders-credentials, Secret/orders-db-endpoint") {
+		t.Errorf("trace --as %s: no warning naming the parts it could not read:\n%s", viewer, r.stderr)
+	}
+}
+
 // testTraceTree checks whole trees: every kind of node, in order, and
 // what the datastore chain shows.
 func testTraceTree(t *testing.T, p *plugin) {

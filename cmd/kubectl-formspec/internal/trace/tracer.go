@@ -40,6 +40,9 @@ type Tracer struct {
 	MaxEvents int
 	// Warn is told what could not be read; the trace goes on without it.
 	Warn func(string)
+
+	// forbidden are the parts the user may not read.
+	forbidden []string
 }
 
 // Workspace traces a Workspace: its ClusterClass, its children (the
@@ -83,7 +86,7 @@ func (t *Tracer) Workspace(ctx context.Context, obj *unstructured.Unstructured) 
 		return nil, err
 	}
 	root.Children = append(root.Children, claims...)
-	return root, t.events(ctx, root)
+	return root, t.finish(ctx, root)
 }
 
 // ResourceClaim traces a claim: its credentials Secret, its Datastore and
@@ -97,7 +100,7 @@ func (t *Tracer) ResourceClaim(ctx context.Context, obj *unstructured.Unstructur
 	if err != nil {
 		return nil, err
 	}
-	return root, t.events(ctx, root)
+	return root, t.finish(ctx, root)
 }
 
 // Datastore traces a Datastore and its endpoint Secret.
@@ -110,13 +113,13 @@ func (t *Tracer) Datastore(ctx context.Context, obj *unstructured.Unstructured) 
 	if err != nil {
 		return nil, err
 	}
-	return root, t.events(ctx, root)
+	return root, t.finish(ctx, root)
 }
 
 func (t *Tracer) class(ctx context.Context, name string) (*Node, error) {
 	obj, err := t.Dynamic.Resource(live.ClusterClasses).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return unreadable(err, &Node{Kind: "ClusterClass", APIVersion: v1alpha1.APIVersion, Name: name},
+		return t.unreadable(err, &Node{Kind: "ClusterClass", APIVersion: v1alpha1.APIVersion, Name: name},
 			v1alpha1.ReasonClusterClassNotFound, fmt.Sprintf("no ClusterClass %q (kubectl get cclass)", name))
 	}
 	var c v1alpha1.ClusterClass
@@ -265,7 +268,7 @@ func (t *Tracer) claim(ctx context.Context, c *v1alpha1.ResourceClaim) (*Node, e
 	obj, err := t.Dynamic.Resource(live.Datastores).Namespace(ns).Get(ctx, c.Spec.Datastore.Name, metav1.GetOptions{})
 	var d *Node
 	if err != nil {
-		d, err = unreadable(err, &Node{Kind: "Datastore", APIVersion: v1alpha1.APIVersion, Namespace: ns, Name: c.Spec.Datastore.Name},
+		d, err = t.unreadable(err, &Node{Kind: "Datastore", APIVersion: v1alpha1.APIVersion, Namespace: ns, Name: c.Spec.Datastore.Name},
 			v1alpha1.ReasonDatastoreNotFound, fmt.Sprintf("no Datastore %s in namespace %s (kubectl -n %s get dstore)", c.Spec.Datastore.Name, ns, ns))
 	} else {
 		var ds v1alpha1.Datastore
@@ -298,22 +301,36 @@ func (t *Tracer) datastore(ctx context.Context, d *v1alpha1.Datastore) (*Node, e
 func (t *Tracer) secret(ctx context.Context, namespace, name string, node func(*metav1.ObjectMeta) *Node, notFoundReason, notFound string) (*Node, error) {
 	m, err := t.Metadata.Resource(secrets).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return unreadable(err, &Node{Kind: "Secret", APIVersion: "v1", Namespace: namespace, Name: name}, notFoundReason, notFound)
+		return t.unreadable(err, &Node{Kind: "Secret", APIVersion: "v1", Namespace: namespace, Name: name}, notFoundReason, notFound)
 	}
 	return node(&m.ObjectMeta), nil
 }
 
 // unreadable turns a failed read into n: a missing object (reason and
-// message say what that means), or one the user may not read (Unknown).
-// Any other failure stops the trace.
-func unreadable(err error, n *Node, notFoundReason, notFound string) (*Node, error) {
+// message say what that means), or one the user may not read. A user
+// with a namespace's view rights reads neither ClusterClasses nor
+// Secrets; such a part has no ready state, so that it does not fail the
+// trace: its parent's status already reports what it would (a missing
+// class, an endpoint Secret without consent). Any other failure stops the
+// trace.
+func (t *Tracer) unreadable(err error, n *Node, notFoundReason, notFound string) (*Node, error) {
 	switch {
 	case apierrors.IsNotFound(err):
 		return n.set(ReadyFalse, notFoundReason, notFound), nil
 	case apierrors.IsForbidden(err):
-		return n.set(ReadyUnknown, "Forbidden", err.Error()), nil
+		t.forbidden = append(t.forbidden, n.Ref())
+		return n.set("", "Forbidden", err.Error()), nil
 	}
 	return nil, fmt.Errorf("cannot read %s %s/%s: %w", n.Kind, n.Namespace, n.Name, err)
+}
+
+// finish completes a tree: every node's Events, and a warning naming the
+// parts that could not be read.
+func (t *Tracer) finish(ctx context.Context, root *Node) error {
+	if len(t.forbidden) > 0 {
+		t.Warn(fmt.Sprintf("not allowed to read %s: the trace shows them without a state", strings.Join(t.forbidden, ", ")))
+	}
+	return t.events(ctx, root)
 }
 
 // decode converts an object read through the dynamic client to its Go
