@@ -74,7 +74,7 @@ func Children(ctx context.Context, dyn dynamic.Interface, namespace string, pare
 		for i := range list.Items {
 			obj := &list.Items[i]
 			ref := metav1.GetControllerOfNoCopy(obj)
-			if ref == nil || ref.APIVersion != v1alpha1.APIVersion || ref.Kind != "Workspace" || string(ref.UID) != obj.GetLabels()[ControllerUIDLabel] {
+			if ref == nil || !isWorkspace(ref) || string(ref.UID) != obj.GetLabels()[ControllerUIDLabel] {
 				continue
 			}
 			obj.SetAPIVersion(cr.APIVersion())
@@ -83,4 +83,11 @@ func Children(ctx context.Context, dyn dynamic.Interface, namespace string, pare
 		}
 	}
 	return out, nil
+}
+
+// isWorkspace reports whether an owner reference names a Workspace, of
+// whichever version of the API it was written with.
+func isWorkspace(ref *metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == v1alpha1.Group && ref.Kind == "Workspace"
 }
