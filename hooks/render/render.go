@@ -39,16 +39,7 @@ func Render(ctx context.Context, w io.Writer, cfg workspace.Config, docs []json.
 		return err
 	}
 	req := renderRequest(in)
-	// The hook reads the request the way the server decodes it.
-	body, err := json.Marshal(req)
-	if err != nil {
-		return err
-	}
-	var wreq workspace.Request
-	if err := wreq.Decode(body); err != nil {
-		return &metacontroller.InvalidObjectError{What: "Workspace request", Err: err}
-	}
-	resp, err := workspace.New(cfg).Sync(ctx, &wreq)
+	resp, err := Sync(ctx, cfg, req)
 	if err != nil {
 		return err
 	}

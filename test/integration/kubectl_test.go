@@ -307,6 +307,11 @@ func resourceArgs(args []string) (verb string, names []string) {
 		if eventsFor != "" {
 			return verb, []string{typeOf(eventsFor)}
 		}
+	case "formspec":
+		// The kubectl plugin: trace resolves its KIND as kubectl does.
+		if len(rest) > 1 && rest[0] == "trace" {
+			return verb, []string{typeOf(rest[1])}
+		}
 	}
 	return verb, nil
 }
@@ -320,19 +325,22 @@ func TestKubectlResourceArgs(t *testing.T) {
 		args   string
 		want   []string
 	}{
-		"Get":        {reason: "A type and a name.", args: "-n team-a get rclaim shop-orders", want: []string{"rclaim"}},
-		"List":       {reason: "A comma list of types.", args: "get compositecontrollers,decoratorcontrollers -l a=b", want: []string{"compositecontrollers", "decoratorcontrollers"}},
-		"Slash":      {reason: "type/name arguments.", args: "describe workspace/shop deployment/shop", want: []string{"workspace", "deployment"}},
-		"Output":     {reason: "Flag values are not resources.", args: "get -o jsonpath={.status} --namespace x ws shop", want: []string{"ws"}},
-		"Explain":    {reason: "explain takes resource.field.path.", args: "explain rclaim.spec.signature", want: []string{"rclaim"}},
-		"Rollout":    {reason: "rollout has a sub-verb.", args: "-n formspec-system rollout status deployment/formspec-hooks", want: []string{"deployment"}},
-		"Logs":       {reason: "logs of a workload.", args: "-n metacontroller logs statefulset/metacontroller --since 10m", want: []string{"statefulset"}},
-		"LogsPod":    {reason: "A bare pod name is not a resource type.", args: "logs metacontroller-0"},
-		"Events":     {reason: "events --for kind/name.", args: "events -n team-a --for workspace/shop", want: []string{"workspace"}},
-		"WaitFor":    {reason: "wait --for is a condition.", args: "wait --for=condition=Ready ws/shop", want: []string{"ws"}},
-		"Apply":      {reason: "apply names files, not resources.", args: "apply -f secret.yaml -k deploy/"},
-		"Qualified":  {reason: "name.group stays whole for get.", args: "get resourceclaims.formspec.dev -A", want: []string{"resourceclaims.formspec.dev"}},
-		"CreateNone": {reason: "create secret is not checked.", args: "create secret generic x --from-file=token=./token"},
+		"Get":                 {reason: "A type and a name.", args: "-n team-a get rclaim shop-orders", want: []string{"rclaim"}},
+		"List":                {reason: "A comma list of types.", args: "get compositecontrollers,decoratorcontrollers -l a=b", want: []string{"compositecontrollers", "decoratorcontrollers"}},
+		"Slash":               {reason: "type/name arguments.", args: "describe workspace/shop deployment/shop", want: []string{"workspace", "deployment"}},
+		"Output":              {reason: "Flag values are not resources.", args: "get -o jsonpath={.status} --namespace x ws shop", want: []string{"ws"}},
+		"Explain":             {reason: "explain takes resource.field.path.", args: "explain rclaim.spec.signature", want: []string{"rclaim"}},
+		"Rollout":             {reason: "rollout has a sub-verb.", args: "-n formspec-system rollout status deployment/formspec-hooks", want: []string{"deployment"}},
+		"Logs":                {reason: "logs of a workload.", args: "-n metacontroller logs statefulset/metacontroller --since 10m", want: []string{"statefulset"}},
+		"LogsPod":             {reason: "A bare pod name is not a resource type.", args: "logs metacontroller-0"},
+		"Events":              {reason: "events --for kind/name.", args: "events -n team-a --for workspace/shop", want: []string{"workspace"}},
+		"WaitFor":             {reason: "wait --for is a condition.", args: "wait --for=condition=Ready ws/shop", want: []string{"ws"}},
+		"Apply":               {reason: "apply names files, not resources.", args: "apply -f secret.yaml -k deploy/"},
+		"Qualified":           {reason: "name.group stays whole for get.", args: "get resourceclaims.formspec.dev -A", want: []string{"resourceclaims.formspec.dev"}},
+		"CreateNone":          {reason: "create secret is not checked.", args: "create secret generic x --from-file=token=./token"},
+		"PluginTrace":         {reason: "The plugin's trace takes KIND/NAME.", args: "formspec trace rclaim/shop-orders -n team-a", want: []string{"rclaim"}},
+		"PluginTraceTypeName": {reason: "Or KIND NAME.", args: "formspec trace -o wide ws shop", want: []string{"ws"}},
+		"PluginDiff":          {reason: "diff names no resource.", args: "formspec diff -A --exit-code"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

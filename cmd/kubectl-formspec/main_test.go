@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/formspec/formspec-hooks/hooks/cliflag"
+)
+
+// TestCommandLine runs the plugin's commands the ways a user gets them
+// wrong or asks for help, none of which needs a cluster: the exit code,
+// what goes to stdout and what to stderr follow the project's conventions
+// (hooks/cliflag) with kubectl's flags.
+func TestCommandLine(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		args   []string
+		code   int
+		// stdout and stderr must contain these; stderrPrefix must start it.
+		stdout, stderr, stderrPrefix string
+	}{
+		"NoCommand":      {reason: "A bare plugin is a usage mistake.", args: nil, code: 2, stderrPrefix: "kubectl formspec: missing command"},
+		"Help":           {reason: "--help lists the commands and the exit codes.", args: []string{"--help"}, code: 0, stdout: "Exit status: 0 when all is well; 1 when trace"},
+		"HelpWord":       {reason: "help, as kubectl has it.", args: []string{"help"}, code: 0, stdout: "Usage: kubectl formspec <command>"},
+		"UnknownCommand": {reason: "An unknown command is named.", args: []string{"tarce"}, code: 2, stderrPrefix: `kubectl formspec: unknown command "tarce"`},
+		"Version":        {reason: "--version prints the binary's name and version.", args: []string{"--version"}, code: 0, stdout: "kubectl-formspec "},
+		"VersionWord":    {reason: "So does version.", args: []string{"version"}, code: 0, stdout: "kubectl-formspec "},
+		"VersionStray":   {reason: "version takes no arguments.", args: []string{"version", "now"}, code: 2, stderrPrefix: "kubectl formspec version: unexpected arguments"},
+		"TraceHelp":      {reason: "A command's --help shows kubectl's connection flags too.", args: []string{"trace", "--help"}, code: 0, stdout: "-n, --namespace string"},
+		"TraceVersion":   {reason: "--version works on each command.", args: []string{"trace", "--version"}, code: 0, stdout: "kubectl-formspec "},
+		"DiffHelp":       {reason: "diff documents that the hook server's flags must match the install.", args: []string{"diff", "--help"}, code: 0, stdout: "give the values of the install you\nare upgrading"},
+		"DiffVersion":    {reason: "--version works on each command.", args: []string{"diff", "--version"}, code: 0, stdout: "kubectl-formspec "},
+		"UnknownFlag":    {reason: "The mistake comes first, then where to look; no flag list is dumped.", args: []string{"trace", "--bogus", "ws/x"}, code: 2, stderrPrefix: "kubectl formspec trace: unknown flag: --bogus\nRun 'kubectl formspec trace --help' for usage.\n"},
+		"LogLevel":       {reason: "The logging flags are the project's, checked at parse.", args: []string{"trace", "--log-level", "loud", "ws/x"}, code: 2, stderrPrefix: "kubectl formspec trace: invalid argument \"loud\" for \"--log-level\""},
+		"LogFormat":      {reason: "--log-format is text or json.", args: []string{"diff", "--log-format", "xml"}, code: 2, stderr: "want text or json"},
+		"DiffStray":      {reason: "diff takes no arguments.", args: []string{"diff", "ws/x"}, code: 2, stderrPrefix: "kubectl formspec diff: unexpected arguments"},
+		"NoKubeconfig":   {reason: "A kubeconfig that cannot be read is a failure to find out, not a finding.", args: []string{"trace", "ws/x", "--kubeconfig", "/nonexistent/kubeconfig"}, code: 3, stderrPrefix: "kubectl formspec trace: "},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) || !strings.HasPrefix(stderr.String(), tc.stderrPrefix) {
+				t.Errorf("%s\n%v: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", tc.reason, tc.args, code, tc.code, stdout.String(), stderr.String())
+			}
+			if tc.code == 0 && stderr.Len() > 0 {
+				t.Errorf("%v: answered on stderr: %s", tc.args, stderr.String())
+			}
+			if tc.code == 2 && stdout.Len() > 0 {
+				t.Errorf("%v: a usage mistake printed to stdout: %s", tc.args, stdout.String())
+			}
+		})
+	}
+}
+
+// TestExit pins the exit codes the help text and the README promise.
+func TestExit(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		err    error
+		want   int
+	}{
+		"OK":      {reason: "Success.", err: nil, want: 0},
+		"Help":    {reason: "Help and version were asked for and printed.", err: flag.ErrHelp, want: 0},
+		"Finding": {reason: "trace found something not Ready, diff --exit-code a change.", err: errFinding, want: 1},
+		"Usage":   {reason: "A usage mistake.", err: &cliflag.UsageError{Command: "kubectl formspec trace", Err: errors.New("bad")}, want: 2},
+		"Failure": {reason: "Anything else: above 1, as kubectl diff has it.", err: errors.New("connection refused"), want: 3},
+	}
+	got, want := map[string]int{}, map[string]int{}
+	for name, tc := range cases {
+		got[name] = exit(&bytes.Buffer{}, command, tc.err)
+		want[name] = tc.want
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("exit codes: -want, +got:\n%s", diff)
+	}
+}
