@@ -31,8 +31,10 @@ include test/k8s.mk
 
 FORMSPEC_NODE_BIN ?= $(HOME)/.cache/formspec-hooks/node-$(K8S_VERSION)
 export FORMSPEC_NODE_BIN
+FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
+export FORMSPEC_KSM_BIN
 
-.PHONY: all build image run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load bench clean
+.PHONY: all build image run test test-helm test-node node-binaries ksm-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -64,10 +66,11 @@ run: build
 
 # test runs every layer: unit tests, the concurrent packages again under the
 # race detector, the tests against a real kube-apiserver (k8s-binaries
-# builds it once, ~15 minutes cold), and the Helm chart's tests. The
+# builds it once, ~15 minutes cold), and the Helm chart's tests (with
+# kube-state-metrics, which ksm-binaries builds once, ~2 minutes cold). The
 # Metacontroller end-to-end tests run too when METACONTROLLER_BIN names a
 # binary, and say that they skip when it does not.
-test: vet k8s-binaries node-binaries
+test: vet k8s-binaries node-binaries ksm-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e, and those of test/node) skip; see docs/testing.md"; fi
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./hooks/server/... ./hooks/reporter/... ./hooks/clustercontrol/... ./cmd/...
@@ -93,11 +96,18 @@ test-node: k8s-binaries node-binaries
 node-binaries:
 	@if [ "$$(id -u)" = 0 ]; then test/node-binaries.sh; else echo "node-binaries: not root, not building the node binaries (test/node skips)"; fi
 
+# ksm-binaries builds kube-state-metrics v2.15.0 from the pinned module in
+# test/ksm/binaries into $(FORMSPEC_KSM_BIN) unless current (cold: about
+# two minutes); test/helm runs it with the chart's fleet-view config.
+ksm-binaries:
+	@test/ksm-binaries.sh
+
 # test-helm runs only the chart's tests: render, helm lint, sameness with
-# deploy/, and a dry run of every rendered object against the API server.
+# deploy/, a dry run of every rendered object against the API server, and
+# kube-state-metrics with the chart's config against a real one.
 # test/helm is a module of its own so that Helm's dependencies stay out of
 # go.mod; its first build takes a minute or two.
-test-helm: k8s-binaries
+test-helm: k8s-binaries ksm-binaries
 	cd test/helm && $(GO) test -count=1 ./...
 
 # crds writes the Workspace CRD from its template, giving the pod

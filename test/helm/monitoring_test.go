@@ -31,8 +31,14 @@ import (
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
-// monitoring turns on both monitoring objects.
-var monitoring = release{name: "formspec-hooks", namespace: "formspec-system", values: "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}"}
+// monitoring turns on both monitoring objects and the fleet view, so that
+// its PrometheusRule has every alert of files/prometheus-rules.yaml.
+var monitoring = release{name: "formspec-hooks", namespace: "formspec-system",
+	values: "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}\nkubeStateMetrics: {enabled: true}"}
+
+// withoutFleet turns on the PrometheusRule alone: it must leave out the
+// alerts on kube-state-metrics' series, which nothing makes.
+var withoutFleet = release{name: "formspec-hooks", namespace: "formspec-system", values: "prometheusRule: {enabled: true}"}
 
 // monitoringObjects renders r and returns its ServiceMonitor and
 // PrometheusRule (nil when absent) and its Services.
@@ -55,7 +61,8 @@ func monitoringObjects(t *testing.T, r release) (serviceMonitor, prometheusRule 
 // are off by default, one value each turns them on, the ServiceMonitor
 // selects the metrics Service alone (never the hook Service Metacontroller
 // calls) and scrapes ports it has, and the PrometheusRule carries
-// files/prometheus-rules.yaml unchanged.
+// files/prometheus-rules.yaml unchanged, leaving out the fleet group unless
+// kubeStateMetrics.enabled.
 func TestMonitoringObjects(t *testing.T) {
 	sm, pr, _ := monitoringObjects(t, releases["Defaults"])
 	if sm != nil || pr != nil {
@@ -104,6 +111,14 @@ func TestMonitoringObjects(t *testing.T) {
 	}
 	if diff := cmp.Diff(file, pr["spec"]); diff != "" {
 		t.Errorf("PrometheusRule spec differs from files/prometheus-rules.yaml: -want, +got:\n%s", diff)
+	}
+	_, pr, _ = monitoringObjects(t, withoutFleet)
+	var groups []string
+	for _, g := range get(pr, "spec.groups").([]any) {
+		groups = append(groups, str(get(g, "name")))
+	}
+	if diff := cmp.Diff([]string{"formspec-hooks"}, groups); diff != "" {
+		t.Errorf("PrometheusRule groups without kubeStateMetrics.enabled: -want, +got:\n%s", diff)
 	}
 }
 
@@ -165,9 +180,10 @@ func TestAlertRules(t *testing.T) {
 	}
 	sort.Strings(names)
 	want := []string{
-		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecHookErrors",
+		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated", "FormspecHookErrors",
 		"FormspecHookPanics", "FormspecHookSlow", "FormspecHookThrottled",
 		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
+		"FormspecResourceClaimDenied", "FormspecWorkspacesDegraded",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("alerts: -want, +got:\n%s", diff)
@@ -227,6 +243,7 @@ func dashboardSelectors(t *testing.T) []selector {
 	t.Helper()
 	var dash struct {
 		Panels []struct {
+			Type    string
 			Title   string
 			Targets []struct{ Expr string }
 		}
@@ -243,6 +260,9 @@ func dashboardSelectors(t *testing.T) []selector {
 	vars := strings.NewReplacer("$__rate_interval", "5m", "$namespace", "formspec-system")
 	var out []selector
 	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			continue // a row only groups the panels below it
+		}
 		if len(p.Targets) == 0 {
 			t.Errorf("dashboard panel %q has no query", p.Title)
 		}
@@ -260,30 +280,67 @@ func dashboardSelectors(t *testing.T) []selector {
 }
 
 // TestMetricNamesExist checks that every metric an alert or the dashboard
-// reads is one the hook server or the reporter really exports, with the
-// labels the query matches on: it builds the three binaries, runs the hook
-// server with its reporter against the reference Cluster Control, posts
-// fixtures so that the request, decision and reporting series exist, and
-// scrapes both /metrics endpoints.
+// reads is one that really exists, with the labels the query matches on.
+// The hook server's and the reporter's: it builds the three binaries, runs
+// the hook server with its reporter against the reference Cluster Control,
+// posts fixtures so that the request, decision and reporting series exist,
+// and scrapes both /metrics endpoints. The fleet's (kube_formspec_*):
+// kube-state-metrics with the chart's config against a real API server
+// holding Workspaces, claims and Datastores (startKubeStateMetrics).
 func TestMetricNamesExist(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not building and running the binaries")
 	}
-	var want []selector
+	var all, servers, fleet []selector
 	for _, r := range alertRules(t) {
-		want = append(want, selectors(t, "alert "+r.Alert, r.Expr)...)
+		all = append(all, selectors(t, "alert "+r.Alert, r.Expr)...)
 	}
-	want = append(want, dashboardSelectors(t)...)
+	all = append(all, dashboardSelectors(t)...)
+	for _, s := range all {
+		if strings.HasPrefix(s.metric, fleetMetricPrefix) {
+			fleet = append(fleet, s)
+		} else {
+			servers = append(servers, s)
+		}
+	}
 
-	scrape := runServers(t)
-	// The series appear as the work posted reaches the reporter, the
-	// sidecar and Cluster Control, which takes a few reporting intervals;
-	// scrape until nothing is missing, and report what still is at the
-	// deadline.
+	t.Run("HookServerAndReporter", func(t *testing.T) {
+		// The series appear as the work posted reaches the reporter, the
+		// sidecar and Cluster Control, which takes a few reporting
+		// intervals; scrape until nothing is missing, and report what
+		// still is at the deadline.
+		checkMetrics(t, servers, "the hook server and the reporter", runServers(t))
+	})
+	t.Run("KubeStateMetrics", func(t *testing.T) {
+		if len(fleet) == 0 {
+			t.Fatalf("no alert or dashboard panel reads a %s* series", fleetMetricPrefix)
+		}
+		// kube-state-metrics has the series once its informers synced.
+		scrape, _ := startKubeStateMetrics(t)
+		checkMetrics(t, fleet, "kube-state-metrics", func() map[string]map[string]bool {
+			exported := map[string]map[string]bool{}
+			for _, s := range scrape() {
+				if exported[s.name] == nil {
+					exported[s.name] = map[string]bool{}
+				}
+				for l := range s.labels {
+					exported[s.name][l] = true
+				}
+			}
+			return exported
+		})
+	})
+}
+
+// checkMetrics scrapes until every selector in want reads an exported
+// metric with the labels it matches on, and reports what is missing after
+// 30 seconds.
+func checkMetrics(t *testing.T, want []selector, source string, scrape func() map[string]map[string]bool) {
+	t.Helper()
 	var problems []string
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		problems = missingMetrics(want, scrape())
+		problems = missingMetrics(want, source, scrape())
 		if len(problems) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -295,13 +352,13 @@ func TestMetricNamesExist(t *testing.T) {
 }
 
 // missingMetrics says which selectors read a metric, or match on a label,
-// that exported does not have.
-func missingMetrics(want []selector, exported map[string]map[string]bool) []string {
+// that exported does not have; source names what exported them.
+func missingMetrics(want []selector, source string, exported map[string]map[string]bool) []string {
 	var problems []string
 	for _, s := range want {
 		labels, ok := exported[s.metric]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s reads %s, which neither the hook server nor the reporter exports", s.where, s.metric))
+			problems = append(problems, fmt.Sprintf("%s reads %s, which %s does not export", s.where, s.metric, source))
 			continue
 		}
 		for _, l := range s.labels {
