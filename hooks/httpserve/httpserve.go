@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/formspec/formspec-hooks/hooks/internal/lograte"
 	"github.com/go-chi/chi/v5"
 )
 
@@ -54,10 +55,21 @@ type Config struct {
 	// ShutdownTimeout bounds the wait for in-flight requests once the
 	// server is told to stop.
 	ShutdownTimeout time.Duration
-	// Logger gets connection-level errors (failed TLS handshakes, refused
-	// connections); nil discards them.
+	// Logger gets connection-level errors (failed TLS handshakes, requests
+	// too broken to reach a handler), at most one line per kind and reason
+	// every RefusalLogInterval; nil discards them.
 	Logger *slog.Logger
+	// Refused, when set, is called for every Refusal, so that the caller
+	// can count them all (a metric); the log only samples them. It must
+	// be quick and safe for concurrent use.
+	Refused func(Refusal)
 }
+
+// RefusalLogInterval is the least time between two log lines about
+// refusals of the same kind and reason: a client retrying a botched token
+// or CA thousands of times a second writes one line every interval, with
+// the count of those it stands for.
+const RefusalLogInterval = 10 * time.Second
 
 // Defaults is the one table of defaults: WithDefaults gives every zero
 // field of a Config its value here.
@@ -118,7 +130,7 @@ func (c Config) WithDefaults() Config {
 
 // newServer returns an http.Server for h with every limit of cfg set, so a
 // slow or hostile client cannot hold connections open. cfg has its
-// defaults.
+// defaults. TLS is not the http.Server's: listen does the handshakes.
 func newServer(h http.Handler, cfg Config) *http.Server {
 	return &http.Server{
 		Handler:           guard(h, cfg.BodyTimeout),
@@ -127,9 +139,29 @@ func newServer(h http.Handler, cfg Config) *http.Server {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
-		TLSConfig:         cfg.TLS,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+}
+
+// listen wraps ln for srv: the connection caps first, then the TLS
+// handshake and the rewriting of Go's own error answers (connListener).
+func listen(ln net.Listener, srv *http.Server, cfg Config) net.Listener {
+	limiter := lograte.New(cfg.Logger, RefusalLogInterval)
+	cl := &connListener{
+		Listener: cfg.Conns.wrap(ln, srv),
+		timeout:  cfg.ReadHeaderTimeout,
+		refused: func(r Refusal, err error) {
+			if cfg.Refused != nil {
+				cfg.Refused(r)
+			}
+			limiter.Log(context.Background(), r.Kind+"/"+r.Reason, slog.LevelWarn, "refused below the handlers",
+				"kind", r.Kind, "reason", r.Reason, "err", err.Error())
+		},
+	}
+	if cfg.TLS != nil {
+		cl.tls = tlsForServing(cfg.TLS)
+	}
+	return cl
 }
 
 // ErrCut, given as the cause when ctx is cancelled
@@ -147,15 +179,9 @@ var ErrCut = errors.New("connections cut")
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, cfg Config) error {
 	cfg = cfg.WithDefaults()
 	srv := newServer(h, cfg)
-	ln = cfg.Conns.wrap(ln, srv)
+	ln = listen(ln, srv, cfg)
 	errc := make(chan error, 1)
-	go func() {
-		if cfg.TLS != nil {
-			errc <- srv.ServeTLS(ln, "", "")
-			return
-		}
-		errc <- srv.Serve(ln)
-	}()
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {

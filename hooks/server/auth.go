@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/formspec/formspec-hooks/hooks/filereload"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // bearerToken extracts the token from an "Authorization: Bearer <token>"
@@ -23,10 +24,26 @@ func bearerToken(r *http.Request) (string, bool) {
 // only when it changed), so a rotated token works on the next request, and
 // a file that becomes empty, unreadable or deleted refuses every token
 // (see filereload).
-func requireToken(tokens *filereload.Tokens, next http.Handler) http.Handler {
+//
+// Every refusal is counted in failures by reason, so that a botched token
+// rotation shows in Prometheus; the request log only samples them.
+func requireToken(tokens *filereload.Tokens, failures *prometheus.CounterVec, next http.Handler) http.Handler {
+	for _, reason := range []string{authMissing, authInvalid, authUnavailable} {
+		// Exported at 0 from the start, so that an alert on an increase
+		// sees the first failure.
+		failures.WithLabelValues(reason)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
 		if !ok || !tokens.Check(token) {
+			reason := authInvalid
+			switch {
+			case !ok:
+				reason = authMissing
+			case tokens.Err() != nil:
+				reason = authUnavailable
+			}
+			failures.WithLabelValues(reason).Inc()
 			w.Header().Set("WWW-Authenticate", `Bearer realm="formspec-hooks"`)
 			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token")
 			return

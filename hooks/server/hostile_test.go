@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/internal/testpki"
+	"github.com/formspec/formspec-hooks/hooks/testsync"
 )
 
 // attackers are the loopback addresses the hostile tests dial from, so
@@ -161,4 +163,65 @@ func TestRefusalsCostNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefusalsAreCountedNotLogged sends a flood of requests with no token
+// and with a wrong one: every one is counted by reason, and the log holds
+// a line now and then, not one per request.
+func TestRefusalsAreCountedNotLogged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, "t0ken\n", time.Unix(1000, 0))
+	var logs testsync.Buffer
+	hookURL, metricsURL, _ := startServer(t, Config{
+		Routes: echoRoutes(),
+		Tokens: filereload.NewTokens(path, filereload.Options{Name: "auth-tokens"}),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	const flood = 300
+	for i := range flood {
+		header := map[string]string{}
+		if i%3 == 0 {
+			header["Authorization"] = "Bearer wrong"
+		}
+		if code, _ := post(t, hookURL+"/v1/echo/sync", validBody, header); code != http.StatusUnauthorized {
+			t.Fatalf("request %d: code %d, want 401", i, code)
+		}
+	}
+	_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
+	for _, want := range []string{
+		`formspec_hooks_auth_failures_total{reason="invalid"} 100`,
+		`formspec_hooks_auth_failures_total{reason="missing"} 200`,
+		`formspec_hooks_auth_failures_total{reason="unavailable"} 0`,
+	} {
+		if !strings.Contains(scrape, want+"\n") {
+			t.Errorf("the metrics lack %q", want)
+		}
+	}
+	if n := strings.Count(logs.String(), `msg="hook request"`); n > 2 {
+		t.Errorf("%d refused requests wrote %d request lines, want at most 2 in the log interval:\n%s", flood, n, logs.String())
+	}
+}
+
+// TestHandshakeFailuresAreCounted is a CA rotation that missed a client:
+// its handshakes fail, and the server's metrics say so by reason.
+func TestHandshakeFailuresAreCounted(t *testing.T) {
+	pki := testpki.New(t)
+	certFile, keyFile, _ := pki.Issue(t, "server", 1, x509.ExtKeyUsageServerAuth, time.Now().Add(-time.Hour))
+	tlsCfg, _, err := TLSConfig(certFile, keyFile, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), TLS: tlsCfg})
+	addr := strings.TrimPrefix(hookURL, "https://")
+	for range 5 {
+		if conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}); err == nil {
+			conn.Close()
+			t.Fatal("a client without the CA completed a handshake")
+		}
+	}
+	want := `formspec_hooks_tls_handshake_errors_total{listener="hooks",reason="rejected-by-client"} 5`
+	testsync.WaitFor(t, want, func() bool {
+		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
+		return strings.Contains(scrape, want+"\n")
+	})
 }

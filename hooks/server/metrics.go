@@ -23,6 +23,7 @@ type Metrics struct {
 	// inFlightBytes is the request-body memory held right now (see
 	// Config.MaxInFlightBytes).
 	inFlightBytes prometheus.Gauge
+	refusals      refusalMetrics
 }
 
 // NewMetrics creates the collectors and registers them, with the Go runtime
@@ -70,12 +71,14 @@ func NewMetrics() *Metrics {
 			Name:      "in_flight_request_bytes",
 			Help:      "Request-body buffer bytes held by hook requests being served.",
 		}),
+		refusals: newRefusalMetrics(),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.duration, m.size, m.panics, m.inFlight, m.decisions, m.inFlightBytes,
 	)
+	m.registry.MustRegister(m.refusals.collectors()...)
 	return m
 }
 

@@ -99,6 +99,7 @@ func newRouter(cfg Config) (http.Handler, error) {
 		slots = make(chan struct{}, cfg.MaxInFlight)
 	}
 	budget := newByteBudget(cfg.MaxInFlightBytes, cfg.Metrics)
+	reqLog := newRequestLog(cfg.Logger)
 
 	r := httpserve.NewRouter()
 	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
@@ -120,10 +121,10 @@ func newRouter(cfg Config) (http.Handler, error) {
 		h = limitInFlight(slots, h)
 		h = readBody(cfg.MaxBodyBytes, budget, h)
 		if cfg.Tokens != nil {
-			h = requireToken(cfg.Tokens, h)
+			h = requireToken(cfg.Tokens, cfg.Metrics.refusals.auth, h)
 		}
 		h = recoverPanics(rt.Name, cfg.Logger, cfg.Metrics, h)
-		h = instrument(rt.Name, cfg.Logger, cfg.Metrics, h)
+		h = instrument(rt.Name, reqLog, cfg.Metrics, h)
 		r.Method(rt.Method, rt.Path, h)
 	}
 	return r, nil
@@ -201,7 +202,7 @@ func recoverPanics(name string, logger *slog.Logger, m *Metrics, next http.Handl
 // instrument logs one line and records metrics per request. The line has no
 // headers and no bodies: Authorization carries a token and bodies carry
 // Secrets.
-func instrument(name string, logger *slog.Logger, m *Metrics, next http.Handler) http.Handler {
+func instrument(name string, reqLog *requestLog, m *Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		body := &countingReader{r: r.Body}
@@ -221,11 +222,7 @@ func instrument(name string, logger *slog.Logger, m *Metrics, next http.Handler)
 			m.duration.WithLabelValues(name).Observe(elapsed.Seconds())
 			m.size.WithLabelValues(name).Observe(float64(requestSize(r, body.n)))
 		}
-		level := slog.LevelDebug
-		if code >= http.StatusBadRequest {
-			level = slog.LevelInfo
-		}
-		logger.Log(r.Context(), level, "hook request",
+		reqLog.log(r.Context(), name, code,
 			"hook", name,
 			"method", r.Method,
 			"path", r.URL.Path,

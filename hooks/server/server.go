@@ -190,6 +190,8 @@ func (s *Server) Run(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, hookLn, metricsLn net.Listener) error {
 	hookCfg, metricsCfg := s.cfg.HTTP, s.cfg.HTTP
 	hookCfg.TLS = s.cfg.TLS
+	hookCfg.Refused = s.cfg.Metrics.refusals.refused("hooks")
+	metricsCfg.Refused = s.cfg.Metrics.refusals.refused("metrics")
 
 	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHooks()
