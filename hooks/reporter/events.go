@@ -21,6 +21,9 @@ const (
 	eventWarning = corev1.EventTypeWarning
 )
 
+// reportingController names the reporter in the Events it records.
+const reportingController = "formspec.dev/reporter"
+
 // event is a decision a user should see on their object, as an
 // events.k8s.io/v1 Event.
 type event struct {
