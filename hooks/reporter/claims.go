@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // claimEntry is the last decision on a ResourceClaim, kept to tell a
@@ -18,7 +19,7 @@ type claimEntry struct {
 // observeClaim records a claim decision and returns the Events it calls
 // for.
 func (s *state) observeClaim(c *observation.ClaimDecision, now time.Time) []event {
-	k := wsKey(c.Namespace, c.Name)
+	k := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, ok := s.claims[k]

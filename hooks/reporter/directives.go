@@ -6,6 +6,7 @@ import (
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // annotated reports whether a workspace's annotations already say what d
@@ -36,7 +37,7 @@ func carriedOut(d ccapi.Directive, f wsFacts) bool {
 // consume reports the workspace's directive consumed if the workspace has
 // carried it out, and reports whether a report became pending. Called with
 // the lock held.
-func (s *state) consume(k string, e *wsEntry, now time.Time) bool {
+func (s *state) consume(k types.NamespacedName, e *wsEntry, now time.Time) bool {
 	d, ok := s.directives[k]
 	if !ok || e.deleted || e.statusJS == nil || !carriedOut(d, e.facts) {
 		return false
@@ -59,7 +60,7 @@ func (s *state) consume(k string, e *wsEntry, now time.Time) bool {
 func (s *state) setDirectives(ds []ccapi.Directive, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.directives = make(map[string]ccapi.Directive, len(ds))
+	s.directives = make(map[types.NamespacedName]ccapi.Directive, len(ds))
 	queued := false
 	for _, d := range ds {
 		if d.Validate() != nil {
@@ -69,7 +70,7 @@ func (s *state) setDirectives(ds []ccapi.Directive, now time.Time) bool {
 			s.drop(dropDirectiveLimit)
 			break
 		}
-		k := wsKey(d.Namespace, d.Name)
+		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 		s.directives[k] = d
 		if e, ok := s.workspaces[k]; ok && s.consume(k, e, now) {
 			queued = true
@@ -91,7 +92,7 @@ func (s *state) toWrite() []ccapi.Directive {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []ccapi.Directive
-	for _, k := range slices.Sorted(maps.Keys(s.directives)) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.directives), compareNames) {
 		d := s.directives[k]
 		if s.applied[k] == d {
 			continue
@@ -110,7 +111,7 @@ func (s *state) toWrite() []ccapi.Directive {
 func (s *state) written(d ccapi.Directive) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := wsKey(d.Namespace, d.Name)
+	k := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	if s.directives[k] == d {
 		s.applied[k] = d
 	}

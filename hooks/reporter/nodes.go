@@ -10,6 +10,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // nodeEntry is a node's latest summary and when it was last observed.
@@ -21,7 +22,7 @@ type nodeEntry struct {
 // podEntry is where a live workspace pod runs, counted towards its node
 // until it goes unobserved for lim.podStale.
 type podEntry struct {
-	workspace string // namespace/name
+	workspace types.NamespacedName
 	node      string
 	live      bool
 	lastSeen  time.Time
@@ -46,7 +47,7 @@ func (s *state) observeNode(n *corev1.Node, now time.Time) {
 
 // observePod records where a workspace pod runs.
 func (s *state) observePod(p *observation.PodPlacement, now time.Time) {
-	k := wsKey(p.Namespace, p.Name)
+	k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	live := !p.Terminating && p.NodeName != "" && (p.Phase == corev1.PodPending || p.Phase == corev1.PodRunning || p.Phase == "")
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -67,7 +68,7 @@ func (s *state) observePod(p *observation.PodPlacement, now time.Time) {
 		delete(s.pods, k)
 		return
 	}
-	e.workspace, e.node, e.live, e.lastSeen = wsKey(p.Namespace, p.Workspace), p.NodeName, live, now
+	e.workspace, e.node, e.live, e.lastSeen = types.NamespacedName{Namespace: p.Namespace, Name: p.Workspace}, p.NodeName, live, now
 }
 
 // nodeReport builds the node-health body and forgets nodes and pods that
@@ -76,14 +77,14 @@ func (s *state) observePod(p *observation.PodPlacement, now time.Time) {
 func (s *state) nodeReport(reporter string, now time.Time) ccapi.NodeHealthReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	perNode := map[string]map[string]bool{}
+	perNode := map[string]map[types.NamespacedName]bool{}
 	for k, p := range s.pods {
 		if now.Sub(p.lastSeen) > s.lim.podStale {
 			delete(s.pods, k)
 			continue
 		}
 		if perNode[p.node] == nil {
-			perNode[p.node] = map[string]bool{}
+			perNode[p.node] = map[types.NamespacedName]bool{}
 		}
 		perNode[p.node][p.workspace] = true
 	}
@@ -96,7 +97,7 @@ func (s *state) nodeReport(reporter string, now time.Time) ccapi.NodeHealthRepor
 		h := n.health
 		h.ObservedAt = ccapi.Stamp(n.lastSeen)
 		for ws := range perNode[name] {
-			h.Workspaces = append(h.Workspaces, ws)
+			h.Workspaces = append(h.Workspaces, ws.String())
 		}
 		slices.Sort(h.Workspaces)
 		h.WorkspaceCount = len(h.Workspaces)

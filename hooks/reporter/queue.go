@@ -5,11 +5,12 @@ import (
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // bump makes the entry's current state a new version to report and queues
 // it. Called with the lock held.
-func (s *state) bump(k string, e *wsEntry, now time.Time) {
+func (s *state) bump(k types.NamespacedName, e *wsEntry, now time.Time) {
 	e.version++
 	e.reportedAt, e.dirty = now, true
 	if !e.queued {
@@ -20,11 +21,11 @@ func (s *state) bump(k string, e *wsEntry, now time.Time) {
 
 // pendingReport is one workspace report taken for sending.
 type pendingReport struct {
-	wsKey    string
-	version  uint64
-	consumed *ccapi.DirectiveConsumed
-	body     []byte
-	key      string
+	workspace types.NamespacedName
+	version   uint64
+	consumed  *ccapi.DirectiveConsumed
+	body      []byte
+	key       string
 }
 
 // next takes the oldest pending report and encodes it. The body is built
@@ -34,7 +35,7 @@ func (s *state) next() (pendingReport, bool) {
 	defer s.mu.Unlock()
 	for len(s.queue) > 0 {
 		k := s.queue[0]
-		s.queue[0] = ""
+		s.queue[0] = types.NamespacedName{}
 		s.queue = s.queue[1:]
 		e, ok := s.workspaces[k]
 		if !ok {
@@ -52,7 +53,7 @@ func (s *state) next() (pendingReport, bool) {
 			e.dirty = false
 			continue
 		}
-		return pendingReport{wsKey: k, version: e.version, consumed: e.consumed, body: body, key: idempotencyKey(body)}, true
+		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, body: body, key: idempotencyKey(body)}, true
 	}
 	// Let the backing array go once drained, so a burst does not pin it.
 	s.queue = nil
@@ -61,8 +62,8 @@ func (s *state) next() (pendingReport, bool) {
 
 func reportBody(e *wsEntry) ([]byte, error) {
 	rep := ccapi.WorkspaceStatusReport{
-		Namespace:         e.ns,
-		Name:              e.name,
+		Namespace:         e.name.Namespace,
+		Name:              e.name.Name,
 		ObservedAt:        ccapi.Stamp(e.observedAt),
 		ReportedAt:        ccapi.Stamp(e.reportedAt),
 		Deleted:           e.deleted,
@@ -81,7 +82,7 @@ func reportBody(e *wsEntry) ([]byte, error) {
 func (s *state) finish(p pendingReport, o outcome) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.workspaces[p.wsKey]
+	e, ok := s.workspaces[p.workspace]
 	if !ok {
 		return
 	}
@@ -90,7 +91,7 @@ func (s *state) finish(p pendingReport, o outcome) {
 		// on must not hold up every other workspace.
 		if e.dirty && !e.queued {
 			e.queued = true
-			s.queue = append(s.queue, p.wsKey)
+			s.queue = append(s.queue, p.workspace)
 		}
 		return
 	}
@@ -103,7 +104,7 @@ func (s *state) finish(p pendingReport, o outcome) {
 	}
 	e.dirty = false
 	if e.deleted {
-		delete(s.workspaces, p.wsKey)
+		delete(s.workspaces, p.workspace)
 		s.tombstones--
 		s.tombstoneGen++
 	}

@@ -1,11 +1,14 @@
 package reporter
 
 import (
+	"cmp"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Reasons an observation is dropped, the values of the reason label.
@@ -36,7 +39,7 @@ type state struct {
 	drop func(reason string)
 
 	mu         sync.Mutex
-	workspaces map[string]*wsEntry
+	workspaces map[types.NamespacedName]*wsEntry
 	// tombstones counts the deleted workspaces in workspaces whose deletion
 	// Cluster Control has not acknowledged yet; tombstoneGen changes with
 	// them, for the tombstone file.
@@ -45,33 +48,37 @@ type state struct {
 	// queue holds the keys of workspaces with an unsent report, oldest
 	// first, each at most once, so its length is bounded by the number of
 	// workspaces and tombstones.
-	queue []string
+	queue []types.NamespacedName
 	// directives are Cluster Control's directives not yet consumed, by
-	// workspace key; applied are those already written onto their
+	// workspace; applied are those already written onto their
 	// Workspace, so that each is written once, not on every poll.
-	directives map[string]ccapi.Directive
-	applied    map[string]ccapi.Directive
-	classes    map[string]int32 // ClusterClass name → maxWorkspaces
-	nodes      map[string]*nodeEntry
-	pods       map[string]*podEntry
-	claims     map[string]*claimEntry
+	directives map[types.NamespacedName]ccapi.Directive
+	applied    map[types.NamespacedName]ccapi.Directive
+	classes    map[string]int32      // ClusterClass name → maxWorkspaces
+	nodes      map[string]*nodeEntry // by Node name
+	pods       map[types.NamespacedName]*podEntry
+	claims     map[types.NamespacedName]*claimEntry
 }
 
 func newState(lim limits, drop func(string)) *state {
 	return &state{
 		lim:        lim,
 		drop:       drop,
-		workspaces: map[string]*wsEntry{},
-		directives: map[string]ccapi.Directive{},
-		applied:    map[string]ccapi.Directive{},
+		workspaces: map[types.NamespacedName]*wsEntry{},
+		directives: map[types.NamespacedName]ccapi.Directive{},
+		applied:    map[types.NamespacedName]ccapi.Directive{},
 		classes:    map[string]int32{},
 		nodes:      map[string]*nodeEntry{},
-		pods:       map[string]*podEntry{},
-		claims:     map[string]*claimEntry{},
+		pods:       map[types.NamespacedName]*podEntry{},
+		claims:     map[types.NamespacedName]*claimEntry{},
 	}
 }
 
-func wsKey(ns, name string) string { return ns + "/" + name }
+// compareNames orders namespaced names by namespace, then name: what the
+// state lists, it lists in this order.
+func compareNames(a, b types.NamespacedName) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
 
 // counts reports the sizes of the state, for metrics and tests.
 type counts struct {

@@ -17,8 +17,8 @@ import (
 // keeps the status encoded, once, and the few facts the reporter acts on,
 // not the observation: about 2 KiB for a typical workspace.
 type wsEntry struct {
-	ns, name string
-	uid      types.UID
+	name types.NamespacedName
+	uid  types.UID
 	// statusJS is the encoded ccapi.WorkspaceStatus; nil once deleted.
 	statusJS []byte
 	// observedAt is when the current state arrived. A re-report keeps it,
@@ -59,10 +59,10 @@ func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) 
 		return false, nil
 	}
 	f := factsOf(o)
-	k := wsKey(o.Namespace, o.Name)
+	k := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entry(o.Namespace, o.Name)
+	e := s.entry(k)
 	if e == nil {
 		return false, nil
 	}
@@ -120,7 +120,7 @@ func factsOf(o *observation.WorkspaceStatus) wsFacts {
 // deleteWorkspace records a workspace's deletion, kept as a tombstone until
 // Cluster Control acknowledges it.
 func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (bool, []event) {
-	k := wsKey(ref.Namespace, ref.Name)
+	k := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.directives, k)
@@ -131,7 +131,7 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 	}
 	if !ok {
 		// Never seen alive by this reporter: the tombstone is all there is.
-		e = &wsEntry{ns: ref.Namespace, name: ref.Name}
+		e = &wsEntry{name: k}
 		s.workspaces[k] = e
 	}
 	if ref.UID != "" {
@@ -152,13 +152,13 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 // nothing about for longest. It only runs when an outage has outlasted
 // lim.tombstones deletions. Called with the lock held.
 func (s *state) evictOldestTombstone() {
-	var oldest string
+	var oldest types.NamespacedName
 	for k, e := range s.workspaces {
-		if e.deleted && (oldest == "" || e.observedAt.Before(s.workspaces[oldest].observedAt)) {
+		if e.deleted && (oldest == (types.NamespacedName{}) || e.observedAt.Before(s.workspaces[oldest].observedAt)) {
 			oldest = k
 		}
 	}
-	if oldest != "" {
+	if oldest != (types.NamespacedName{}) {
 		delete(s.workspaces, oldest)
 		s.tombstones--
 		s.tombstoneGen++
@@ -168,8 +168,7 @@ func (s *state) evictOldestTombstone() {
 
 // entry returns the workspace's entry, creating it within the limit. Called
 // with the lock held.
-func (s *state) entry(ns, name string) *wsEntry {
-	k := wsKey(ns, name)
+func (s *state) entry(k types.NamespacedName) *wsEntry {
 	if e, ok := s.workspaces[k]; ok {
 		return e
 	}
@@ -177,7 +176,7 @@ func (s *state) entry(ns, name string) *wsEntry {
 		s.drop(dropWorkspaceLimit)
 		return nil
 	}
-	e := &wsEntry{ns: ns, name: name}
+	e := &wsEntry{name: k}
 	s.workspaces[k] = e
 	return e
 }
@@ -189,7 +188,7 @@ func (s *state) resync(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, k := range slices.Sorted(maps.Keys(s.workspaces)) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.workspaces), compareNames) {
 		e := s.workspaces[k]
 		if e.deleted || e.dirty || e.statusJS == nil {
 			continue
