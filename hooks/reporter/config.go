@@ -1,6 +1,7 @@
 package reporter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,8 +13,8 @@ import (
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 )
 
-// Config configures a Reporter. Zero durations and limits take the defaults
-// of the formspec-reporter flags.
+// Config configures a Reporter. Zero durations and limits take their value
+// from Defaults.
 type Config struct {
 	// ClusterControlURL is the base URL of Cluster Control.
 	ClusterControlURL string
@@ -35,42 +36,47 @@ type Config struct {
 	// and consumed when something else writes the annotations).
 	Kube *KubeClients
 
-	NodeHealthInterval   time.Duration // default 15s
-	DeployStatusInterval time.Duration // default 30s
+	// NodeHealthInterval and DeployStatusInterval are the periods of the
+	// node-health report and the directive poll.
+	NodeHealthInterval   time.Duration
+	DeployStatusInterval time.Duration
 	// ResyncInterval is how often every known workspace is reported again,
-	// changed or not, so that Cluster Control recovers lost state
-	// (default 10m).
+	// changed or not, so that Cluster Control recovers lost state.
 	ResyncInterval time.Duration
 	// NodeStaleIntervals is how many node-health intervals a node may go
-	// unobserved before it is forgotten (default 4).
+	// unobserved before it is forgotten.
 	NodeStaleIntervals int
 	// PodStaleAfter is how long a pod may go unobserved before it no
-	// longer counts towards its node (default 5m, five resyncs of the
-	// workspace-pods controller).
-	PodStaleAfter  time.Duration
-	RequestTimeout time.Duration // default 10s
-	BackoffBase    time.Duration // default 500ms
-	BackoffMax     time.Duration // default 60s
+	// longer counts towards its node.
+	PodStaleAfter time.Duration
+	// RequestTimeout bounds one call to Cluster Control.
+	RequestTimeout time.Duration
+	// BackoffBase is the first retry delay, doubled per failure up to
+	// BackoffMax.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
 	// LogInterval is the least time between two failure logs for one
-	// endpoint (default 30s).
+	// endpoint.
 	LogInterval time.Duration
 
-	MaxWorkspaces int // default 10000
+	// MaxWorkspaces bounds the workspaces tracked.
+	MaxWorkspaces int
 	// MaxTombstones bounds the deletions kept until Cluster Control
-	// acknowledges them (default 5000); beyond it the oldest is dropped
-	// and counted.
+	// acknowledges them; beyond it the oldest is dropped and counted.
 	MaxTombstones int
 	// TombstoneFile, when set, keeps those deletions across a restart of
 	// the sidecar (an emptyDir survives a container restart): it is read
 	// at start and rewritten within a second of a change.
 	TombstoneFile string
-	MaxNodes      int // default 5000
-	MaxPods       int // default 100000
-	MaxClaims     int // default 20000
+	// MaxNodes, MaxPods and MaxClaims bound the nodes, workspace pods and
+	// ResourceClaim decisions tracked.
+	MaxNodes  int
+	MaxPods   int
+	MaxClaims int
 
 	// EventBurst and EventInterval limit the Events about one object: a
-	// burst, then one per interval (defaults 5 and 1m). EventQPS and
-	// EventTotalBurst limit all Events (defaults 5/s and 50).
+	// burst, then one per interval. EventQPS and EventTotalBurst limit all
+	// Events.
 	EventBurst      int
 	EventInterval   time.Duration
 	EventQPS        float64
@@ -106,26 +112,55 @@ func (cfg Config) validate() (*url.URL, error) {
 	return u, nil
 }
 
-// withDefaults returns cfg with its zero fields set to their defaults.
+// Defaults is the one table of defaults: New gives every zero duration and
+// limit of a Config its value here, and formspec-reporter's flags default
+// to it.
+var Defaults = Config{
+	NodeHealthInterval:   15 * time.Second,
+	DeployStatusInterval: 30 * time.Second,
+	ResyncInterval:       10 * time.Minute,
+	NodeStaleIntervals:   4,
+	// Five resyncs of the workspace-pods controller.
+	PodStaleAfter:  5 * time.Minute,
+	RequestTimeout: 10 * time.Second,
+	BackoffBase:    500 * time.Millisecond,
+	BackoffMax:     60 * time.Second,
+	LogInterval:    30 * time.Second,
+
+	MaxWorkspaces: 10000,
+	MaxTombstones: 5000,
+	MaxNodes:      5000,
+	MaxPods:       100000,
+	MaxClaims:     20000,
+
+	EventBurst:      5,
+	EventInterval:   time.Minute,
+	EventQPS:        5,
+	EventTotalBurst: 50,
+}
+
+// withDefaults returns cfg with its zero durations and limits set from
+// Defaults, and the clock, the jitter and the logger set.
 func (cfg Config) withDefaults() Config {
-	setDefault(&cfg.NodeHealthInterval, 15*time.Second)
-	setDefault(&cfg.DeployStatusInterval, 30*time.Second)
-	setDefault(&cfg.ResyncInterval, 10*time.Minute)
-	setDefault(&cfg.NodeStaleIntervals, 4)
-	setDefault(&cfg.PodStaleAfter, 5*time.Minute)
-	setDefault(&cfg.RequestTimeout, 10*time.Second)
-	setDefault(&cfg.BackoffBase, 500*time.Millisecond)
-	setDefault(&cfg.BackoffMax, 60*time.Second)
-	setDefault(&cfg.LogInterval, 30*time.Second)
-	setDefault(&cfg.MaxWorkspaces, 10000)
-	setDefault(&cfg.MaxTombstones, 5000)
-	setDefault(&cfg.MaxNodes, 5000)
-	setDefault(&cfg.MaxPods, 100000)
-	setDefault(&cfg.MaxClaims, 20000)
-	setDefault(&cfg.EventBurst, 5)
-	setDefault(&cfg.EventInterval, time.Minute)
-	setDefault(&cfg.EventQPS, 5)
-	setDefault(&cfg.EventTotalBurst, 50)
+	d := Defaults
+	cfg.NodeHealthInterval = cmp.Or(cfg.NodeHealthInterval, d.NodeHealthInterval)
+	cfg.DeployStatusInterval = cmp.Or(cfg.DeployStatusInterval, d.DeployStatusInterval)
+	cfg.ResyncInterval = cmp.Or(cfg.ResyncInterval, d.ResyncInterval)
+	cfg.NodeStaleIntervals = cmp.Or(cfg.NodeStaleIntervals, d.NodeStaleIntervals)
+	cfg.PodStaleAfter = cmp.Or(cfg.PodStaleAfter, d.PodStaleAfter)
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, d.RequestTimeout)
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, d.BackoffBase)
+	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, d.BackoffMax)
+	cfg.LogInterval = cmp.Or(cfg.LogInterval, d.LogInterval)
+	cfg.MaxWorkspaces = cmp.Or(cfg.MaxWorkspaces, d.MaxWorkspaces)
+	cfg.MaxTombstones = cmp.Or(cfg.MaxTombstones, d.MaxTombstones)
+	cfg.MaxNodes = cmp.Or(cfg.MaxNodes, d.MaxNodes)
+	cfg.MaxPods = cmp.Or(cfg.MaxPods, d.MaxPods)
+	cfg.MaxClaims = cmp.Or(cfg.MaxClaims, d.MaxClaims)
+	cfg.EventBurst = cmp.Or(cfg.EventBurst, d.EventBurst)
+	cfg.EventInterval = cmp.Or(cfg.EventInterval, d.EventInterval)
+	cfg.EventQPS = cmp.Or(cfg.EventQPS, d.EventQPS)
+	cfg.EventTotalBurst = cmp.Or(cfg.EventTotalBurst, d.EventTotalBurst)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -139,11 +174,4 @@ func (cfg Config) withDefaults() Config {
 		cfg.rand = defaultRand
 	}
 	return cfg
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
