@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
@@ -49,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := cliflag.New(program, usage)
 	var (
 		cfg          reporter.Config
+		def          = reporter.Defaults
 		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
 		shutdownWait = fs.Duration("shutdown-grace", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take on shutdown")
@@ -62,24 +62,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
 	fs.StringVar(&cfg.ClientCertFile, "client-cert-file", "", "PEM client certificate for mTLS; reloaded when it changes")
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
-	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", 15*time.Second, "period of POST /v1/node-health (jittered by ±10%)")
-	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", 30*time.Second, "period of GET /v1/deploy-status (jittered by ±10%)")
-	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", 10*time.Minute, "period at which every known workspace is reported again, changed or not (jittered by ±10%)")
-	fs.IntVar(&cfg.NodeStaleIntervals, "node-stale-intervals", 4, "node-health intervals a node may go unobserved before it is forgotten")
-	fs.DurationVar(&cfg.PodStaleAfter, "pod-stale-after", 5*time.Minute, "how long a workspace pod may go unobserved before it stops counting towards its node")
-	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", 10*time.Second, "timeout of one call to Cluster Control")
-	fs.DurationVar(&cfg.BackoffBase, "backoff-base", 500*time.Millisecond, "first retry delay; doubles per failure, with full jitter")
-	fs.DurationVar(&cfg.BackoffMax, "backoff-max", 60*time.Second, "longest retry delay (a Retry-After may ask for more, up to 10m)")
-	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", 30*time.Second, "least time between two failure logs for one endpoint")
-	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 10000, "most workspaces tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", 5000, "most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted")
+	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", def.NodeHealthInterval, "period of POST /v1/node-health (jittered by ±10%)")
+	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", def.DeployStatusInterval, "period of GET /v1/deploy-status (jittered by ±10%)")
+	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", def.ResyncInterval, "period at which every known workspace is reported again, changed or not (jittered by ±10%)")
+	fs.IntVar(&cfg.NodeStaleIntervals, "node-stale-intervals", def.NodeStaleIntervals, "node-health intervals a node may go unobserved before it is forgotten")
+	fs.DurationVar(&cfg.PodStaleAfter, "pod-stale-after", def.PodStaleAfter, "how long a workspace pod may go unobserved before it stops counting towards its node")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", def.RequestTimeout, "timeout of one call to Cluster Control")
+	fs.DurationVar(&cfg.BackoffBase, "backoff-base", def.BackoffBase, "first retry delay; doubles per failure, with full jitter")
+	fs.DurationVar(&cfg.BackoffMax, "backoff-max", def.BackoffMax, "longest retry delay (a Retry-After may ask for more, up to 10m)")
+	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", def.LogInterval, "least time between two failure logs for one endpoint")
+	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", def.MaxWorkspaces, "most workspaces tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", def.MaxTombstones, "most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted")
 	fs.StringVar(&cfg.TombstoneFile, "tombstone-file", "", "file keeping unacknowledged workspace deletions across a restart of the sidecar (put it on an emptyDir); empty keeps them in memory only")
-	fs.IntVar(&cfg.MaxNodes, "max-nodes", 5000, "most nodes tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxPods, "max-pods", 100000, "most workspace pods tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxClaims, "max-claims", 20000, "most ResourceClaim decisions remembered to announce their changes as Events")
-	fs.IntVar(&cfg.EventBurst, "event-burst", 5, "Events about one object written in a burst before the per-object limit applies")
-	fs.DurationVar(&cfg.EventInterval, "event-interval", time.Minute, "after the burst, at most one Event about an object per interval")
-	fs.Float64Var(&cfg.EventQPS, "event-qps", 5, "Events per second over all objects (after a burst of 50)")
+	fs.IntVar(&cfg.MaxNodes, "max-nodes", def.MaxNodes, "most nodes tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxPods, "max-pods", def.MaxPods, "most workspace pods tracked; observations beyond are dropped and counted")
+	fs.IntVar(&cfg.MaxClaims, "max-claims", def.MaxClaims, "most ResourceClaim decisions remembered to announce their changes as Events")
+	fs.IntVar(&cfg.EventBurst, "event-burst", def.EventBurst, "Events about one object written in a burst before the per-object limit applies")
+	fs.DurationVar(&cfg.EventInterval, "event-interval", def.EventInterval, "after the burst, at most one Event about an object per interval")
+	fs.Float64Var(&cfg.EventQPS, "event-qps", def.EventQPS, fmt.Sprintf("Events per second over all objects (after a burst of %d)", def.EventTotalBurst))
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}

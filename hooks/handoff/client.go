@@ -19,6 +19,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Options tunes a Client. Zero values take the defaults noted per field.
@@ -79,7 +80,7 @@ type Client struct {
 	latest map[objKey]uint64
 	// deleted maps a workspace to the seq of its latest queued deletion:
 	// no status is merged across it.
-	deleted map[wsName]uint64
+	deleted map[types.NamespacedName]uint64
 	// posting is the last seq of the batch being posted (0: none); what is
 	// up to it is never replaced.
 	posting uint64
@@ -123,7 +124,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 		base:    u,
 		opts:    opts,
 		latest:  map[objKey]uint64{},
-		deleted: map[wsName]uint64{},
+		deleted: map[types.NamespacedName]uint64{},
 		waiting: make(chan struct{}, 1),
 		posted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_hooks_reporter_handoff_batches_total",

@@ -17,18 +17,15 @@ type queued struct {
 	key objKey
 	// workspace names the workspace of a status or deletion, to keep a
 	// status from being merged across a deletion.
-	workspace wsName
+	workspace types.NamespacedName
 	// milestones are a workspace status's; a status replaces only one with
 	// the same, so that the reporter sees every transition it announces.
 	milestones observation.Milestones
 }
 
-// wsName is a workspace's namespace and name.
-type wsName struct{ namespace, name string }
-
 // deletion reports whether q is a workspace deletion.
 func (q *queued) deletion() bool {
-	return q.key == objKey{} && q.workspace != wsName{}
+	return q.key == objKey{} && q.workspace != types.NamespacedName{}
 }
 
 // objKind is the kind of object a state observation is about.
@@ -45,16 +42,16 @@ const (
 // Node by name alone). Statuses of a workspace recreated under the same
 // name have a new UID, so they are a different object.
 type objKey struct {
-	kind            objKind
-	uid             types.UID
-	namespace, name string
+	kind objKind
+	uid  types.UID
+	name types.NamespacedName
 }
 
-func nameKey(kind objKind, uid types.UID, namespace, name string) objKey {
+func nameKey(kind objKind, uid types.UID, name types.NamespacedName) objKey {
 	if uid != "" {
 		return objKey{kind: kind, uid: uid}
 	}
-	return objKey{kind: kind, namespace: namespace, name: name}
+	return objKey{kind: kind, name: name}
 }
 
 // newQueued describes an encoded observation for the queue; seq is set
@@ -63,15 +60,15 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 	q := queued{raw: raw}
 	switch {
 	case obs.WorkspaceDeleted != nil:
-		q.workspace = wsName{obs.WorkspaceDeleted.Namespace, obs.WorkspaceDeleted.Name}
+		q.workspace = types.NamespacedName{Namespace: obs.WorkspaceDeleted.Namespace, Name: obs.WorkspaceDeleted.Name}
 	case obs.Workspace != nil:
-		q.key = nameKey(kindWorkspace, obs.Workspace.UID, obs.Workspace.Namespace, obs.Workspace.Name)
-		q.workspace = wsName{obs.Workspace.Namespace, obs.Workspace.Name}
+		q.workspace = types.NamespacedName{Namespace: obs.Workspace.Namespace, Name: obs.Workspace.Name}
+		q.key = nameKey(kindWorkspace, obs.Workspace.UID, q.workspace)
 		q.milestones = obs.Workspace.Milestones()
 	case obs.Node != nil:
-		q.key = objKey{kind: kindNode, name: obs.Node.Name}
+		q.key = objKey{kind: kindNode, name: types.NamespacedName{Name: obs.Node.Name}}
 	case obs.Pod != nil:
-		q.key = nameKey(kindPod, "", obs.Pod.Namespace, obs.Pod.Name)
+		q.key = nameKey(kindPod, "", types.NamespacedName{Namespace: obs.Pod.Namespace, Name: obs.Pod.Name})
 	}
 	// A claim decision is never replaced: each one is a decision the
 	// reporter records as an Event (granted, denied, rotated), and a denial
@@ -129,7 +126,7 @@ func (c *Client) replace(q queued) bool {
 		return false
 	}
 	seq, ok := c.latest[q.key]
-	if !ok || seq <= c.posting || (q.workspace != wsName{} && c.deleted[q.workspace] > seq) {
+	if !ok || seq <= c.posting || (q.workspace != types.NamespacedName{} && c.deleted[q.workspace] > seq) {
 		return false
 	}
 	i, found := c.index(seq)

@@ -2,7 +2,6 @@ package reporter
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 )
 
@@ -20,6 +20,9 @@ const (
 	eventNormal  = corev1.EventTypeNormal
 	eventWarning = corev1.EventTypeWarning
 )
+
+// reportingController names the reporter in the Events it records.
+const reportingController = "formspec.dev/reporter"
 
 // event is a decision a user should see on their object, as an
 // events.k8s.io/v1 Event.
@@ -38,7 +41,7 @@ type event struct {
 const freshDecision = 5 * time.Minute
 
 func workspaceRef(e *wsEntry) corev1.ObjectReference {
-	return corev1.ObjectReference{APIVersion: v1alpha1.APIVersion, Kind: "Workspace", Namespace: e.ns, Name: e.name, UID: e.uid}
+	return corev1.ObjectReference{APIVersion: v1alpha1.APIVersion, Kind: "Workspace", Namespace: e.name.Namespace, Name: e.name.Name, UID: e.uid}
 }
 
 // workspaceEvents lists the Events a workspace observation calls for, given
@@ -143,7 +146,13 @@ type eventWriter struct {
 	count  func(result string)
 	mu     sync.Mutex
 	all    *rate.Limiter
-	perObj map[string]*rate.Limiter
+	perObj map[objectKey]*rate.Limiter
+}
+
+// objectKey names the object an Event is about.
+type objectKey struct {
+	kind string
+	name types.NamespacedName
 }
 
 func newEventWriter(rec events.EventRecorder, lim eventLimits, now func() time.Time, count func(string)) *eventWriter {
@@ -153,7 +162,7 @@ func newEventWriter(rec events.EventRecorder, lim eventLimits, now func() time.T
 		now:    now,
 		count:  count,
 		all:    rate.NewLimiter(rate.Limit(lim.PerSecond), lim.Burst),
-		perObj: map[string]*rate.Limiter{},
+		perObj: map[objectKey]*rate.Limiter{},
 	}
 }
 
@@ -163,7 +172,7 @@ func (w *eventWriter) allow(ref corev1.ObjectReference) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
-	k := strings.Join([]string{ref.Kind, ref.Namespace, ref.Name}, "/")
+	k := objectKey{kind: ref.Kind, name: types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}}
 	l, ok := w.perObj[k]
 	if !ok {
 		if len(w.perObj) >= maxLimitedObjects {

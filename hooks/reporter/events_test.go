@@ -14,6 +14,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // reasons lists the reasons of evs, for compact expectations.
@@ -90,7 +91,7 @@ func TestWorkspaceEvents(t *testing.T) {
 			if tc.prev != nil {
 				prev = new(factsOf(tc.prev))
 			}
-			got := reasons(workspaceEvents(workspaceRef(&wsEntry{ns: "ns", name: "shop"}), prev, factsOf(tc.cur), tc.cur))
+			got := reasons(workspaceEvents(workspaceRef(&wsEntry{name: types.NamespacedName{Namespace: "ns", Name: "shop"}}), prev, factsOf(tc.cur), tc.cur))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nevents (-want, +got):\n%s", tc.reason, diff)
 			}

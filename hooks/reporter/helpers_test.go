@@ -11,6 +11,9 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // startCC runs a reference Cluster Control on a loopback port.
@@ -114,4 +117,25 @@ func logged(h http.Handler, log *eventLog) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeHTTP(&logWriter{ResponseWriter: w, log: log, r: r}, r)
 	})
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func node(name string, labels map[string]string, conds ...corev1.NodeCondition) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7910m"), corev1.ResourceMemory: resource.MustParse("30Gi")},
+			Conditions:  conds,
+		},
+	}
+}
+
+func cond(typ corev1.NodeConditionType, status corev1.ConditionStatus) corev1.NodeCondition {
+	return corev1.NodeCondition{Type: typ, Status: status}
+}
+
+func wsStatus(name, phase, hash string) *observation.WorkspaceStatus {
+	return &observation.WorkspaceStatus{Namespace: "ns", Name: name, Phase: phase, ArtifactHash: hash}
 }

@@ -36,6 +36,15 @@ type metrics struct {
 	resyncs         prometheus.Counter
 }
 
+// credential is a credentials file the reporter reads, watched by the
+// formspec_reporter_credentials_file_ok gauge.
+type credential interface {
+	// Name identifies the file; never secret.
+	Name() string
+	// Err is nil while the file loads.
+	Err() error
+}
+
 func newMetrics(st *state, files []credential) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),

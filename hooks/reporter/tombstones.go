@@ -32,9 +32,9 @@ func (s *state) tombstoneList() ([]tombstone, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []tombstone
-	for _, k := range slices.Sorted(maps.Keys(s.workspaces)) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.workspaces), compareNames) {
 		if e := s.workspaces[k]; e.deleted {
-			out = append(out, tombstone{Namespace: e.ns, Name: e.name, UID: e.uid, ObservedAt: ccapi.Stamp(e.observedAt)})
+			out = append(out, tombstone{Namespace: e.name.Namespace, Name: e.name.Name, UID: e.uid, ObservedAt: ccapi.Stamp(e.observedAt)})
 		}
 	}
 	return out, s.tombstoneGen

@@ -3,22 +3,18 @@ package reporter
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/filereload"
 )
 
 // outcome is what the reporter does after a call to Cluster Control.
@@ -167,128 +163,10 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 	return res
 }
 
-// fileToken is the bearer token for Cluster Control, read from a token file
-// (filereload's format, exactly one token) under filereload's rules: re-read
-// when it changes, nothing kept from it once it is broken, so a revoked
-// token is never sent again.
-//
-// The file may be missing or empty: the Secret behind it is optional, so a
-// default install runs without one, and the kubelet fills the mount in when
-// the Secret is created later. Until then get reports errNoToken and calls
-// go out without Authorization. A file that exists but cannot be read
-// (permissions, a directory) is a mistake in the pod spec that will not fix
-// itself, and stops the reporter at start.
-type fileToken struct {
-	tokens *filereload.Tokens
-}
-
-// errNoToken is get's answer while the token file is missing or empty.
-var errNoToken = errors.New("no bearer token yet")
-
-func newFileToken(path string, logger *slog.Logger) (*fileToken, error) {
-	t := &fileToken{tokens: filereload.NewTokens(path, filereload.Options{Name: "cluster-control-token", Logger: logger})}
-	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
-		return nil, err
-	}
-	return t, nil
-}
-
-// get returns the current token. A stat per request is cheap next to the
-// request itself and catches Kubernetes' symlink swap of a mounted Secret.
-func (t *fileToken) get() (string, error) {
-	tok, err := t.tokens.Single()
-	switch {
-	case err == nil:
-		return tok, nil
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, filereload.ErrEmpty):
-		return "", fmt.Errorf("%w: %w", errNoToken, err)
-	default:
-		return "", err
-	}
-}
-
-// Name identifies the token file in metrics.
-func (t *fileToken) Name() string { return t.tokens.Name() }
-
-// Err is nil while the token file is usable: holding one token, or missing
-// or empty (the optional Secret is not there yet, and calls go out without
-// a token as documented). A file that is there but cannot be read or holds
-// more than one token is broken.
-func (t *fileToken) Err() error {
-	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
-		return err
-	}
-	return nil
-}
-
-// credential is a credentials file the reporter reads, watched by the
-// formspec_reporter_credentials_file_ok gauge.
-type credential interface {
-	// Name identifies the file; never secret.
-	Name() string
-	// Err is nil while the file loads.
-	Err() error
-}
-
-// newHTTPClient builds the client towards Cluster Control: optional CA
-// bundle and client certificate on top of Go's defaults. Both are read
-// under filereload's rules for every new connection, so rotating them needs
-// no restart, and a broken file fails the handshake instead of presenting
-// or trusting stale material. It also returns the files it reads.
-func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http.Client, []credential, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 4
-	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	var files []credential
-	if (certFile == "") != (keyFile == "") {
-		return nil, nil, fmt.Errorf("client certificate and key must be given together")
-	}
-	if certFile != "" {
-		pair := filereload.NewKeyPair(certFile, keyFile, filereload.Options{Name: "cluster-control-client-cert", Logger: logger})
-		if err := pair.Err(); err != nil {
-			return nil, nil, err
-		}
-		files = append(files, pair)
-		tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return pair.Get()
-		}
-	}
-	if caFile != "" {
-		roots := filereload.NewCertPool(caFile, filereload.Options{Name: "cluster-control-ca", Logger: logger})
-		pool, err := roots.Get()
-		if err != nil {
-			return nil, nil, err
-		}
-		files = append(files, roots)
-		// Through an HTTPS proxy the transport does the handshake itself
-		// with this config: the bundle as it was at start.
-		tlsCfg.RootCAs = pool
-		tr.DialTLSContext = dialTLSWith(tlsCfg, roots)
-	}
-	tr.TLSClientConfig = tlsCfg
-	return &http.Client{Transport: tr}, files, nil
-}
-
-// dialTLSWith dials TLS connections that verify the server, in Go's usual
-// way, against the CA bundle as roots holds it at dial time: a client's
-// RootCAs cannot change under a running transport, so each connection gets
-// a config of its own.
-func dialTLSWith(base *tls.Config, roots *filereload.Reloader[*x509.CertPool]) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		pool, err := roots.Get()
-		if err != nil {
-			return nil, err
-		}
-		cfg := base.Clone()
-		cfg.RootCAs = pool
-		if cfg.ServerName == "" {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, fmt.Errorf("cannot dial %q: %w", addr, err)
-			}
-			cfg.ServerName = host
-		}
-		d := &tls.Dialer{Config: cfg}
-		return d.DialContext(ctx, network, addr)
-	}
+// idempotencyKey derives the key from the body: retries of one report share
+// it, and two different reports (the body carries observedAt and
+// reportedAt) never do.
+func idempotencyKey(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
 }

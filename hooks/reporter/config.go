@@ -1,0 +1,177 @@
+package reporter
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+)
+
+// Config configures a Reporter. Zero durations and limits take their value
+// from Defaults.
+type Config struct {
+	// ClusterControlURL is the base URL of Cluster Control.
+	ClusterControlURL string
+	// Reporter identifies this reporter in node-health reports and Events,
+	// usually the pod name.
+	Reporter string
+	// TokenFile holds the bearer token; empty sends no Authorization. The
+	// file may be missing or empty at start: calls then go out without
+	// Authorization, with a rate-limited warning, until it appears.
+	TokenFile string
+	// CAFile, ClientCertFile and ClientKeyFile configure TLS and mTLS
+	// towards Cluster Control.
+	CAFile, ClientCertFile, ClientKeyFile string
+	// HTTPClient replaces the client built from the TLS settings.
+	HTTPClient *http.Client
+
+	// Kube writes to the cluster: directives as Workspace annotations and
+	// Events. Nil leaves the cluster alone (directives are still fetched,
+	// and consumed when something else writes the annotations).
+	Kube *KubeClients
+
+	// NodeHealthInterval and DeployStatusInterval are the periods of the
+	// node-health report and the directive poll.
+	NodeHealthInterval   time.Duration
+	DeployStatusInterval time.Duration
+	// ResyncInterval is how often every known workspace is reported again,
+	// changed or not, so that Cluster Control recovers lost state.
+	ResyncInterval time.Duration
+	// NodeStaleIntervals is how many node-health intervals a node may go
+	// unobserved before it is forgotten.
+	NodeStaleIntervals int
+	// PodStaleAfter is how long a pod may go unobserved before it no
+	// longer counts towards its node.
+	PodStaleAfter time.Duration
+	// RequestTimeout bounds one call to Cluster Control.
+	RequestTimeout time.Duration
+	// BackoffBase is the first retry delay, doubled per failure up to
+	// BackoffMax.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	// LogInterval is the least time between two failure logs for one
+	// endpoint.
+	LogInterval time.Duration
+
+	// MaxWorkspaces bounds the workspaces tracked.
+	MaxWorkspaces int
+	// MaxTombstones bounds the deletions kept until Cluster Control
+	// acknowledges them; beyond it the oldest is dropped and counted.
+	MaxTombstones int
+	// TombstoneFile, when set, keeps those deletions across a restart of
+	// the sidecar (an emptyDir survives a container restart): it is read
+	// at start and rewritten within a second of a change.
+	TombstoneFile string
+	// MaxNodes, MaxPods and MaxClaims bound the nodes, workspace pods and
+	// ResourceClaim decisions tracked.
+	MaxNodes  int
+	MaxPods   int
+	MaxClaims int
+
+	// EventBurst and EventInterval limit the Events about one object: a
+	// burst, then one per interval. EventQPS and EventTotalBurst limit all
+	// Events.
+	EventBurst      int
+	EventInterval   time.Duration
+	EventQPS        float64
+	EventTotalBurst int
+
+	Logger *slog.Logger
+
+	// now, sleep and rand replace the clock and the jitter source in tests.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+	rand  func() float64
+}
+
+// KubeClients are the reporter's only ways into the Kubernetes API; its
+// RBAC allows nothing else (deploy/reporter).
+type KubeClients struct {
+	// Dynamic patches formspec.dev/v1alpha1 Workspaces.
+	Dynamic dynamic.Interface
+	// Events creates and patches events.k8s.io/v1 Events.
+	Events typedeventsv1.EventsV1Interface
+}
+
+// validate checks what has no default: where Cluster Control is and what
+// this reporter calls itself. It returns Cluster Control's parsed URL.
+func (cfg Config) validate() (*url.URL, error) {
+	u, err := url.Parse(cfg.ClusterControlURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("cluster control URL %q must be an absolute http(s) URL", cfg.ClusterControlURL)
+	}
+	if cfg.Reporter == "" {
+		return nil, fmt.Errorf("reporter name is required")
+	}
+	return u, nil
+}
+
+// Defaults is the one table of defaults: New gives every zero duration and
+// limit of a Config its value here, and formspec-reporter's flags default
+// to it.
+var Defaults = Config{
+	NodeHealthInterval:   15 * time.Second,
+	DeployStatusInterval: 30 * time.Second,
+	ResyncInterval:       10 * time.Minute,
+	NodeStaleIntervals:   4,
+	// Five resyncs of the workspace-pods controller.
+	PodStaleAfter:  5 * time.Minute,
+	RequestTimeout: 10 * time.Second,
+	BackoffBase:    500 * time.Millisecond,
+	BackoffMax:     60 * time.Second,
+	LogInterval:    30 * time.Second,
+
+	MaxWorkspaces: 10000,
+	MaxTombstones: 5000,
+	MaxNodes:      5000,
+	MaxPods:       100000,
+	MaxClaims:     20000,
+
+	EventBurst:      5,
+	EventInterval:   time.Minute,
+	EventQPS:        5,
+	EventTotalBurst: 50,
+}
+
+// withDefaults returns cfg with its zero durations and limits set from
+// Defaults, and the clock, the jitter and the logger set.
+func (cfg Config) withDefaults() Config {
+	d := Defaults
+	cfg.NodeHealthInterval = cmp.Or(cfg.NodeHealthInterval, d.NodeHealthInterval)
+	cfg.DeployStatusInterval = cmp.Or(cfg.DeployStatusInterval, d.DeployStatusInterval)
+	cfg.ResyncInterval = cmp.Or(cfg.ResyncInterval, d.ResyncInterval)
+	cfg.NodeStaleIntervals = cmp.Or(cfg.NodeStaleIntervals, d.NodeStaleIntervals)
+	cfg.PodStaleAfter = cmp.Or(cfg.PodStaleAfter, d.PodStaleAfter)
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, d.RequestTimeout)
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, d.BackoffBase)
+	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, d.BackoffMax)
+	cfg.LogInterval = cmp.Or(cfg.LogInterval, d.LogInterval)
+	cfg.MaxWorkspaces = cmp.Or(cfg.MaxWorkspaces, d.MaxWorkspaces)
+	cfg.MaxTombstones = cmp.Or(cfg.MaxTombstones, d.MaxTombstones)
+	cfg.MaxNodes = cmp.Or(cfg.MaxNodes, d.MaxNodes)
+	cfg.MaxPods = cmp.Or(cfg.MaxPods, d.MaxPods)
+	cfg.MaxClaims = cmp.Or(cfg.MaxClaims, d.MaxClaims)
+	cfg.EventBurst = cmp.Or(cfg.EventBurst, d.EventBurst)
+	cfg.EventInterval = cmp.Or(cfg.EventInterval, d.EventInterval)
+	cfg.EventQPS = cmp.Or(cfg.EventQPS, d.EventQPS)
+	cfg.EventTotalBurst = cmp.Or(cfg.EventTotalBurst, d.EventTotalBurst)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.now == nil {
+		cfg.now = time.Now
+	}
+	if cfg.sleep == nil {
+		cfg.sleep = sleep
+	}
+	if cfg.rand == nil {
+		cfg.rand = defaultRand
+	}
+	return cfg
+}

@@ -1,0 +1,67 @@
+package reporter
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// observationsLimit bounds one hand-off batch. The hook client posts at most
+// 1 MiB per batch (handoff.Options.BatchBytes), so 8 MiB leaves room for a
+// client tuned otherwise while keeping a runaway one from exhausting
+// memory; a batch over it gets 413, and the client splits it.
+const observationsLimit = 8 << 20
+
+// LocalHandler is the localhost API for the hook server: POST
+// /v1/observations. It has no authentication: it listens on the pod's
+// loopback interface only.
+func (r *Reporter) LocalHandler() http.Handler {
+	mux := httpserve.NewRouter()
+	mux.Post(observation.PathObservations, r.serveObservations)
+	return mux
+}
+
+func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
+	raw, ok := httpserve.ReadJSON(w, req, observationsLimit)
+	if !ok {
+		return
+	}
+	var b observation.Batch
+	if err := json.Unmarshal(raw, &b); err != nil {
+		writeError(w, http.StatusBadRequest, "cannot decode observations")
+		return
+	}
+	for _, obs := range b.Observations {
+		// An invalid observation is counted and skipped; rejecting the batch
+		// would throw away the valid ones beside it.
+		_ = r.Observe(obs)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// OpsHandler serves /metrics, /healthz and /readyz, for the metrics
+// listener. Readiness does not depend on Cluster Control: the sidecar shares
+// a pod with the hook server, and an outage elsewhere must not take the hooks
+// out of their Service.
+func (r *Reporter) OpsHandler() http.Handler {
+	mux := httpserve.NewRouter()
+	mux.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
+	mux.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Get("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !r.ready.Load() {
+			http.Error(w, "not running", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	httpserve.WriteError(w, code, msg)
+}

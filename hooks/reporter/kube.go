@@ -1,0 +1,84 @@
+package reporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// workspacesResource is what directives are written onto.
+var workspacesResource = schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "workspaces"}
+
+// FieldManager names the reporter's writes in managedFields.
+const FieldManager = "formspec-reporter"
+
+// writeDirectives writes the directives that are not on their Workspace
+// yet. The patch sets (or removes) one annotation and nothing else, so it
+// is idempotent: reporters of several replicas writing the same directive
+// write the same value, and the API server records no change for a repeat.
+func (r *Reporter) writeDirectives(ctx context.Context) {
+	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
+		return
+	}
+	for _, d := range r.st.toWrite() {
+		err := r.patchWorkspace(ctx, d)
+		switch {
+		case err == nil:
+			r.m.directiveWrites.WithLabelValues("ok").Inc()
+			r.st.written(d)
+		case apierrors.IsNotFound(err):
+			// Not (or no longer) in the cluster: nothing to write, and
+			// asking again will not change that.
+			r.m.directiveWrites.WithLabelValues("not_found").Inc()
+			r.st.written(d)
+		default:
+			if ctx.Err() != nil {
+				return
+			}
+			// Retried on the next poll.
+			r.m.directiveWrites.WithLabelValues("error").Inc()
+			if ok, held := r.limiter.allow(logKeyDirectives, r.cfg.now()); ok {
+				r.log.Warn("cannot write directive onto workspace", "namespace", d.Namespace, "name", d.Name,
+					"action", d.Action, "suppressed", held, "err", err)
+			}
+		}
+	}
+}
+
+// directivePatch is the JSON merge patch that writes d: one annotation.
+func directivePatch(d ccapi.Directive) ([]byte, error) {
+	var annotations map[string]any
+	switch d.Action {
+	case ccapi.ActionRestartRequired:
+		annotations = map[string]any{v1alpha1.AnnotationArtifactBinaryHash: d.ArtifactHash}
+	case ccapi.ActionIdle:
+		annotations = map[string]any{v1alpha1.AnnotationIdle: "true"}
+	case ccapi.ActionWake:
+		annotations = map[string]any{v1alpha1.AnnotationIdle: nil}
+	default:
+		return nil, fmt.Errorf("unknown action %q", d.Action)
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+}
+
+func (r *Reporter) patchWorkspace(ctx context.Context, d ccapi.Directive) error {
+	patch, err := directivePatch(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+	defer cancel()
+	_, err = r.cfg.Kube.Dynamic.Resource(workspacesResource).Namespace(d.Namespace).
+		Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("cannot patch workspace %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return nil
+}

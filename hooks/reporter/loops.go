@@ -1,0 +1,223 @@
+package reporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+)
+
+// Run reports until ctx ends. The loops are independent, so a slow
+// workspace-status call cannot delay node health or the directive poll.
+func (r *Reporter) Run(ctx context.Context) error {
+	if r.broadcaster != nil {
+		if err := r.broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+			return fmt.Errorf("cannot start recording events: %w", err)
+		}
+		defer r.broadcaster.Shutdown()
+	}
+	var wg sync.WaitGroup
+	for _, loop := range []func(context.Context){r.runWorkspaceSender, r.runNodeHealth, r.runDeployStatus, r.runResync, r.runTombstoneSaver} {
+		wg.Go(func() { loop(ctx) })
+	}
+	r.ready.Store(true)
+	<-ctx.Done()
+	// Fail readiness first so the pod leaves its Service while the loops
+	// and listeners wind down.
+	r.ready.Store(false)
+	wg.Wait()
+	return nil
+}
+
+// call is one request to Cluster Control and what to do with its result.
+type call struct {
+	method, path string
+	body         []byte
+	key          string
+	out          any
+	done         func(result)
+}
+
+// endpointLoop is one of the reporter's conversations with Cluster Control.
+type endpointLoop struct {
+	endpoint string
+	// first is the wait before the first call.
+	first time.Duration
+	// every is the wait after a call that is finished, sent or rejected;
+	// nil for none.
+	every func() time.Duration
+	// next returns the next call, waiting for one if need be; false once
+	// ctx has ended.
+	next func(ctx context.Context) (call, bool)
+}
+
+// run is the one send loop: call, record the outcome, then wait the
+// interval after a finished call or the backoff after a failed one. One
+// failure backs off the whole endpoint: when Cluster Control fails one
+// report it is almost always failing all of them.
+func (r *Reporter) run(ctx context.Context, l endpointLoop) {
+	if l.first > 0 && r.cfg.sleep(ctx, l.first) != nil {
+		return
+	}
+	attempt := 0
+	for {
+		c, ok := l.next(ctx)
+		if !ok {
+			return
+		}
+		res := r.cc.do(ctx, c.method, c.path, c.body, c.key, c.out)
+		if ctx.Err() != nil {
+			return
+		}
+		r.record(l.endpoint, res)
+		if c.done != nil {
+			c.done(res)
+		}
+		var wait time.Duration
+		switch res.outcome {
+		case sent, rejected:
+			attempt = 0
+			if res.outcome == rejected && c.body != nil {
+				r.m.dropped.WithLabelValues(dropRejected).Inc()
+			}
+			if l.every != nil {
+				wait = l.every()
+			}
+		case retry:
+			wait = r.backoff.delay(attempt, res.retryAfter)
+			attempt++
+		}
+		if wait > 0 && r.cfg.sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// runWorkspaceSender sends pending workspace reports one at a time, oldest
+// first, as soon as there are any.
+func (r *Reporter) runWorkspaceSender(ctx context.Context) {
+	r.run(ctx, endpointLoop{
+		endpoint: endpointWorkspaceStatus,
+		next: func(ctx context.Context) (call, bool) {
+			for {
+				if p, ok := r.st.next(); ok {
+					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.body, key: p.key,
+						done: func(res result) { r.st.finish(p, res.outcome) }}, true
+				}
+				select {
+				case <-ctx.Done():
+					return call{}, false
+				case <-r.wake:
+				}
+			}
+		},
+	})
+}
+
+// runNodeHealth sends a fresh node report every interval. A failed report is
+// not resent: the next one, built from newer state, replaces it, sooner than
+// the interval when the backoff allows.
+func (r *Reporter) runNodeHealth(ctx context.Context) {
+	every := func() time.Duration { return jitter(r.cfg.NodeHealthInterval, r.cfg.rand) }
+	r.run(ctx, endpointLoop{
+		endpoint: endpointNodeHealth,
+		first:    every(),
+		every:    every,
+		next: func(ctx context.Context) (call, bool) {
+			body, err := json.Marshal(r.st.nodeReport(r.cfg.Reporter, r.cfg.now()))
+			if err != nil {
+				// Only a type the encoder cannot handle gets here.
+				r.log.Error("cannot encode node health", "err", err)
+				return call{}, false
+			}
+			return call{method: http.MethodPost, path: ccapi.PathNodeHealth, body: body, key: idempotencyKey(body)}, ctx.Err() == nil
+		},
+	})
+}
+
+// runDeployStatus polls Cluster Control for directives, first at once so a
+// restarted sidecar carries them out again quickly, and writes each onto
+// its Workspace.
+func (r *Reporter) runDeployStatus(ctx context.Context) {
+	r.run(ctx, endpointLoop{
+		endpoint: endpointDeployStatus,
+		every:    func() time.Duration { return jitter(r.cfg.DeployStatusInterval, r.cfg.rand) },
+		next: func(ctx context.Context) (call, bool) {
+			ds := new(ccapi.DeployStatus)
+			return call{method: http.MethodGet, path: ccapi.PathDeployStatus, out: ds, done: func(res result) {
+				if res.outcome != sent {
+					return
+				}
+				if r.st.setDirectives(ds.Directives, r.cfg.now()) {
+					r.nudge()
+				}
+				r.writeDirectives(ctx)
+			}}, ctx.Err() == nil
+		},
+	})
+}
+
+// runResync queues every known workspace for a fresh report each
+// ResyncInterval (jittered).
+func (r *Reporter) runResync(ctx context.Context) {
+	for {
+		if r.cfg.sleep(ctx, jitter(r.cfg.ResyncInterval, r.cfg.rand)) != nil {
+			return
+		}
+		if n := r.st.resync(r.cfg.now()); n > 0 {
+			r.m.resyncs.Add(float64(n))
+			r.nudge()
+		}
+	}
+}
+
+// record counts a call and logs a failure, rate-limited per endpoint.
+func (r *Reporter) record(endpoint string, res result) {
+	r.m.sends.WithLabelValues(endpoint, res.label()).Inc()
+	if res.outcome == sent {
+		r.m.lastSuccess.WithLabelValues(endpoint).Set(float64(r.cfg.now().UnixNano()) / 1e9)
+		return
+	}
+	ok, held := r.limiter.allow(endpoint, r.cfg.now())
+	if !ok {
+		return
+	}
+	action := "will retry"
+	if res.outcome == rejected {
+		action = "dropped"
+	}
+	r.log.Warn("cluster control call failed", "endpoint", endpoint, "status", res.status,
+		"action", action, "retryAfter", res.retryAfter, "suppressed", held, "err", res.err)
+}
+
+// warnNoToken logs that calls go out without a bearer token, at most once
+// per LogInterval: it is expected on an install without the optional
+// Secret, but Cluster Control may refuse such calls, and the operator
+// should know why.
+func (r *Reporter) warnNoToken(err error) {
+	ok, held := r.limiter.allow(logKeyNoToken, r.cfg.now())
+	if !ok {
+		return
+	}
+	r.log.Warn("calling cluster control without a bearer token until the token file appears",
+		"suppressed", held, "err", err)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,111 @@
+package reporter
+
+import (
+	"encoding/json"
+	"time"
+
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// bump makes the entry's current state a new version to report and queues
+// it. Called with the lock held.
+func (s *state) bump(k types.NamespacedName, e *wsEntry, now time.Time) {
+	e.version++
+	e.reportedAt, e.dirty = now, true
+	if !e.queued {
+		e.queued = true
+		s.queue = append(s.queue, k)
+	}
+}
+
+// pendingReport is one workspace report taken for sending.
+type pendingReport struct {
+	workspace types.NamespacedName
+	version   uint64
+	consumed  *ccapi.DirectiveConsumed
+	body      []byte
+	key       string
+}
+
+// next takes the oldest pending report and encodes it. The body is built
+// from fields fixed per version, so a retry sends the same bytes.
+func (s *state) next() (pendingReport, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.queue) > 0 {
+		k := s.queue[0]
+		s.queue[0] = types.NamespacedName{}
+		s.queue = s.queue[1:]
+		e, ok := s.workspaces[k]
+		if !ok {
+			continue
+		}
+		e.queued = false
+		if !e.dirty {
+			continue
+		}
+		body, err := reportBody(e)
+		if err != nil {
+			// Only a status the encoder produced a moment ago gets here, so
+			// this is unreachable; drop rather than loop on it.
+			s.drop(dropInvalid)
+			e.dirty = false
+			continue
+		}
+		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, body: body, key: idempotencyKey(body)}, true
+	}
+	// Let the backing array go once drained, so a burst does not pin it.
+	s.queue = nil
+	return pendingReport{}, false
+}
+
+func reportBody(e *wsEntry) ([]byte, error) {
+	rep := ccapi.WorkspaceStatusReport{
+		Namespace:         e.name.Namespace,
+		Name:              e.name.Name,
+		ObservedAt:        ccapi.Stamp(e.observedAt),
+		ReportedAt:        ccapi.Stamp(e.reportedAt),
+		Deleted:           e.deleted,
+		DirectiveConsumed: e.consumed,
+	}
+	if !e.deleted {
+		rep.Status = new(ccapi.WorkspaceStatus)
+		if err := json.Unmarshal(e.statusJS, rep.Status); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(rep)
+}
+
+// finish records how sending p went.
+func (s *state) finish(p pendingReport, o outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.workspaces[p.workspace]
+	if !ok {
+		return
+	}
+	if o == retry {
+		// To the back of the queue: one report Cluster Control keeps failing
+		// on must not hold up every other workspace.
+		if e.dirty && !e.queued {
+			e.queued = true
+			s.queue = append(s.queue, p.workspace)
+		}
+		return
+	}
+	// Sent, or rejected for good: either way this version is done.
+	if o == sent && p.consumed != nil && e.consumed != nil && *e.consumed == *p.consumed {
+		e.consumed = nil
+	}
+	if e.version != p.version {
+		return
+	}
+	e.dirty = false
+	if e.deleted {
+		delete(s.workspaces, p.workspace)
+		s.tombstones--
+		s.tombstoneGen++
+	}
+}

@@ -1,0 +1,221 @@
+package reporter
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// wsEntry is one workspace's latest known state and its pending report. It
+// keeps the status encoded, once, and the few facts the reporter acts on,
+// not the observation: about 2 KiB for a typical workspace.
+type wsEntry struct {
+	name types.NamespacedName
+	uid  types.UID
+	// statusJS is the encoded ccapi.WorkspaceStatus; nil once deleted.
+	statusJS []byte
+	// observedAt is when the current state arrived. A re-report keeps it,
+	// so it never passes off old state as new.
+	observedAt time.Time
+	facts      wsFacts
+	deleted    bool
+	// consumed is a directive this workspace carried out whose
+	// consumption Cluster Control has not acknowledged yet.
+	consumed *ccapi.DirectiveConsumed
+	// version counts changes; a send acknowledges only the version it
+	// carried, so a change during the send is not lost. reportedAt is fixed
+	// per version, so every retry of one version has the same bytes and the
+	// same Idempotency-Key.
+	version    uint64
+	reportedAt time.Time
+	dirty      bool
+	queued     bool
+}
+
+// wsFacts are what the reporter acts on in a workspace observation: its
+// milestones, the same facts by which the hand-off decides which statuses
+// it may merge, so every change of them reaches the reporter.
+type wsFacts struct {
+	observation.Milestones
+}
+
+// classMissing reports a workspace degraded because its ClusterClass is
+// missing.
+func (f wsFacts) classMissing() bool { return f.DegradedReason == v1alpha1.ReasonClusterClassNotFound }
+
+// observeWorkspace records a workspace's status. It reports whether a new
+// report is now pending, and the Events the change calls for.
+func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) (bool, []event) {
+	js, err := json.Marshal(wireStatus(o))
+	if err != nil {
+		s.drop(dropInvalid)
+		return false, nil
+	}
+	f := factsOf(o)
+	k := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entry(k)
+	if e == nil {
+		return false, nil
+	}
+	var prev *wsFacts
+	if e.statusJS != nil {
+		prev = new(e.facts)
+	}
+	if e.deleted {
+		// Deleted and created again under the same name.
+		e.deleted = false
+		s.tombstones--
+		s.tombstoneGen++
+	}
+	changed := !bytes.Equal(e.statusJS, js)
+	if changed {
+		e.statusJS, e.observedAt = js, now
+	}
+	e.facts = f
+	if o.UID != "" {
+		e.uid = o.UID
+	}
+	if o.Class != nil {
+		s.classes[o.Class.Name] = o.Class.MaxWorkspaces
+	}
+	events := workspaceEvents(workspaceRef(e), prev, f, o)
+	if s.consume(k, e, now) {
+		return true, events
+	}
+	if !changed {
+		return false, events
+	}
+	s.bump(k, e, now)
+	return true, events
+}
+
+// wireStatus is what Cluster Control is told of a workspace's status.
+func wireStatus(o *observation.WorkspaceStatus) ccapi.WorkspaceStatus {
+	return ccapi.WorkspaceStatus{
+		ClusterClass:       o.ClusterClass,
+		ObservedGeneration: o.ObservedGeneration,
+		Phase:              o.Phase,
+		Conditions:         o.Conditions,
+		Replicas:           o.Replicas,
+		ReadyReplicas:      o.ReadyReplicas,
+		UpdatedReplicas:    o.UpdatedReplicas,
+		ArtifactHash:       o.ArtifactHash,
+		Datastores:         o.Datastores,
+	}
+}
+
+func factsOf(o *observation.WorkspaceStatus) wsFacts {
+	return wsFacts{o.Milestones()}
+}
+
+// deleteWorkspace records a workspace's deletion, kept as a tombstone until
+// Cluster Control acknowledges it.
+func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (bool, []event) {
+	k := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.directives, k)
+	delete(s.applied, k)
+	e, ok := s.workspaces[k]
+	if ok && e.deleted {
+		return false, nil
+	}
+	if !ok {
+		// Never seen alive by this reporter: the tombstone is all there is.
+		e = &wsEntry{name: k}
+		s.workspaces[k] = e
+	}
+	if ref.UID != "" {
+		e.uid = ref.UID
+	}
+	e.statusJS, e.deleted, e.consumed, e.observedAt = nil, true, nil, now
+	s.tombstones++
+	s.tombstoneGen++
+	s.bump(k, e, now)
+	if s.tombstones > s.lim.tombstones {
+		s.evictOldestTombstone()
+	}
+	return true, []event{{ref: workspaceRef(e), typ: eventNormal, reason: "TeardownFinished", action: "Delete",
+		note: "all children are gone; the workspace is deleted"}}
+}
+
+// evictOldestTombstone forgets the deletion Cluster Control has been told
+// nothing about for longest. It only runs when an outage has outlasted
+// lim.tombstones deletions. Called with the lock held.
+func (s *state) evictOldestTombstone() {
+	var oldest types.NamespacedName
+	for k, e := range s.workspaces {
+		if e.deleted && (oldest == (types.NamespacedName{}) || e.observedAt.Before(s.workspaces[oldest].observedAt)) {
+			oldest = k
+		}
+	}
+	if oldest != (types.NamespacedName{}) {
+		delete(s.workspaces, oldest)
+		s.tombstones--
+		s.tombstoneGen++
+		s.drop(dropTombstoneLimit)
+	}
+}
+
+// entry returns the workspace's entry, creating it within the limit. Called
+// with the lock held.
+func (s *state) entry(k types.NamespacedName) *wsEntry {
+	if e, ok := s.workspaces[k]; ok {
+		return e
+	}
+	if len(s.workspaces)-s.tombstones >= s.lim.workspaces {
+		s.drop(dropWorkspaceLimit)
+		return nil
+	}
+	e := &wsEntry{name: k}
+	s.workspaces[k] = e
+	return e
+}
+
+// resync queues a fresh report of every live workspace that has none
+// pending, so that a Cluster Control that lost its state gets it back. It
+// returns how many it queued.
+func (s *state) resync(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, k := range slices.SortedFunc(maps.Keys(s.workspaces), compareNames) {
+		e := s.workspaces[k]
+		if e.deleted || e.dirty || e.statusJS == nil {
+			continue
+		}
+		s.bump(k, e, now)
+		n++
+	}
+	return n
+}
+
+// classUsage counts the live workspaces per ClusterClass, for the classes
+// whose limit the reporter has seen, and forgets classes no workspace uses
+// any more. Called with the lock held.
+func (s *state) classUsage() []ccapi.ClassUsage {
+	used := map[string]int{}
+	for _, e := range s.workspaces {
+		if !e.deleted && e.facts.Class != "" {
+			used[e.facts.Class]++
+		}
+	}
+	var out []ccapi.ClassUsage
+	for _, name := range slices.Sorted(maps.Keys(s.classes)) {
+		if used[name] == 0 {
+			delete(s.classes, name)
+			continue
+		}
+		out = append(out, ccapi.ClassUsage{Name: name, MaxWorkspaces: s.classes[name], WorkspaceCount: used[name]})
+	}
+	return out
+}
