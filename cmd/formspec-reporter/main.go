@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -86,6 +87,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := cliflag.NoArgs(fs); err != nil {
 		return err
 	}
+	// The one flag without a default: a bare formspec-reporter is a
+	// usage mistake (exit 2), not a sidecar that reports nowhere.
+	if cfg.ClusterControlURL == "" {
+		return cliflag.Usagef(fs, "--cluster-control-url is required: the base URL of Cluster Control, e.g. http://formspec-ctl.formspec-system:7070")
+	}
+	if u, err := url.Parse(cfg.ClusterControlURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return cliflag.Usagef(fs, "--cluster-control-url must be an absolute http or https URL, got %q", cfg.ClusterControlURL)
+	}
 	if cfg.Reporter == "" {
 		cfg.Reporter = os.Getenv("POD_NAME")
 	}
@@ -104,6 +113,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case errors.Is(err, rest.ErrNotInCluster):
 		log.Warn("no kubeconfig and not in a pod: directives and Events are not written to the cluster")
+	case err != nil && *kubeconfig != "":
+		return fmt.Errorf("cannot use --kubeconfig %s: %w", *kubeconfig, err)
 	case err != nil:
 		return err
 	default:
@@ -111,6 +122,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rep, err := reporter.New(cfg)
 	if err != nil {
+		if cfg.TokenFile != "" && errors.Is(err, reporter.ErrTokenFile) {
+			return fmt.Errorf("cannot use --token-file %s: %w", cfg.TokenFile, err)
+		}
 		return err
 	}
 	localLn, err := net.Listen("tcp", *listen)

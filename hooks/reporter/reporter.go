@@ -2,6 +2,7 @@ package reporter
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,7 @@ func New(cfg Config) (*Reporter, error) {
 	var tok *fileToken
 	if cfg.TokenFile != "" {
 		if tok, err = newFileToken(cfg.TokenFile, cfg.Logger); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w (%s): %w", ErrTokenFile, cfg.TokenFile, err)
 		}
 		files = append(files, tok)
 	}

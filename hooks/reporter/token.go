@@ -24,6 +24,12 @@ type fileToken struct {
 	tokens *filereload.Tokens
 }
 
+// ErrTokenFile is wrapped by New's error when Config.TokenFile exists but
+// cannot be read (a directory, a permission problem): a broken pod spec,
+// reported at start. A missing or empty file is not an error; calls then
+// carry no token.
+var ErrTokenFile = errors.New("the Cluster Control token file cannot be read")
+
 // errNoToken is get's answer while the token file is missing or empty.
 var errNoToken = errors.New("no bearer token yet")
 
