@@ -338,7 +338,7 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
 		"--node-health-interval", "1s", "--deploy-status-interval", "1s", "--token-file", tokens)
 	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
-		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--shutdown-delay", "0s",
+		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--default-version", "1.8.2", "--shutdown-delay", "0s",
 		"--auth-token-file", tokens)
 	client := &http.Client{Timeout: 5 * time.Second}
 	waitFor(t, "the hook server and the reporter to be ready", func() bool {
