@@ -10,12 +10,15 @@ BIN     ?= bin
 LISTEN  ?= 127.0.0.1:8080
 METRICS ?= 127.0.0.1:9090
 
-# VERSION is linked into every binary (`formspec-hooks version`, the
-# formspec_hooks_build_info metric) and labels the image.
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# VERSION is the project's one version, hooks/buildinfo/VERSION: every
+# binary embeds it (`formspec-hooks version`, the formspec_hooks_build_info
+# metric), it tags and labels the image, and `make sync-version` writes it
+# into the chart, deploy/ and the Dockerfile. Change it there, nowhere else
+# (docs/releasing.md). REVISION, the commit, is linked into the binaries:
+# Go records it by itself only in a plain git checkout.
+VERSION  := $(shell cat hooks/buildinfo/VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.version=$(VERSION) \
-	-X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
+LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
 IMAGE   ?= ghcr.io/formspec/formspec-hooks
 # The first container builder found; set it to choose.
 BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b) 2>/dev/null),$(b))))
@@ -32,7 +35,7 @@ include test/k8s.mk
 FORMSPEC_NODE_BIN ?= $(HOME)/.cache/formspec-hooks/node-$(K8S_VERSION)
 export FORMSPEC_NODE_BIN
 
-.PHONY: all build image run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load bench clean
+.PHONY: all build image sync-version run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -45,6 +48,16 @@ build:
 image:
 	@if [ -z "$(BUILDER)" ]; then echo "make image: no docker, podman or buildah found; set BUILDER" >&2; exit 1; fi
 	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) .
+
+# sync-version writes VERSION into the copies that cannot read the file:
+# the chart's version and appVersion, the image tag deploy/ pins, and the
+# Dockerfile's label default. hooks/buildinfo's tests fail while one
+# differs.
+sync-version:
+	sed -i -E 's/^version: .*/version: $(VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' deploy/helm/formspec-hooks/Chart.yaml
+	sed -i -E '/- name: ghcr.io\/formspec\/formspec-hooks$$/{n;s/newTag: .*/newTag: $(VERSION)/}' deploy/hooks/kustomization.yaml
+	sed -i -E 's/^ARG VERSION=.*/ARG VERSION=$(VERSION)/' Dockerfile
+	@git diff --stat -- deploy/helm/formspec-hooks/Chart.yaml deploy/hooks/kustomization.yaml Dockerfile 2>/dev/null || true
 
 # run starts the three processes of a local demo: the reference Cluster
 # Control (API 127.0.0.1:8480, admin 127.0.0.1:8481), the reporter sidecar

@@ -32,7 +32,7 @@ import (
 )
 
 // monitoring turns on both monitoring objects.
-var monitoring = release{name: "formspec-hooks", namespace: "formspec-system", values: "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}"}
+var monitoring = release{name: "formspec-hooks", namespace: "formspec-system", values: required + "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}"}
 
 // monitoringObjects renders r and returns its ServiceMonitor and
 // PrometheusRule (nil when absent) and its Services.
@@ -104,6 +104,49 @@ func TestMonitoringObjects(t *testing.T) {
 	}
 	if diff := cmp.Diff(file, pr["spec"]); diff != "" {
 		t.Errorf("PrometheusRule spec differs from files/prometheus-rules.yaml: -want, +got:\n%s", diff)
+	}
+}
+
+// TestMonitoringWithoutReporter checks that with reporter.enabled false
+// nothing watches or alerts on the reporter that is not there: the
+// ServiceMonitor scrapes the hook server alone, and the PrometheusRule is
+// files/prometheus-rules.yaml without its formspec-reporter group, so no
+// alert reads a metric only the reporter or the hand-off to it exports.
+func TestMonitoringWithoutReporter(t *testing.T) {
+	sm, pr, _ := monitoringObjects(t, releases["NoReporter"])
+	if sm == nil || pr == nil {
+		t.Fatalf("the NoReporter release renders ServiceMonitor %v, PrometheusRule %v; want both", sm != nil, pr != nil)
+	}
+	var scraped []string
+	for _, e := range get(sm, "spec.endpoints").([]any) {
+		scraped = append(scraped, get(e, "port").(string))
+	}
+	if diff := cmp.Diff([]string{"metrics"}, scraped); diff != "" {
+		t.Errorf("ServiceMonitor ports: -want, +got:\n%s", diff)
+	}
+	var file struct {
+		Groups []map[string]any `json:"groups"`
+	}
+	if err := yaml.Unmarshal(readChartFile(t, "files/prometheus-rules.yaml"), &file); err != nil {
+		t.Fatal(err)
+	}
+	var want []any
+	for _, g := range file.Groups {
+		if g["name"] != "formspec-reporter" {
+			want = append(want, g)
+		}
+	}
+	if len(want) == len(file.Groups) {
+		t.Fatal("files/prometheus-rules.yaml has no group named formspec-reporter")
+	}
+	if diff := cmp.Diff(want, get(pr, "spec.groups")); diff != "" {
+		t.Errorf("PrometheusRule groups without the reporter: -want, +got:\n%s", diff)
+	}
+	rules, _ := yaml.Marshal(pr["spec"])
+	for _, metric := range []string{"formspec_reporter_", "formspec_hooks_reporter_handoff_"} {
+		if strings.Contains(string(rules), metric) {
+			t.Errorf("an alert still reads %s* without the reporter", metric)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ func TestParseFinalStage(t *testing.T) {
 	cases := map[string]struct {
 		reason     string
 		dockerfile string
+		buildArgs  map[string]string
 		want       *Stage
 		wantErr    string
 	}{
@@ -49,6 +50,15 @@ CMD ["serve"]
 				ExposedPorts: []string{"8080/tcp", "9090/udp"},
 			},
 		},
+		"BuildArgs": {
+			reason:     "A build argument replaces its ARG's default, as --build-arg does; one for an undeclared ARG does nothing.",
+			dockerfile: "FROM base\nARG VERSION=0.0.1\nARG REVISION=\nLABEL version=${VERSION} revision=${REVISION} other=${OTHER}\n",
+			buildArgs:  map[string]string{"VERSION": "1.2.3", "OTHER": "x"},
+			want: &Stage{
+				From:   "base",
+				Labels: map[string]string{"version": "1.2.3", "revision": "", "other": ""},
+			},
+		},
 		"RunInFinalStage": {
 			reason:     "A RUN changes the image in a way the test image cannot reproduce.",
 			dockerfile: "FROM base\nRUN touch /x\n",
@@ -66,7 +76,7 @@ CMD ["serve"]
 			if err := os.WriteFile(path, []byte(tc.dockerfile), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := ParseFinalStage(path)
+			got, err := ParseFinalStage(path, tc.buildArgs)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%s\nParseFinalStage: got error %v, want one containing %q", tc.reason, err, tc.wantErr)
@@ -107,18 +117,18 @@ func TestHooksImageInStepWithDockerfile(t *testing.T) {
 	if line == "" {
 		t.Fatal("no RUN ... go build in the Dockerfile")
 	}
-	for _, want := range append([]string{"CGO_ENABLED=0"}, goBuildFlags...) {
+	for _, want := range append([]string{"CGO_ENABLED=0"}, goBuildFlags("${REVISION}")...) {
 		if !strings.Contains(line, want) {
 			t.Errorf("the Dockerfile builds with %q, which lacks %q that test/node/images.go builds with", line, want)
 		}
 	}
 
-	stage, err := ParseFinalStage(dockerfile)
+	stage, err := ParseFinalStage(dockerfile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	img, err := HooksImageFrom(root, work)
+	img, err := HooksImageFrom(root, work, Build{})
 	if err != nil {
 		t.Fatal(err)
 	}
