@@ -4,6 +4,9 @@
 #   make test   run every test layer (builds the Kubernetes test binaries once)
 #               and the Helm chart's tests
 #   make image  build the container image with docker, podman or buildah
+#   make release  write dist/: the packaged chart, install.yaml, the image
+#               as an OCI archive, linux/amd64 and linux/arm64 binaries and
+#               SHA256SUMS (docs/releasing.md)
 
 GO      ?= go
 BIN     ?= bin
@@ -35,7 +38,7 @@ include test/k8s.mk
 FORMSPEC_NODE_BIN ?= $(HOME)/.cache/formspec-hooks/node-$(K8S_VERSION)
 export FORMSPEC_NODE_BIN
 
-.PHONY: all build image sync-version run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load bench clean
+.PHONY: all build image release sync-version run test test-helm test-node node-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -48,6 +51,35 @@ build:
 image:
 	@if [ -z "$(BUILDER)" ]; then echo "make image: no docker, podman or buildah found; set BUILDER" >&2; exit 1; fi
 	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) .
+
+# release writes $(DIST) from this checkout, as docs/releasing.md
+# describes: the chart packaged by Helm's library and the kustomize install
+# as one install.yaml (test/helm/cmd/package), the image as an OCI archive
+# for both platforms built from the Dockerfile's final stage
+# (test/node/cmd/imagearchive, as test/node builds its image), the binaries
+# for linux/amd64 and linux/arm64, and SHA256SUMS over all of it. Go's
+# build cache makes a second run cheap; a cold one compiles everything for
+# arm64 too (a few minutes). test/node's TestDist checks the result.
+DIST ?= dist
+RELEASE_ARCHS ?= amd64 arm64
+RELEASE_BINARIES := formspec-hooks formspec-reporter formspec-clustercontrol
+release:
+	@case "$(VERSION)" in ""|*[!0-9A-Za-z.+-]*) echo "make release: hooks/buildinfo/VERSION is \"$(VERSION)\"" >&2; exit 1;; esac
+	rm -rf $(DIST)
+	mkdir -p $(DIST)
+	@for arch in $(RELEASE_ARCHS); do for bin in $(RELEASE_BINARIES); do \
+		echo "go build $$bin for linux/$$arch"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+			-o $(DIST)/$$bin-$(VERSION)-linux-$$arch ./cmd/$$bin || exit 1; \
+	done; done
+	cd test/helm && $(GO) run ./cmd/package -version $(VERSION) -chart $(CURDIR)/deploy/helm/formspec-hooks \
+		-kustomization $(CURDIR)/deploy -out $(abspath $(DIST))
+	cd test/node && $(GO) run ./cmd/imagearchive -root $(CURDIR) -name $(IMAGE):$(VERSION) \
+		-arch $$(echo $(RELEASE_ARCHS) | tr ' ' ,) \
+		-build-arg VERSION=$(VERSION) -build-arg REVISION=$(REVISION) \
+		-out $(abspath $(DIST))/formspec-hooks-image-$(VERSION).oci.tar
+	cd $(DIST) && sha256sum $$(ls | grep -vx SHA256SUMS) > SHA256SUMS
+	@echo "$(DIST): formspec-hooks $(VERSION)"; cat $(DIST)/SHA256SUMS
 
 # sync-version writes VERSION into the copies that cannot read the file:
 # the chart's version and appVersion, the image tag deploy/ pins, and the
@@ -93,12 +125,17 @@ test: vet k8s-binaries node-binaries
 # kube-proxy, CoreDNS, kube-scheduler beside the test control plane), the
 # project's image built here, deploy/ applied with kubectl, the hook pods
 # Ready behind their Service; with METACONTROLLER_BIN, Metacontroller in a
-# pod and the workspace scenarios. It needs root (a bridge, iptables rules,
-# mounts, cgroups) and the Debian packages .ci/run installs; as another user
-# the cluster tests skip and say so. It prints how long each phase took.
+# pod and the workspace scenarios; and the release: a `make release` into
+# $(TEST_DIST) (outside the repository, so that a dist/ of yours is left
+# alone), checked complete, whose install.yaml and packaged chart install
+# with its image. It needs root (a bridge, iptables rules, mounts, cgroups)
+# and the Debian packages .ci/run installs; as another user the cluster
+# tests skip and say so. It prints how long each phase took.
+TEST_DIST ?= $(HOME)/.cache/formspec-hooks/dist-test
 test-node: k8s-binaries node-binaries
 	@if [ "$$(id -u)" != 0 ]; then echo "note: not root, so the one-node cluster tests (test/node) skip: they create a bridge, iptables rules, mounts and cgroups; see docs/testing.md"; fi
-	cd test/node && $(GO) test -count=1 -timeout 40m -v ./...
+	$(MAKE) --no-print-directory release DIST=$(TEST_DIST)
+	cd test/node && FORMSPEC_DIST=$(TEST_DIST) $(GO) test -count=1 -timeout 40m -v ./...
 
 # node-binaries builds the kubelet, kube-proxy, kube-scheduler and CoreDNS
 # into $(FORMSPEC_NODE_BIN) unless current (cold: a few minutes); only as

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,5 +231,51 @@ COMMIT
 				t.Errorf("%s\niptablesCleanup: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestWriteOCIArchive writes a two-platform image and reads it back as
+// containerd would: an OCI layout whose index.json names the image, with
+// one manifest per platform, OCI media types, and each platform's own
+// configuration; written twice, the bytes are the same.
+func TestWriteOCIArchive(t *testing.T) {
+	dir := t.TempDir()
+	var images []Image
+	for _, arch := range []string{"amd64", "arm64"} {
+		images = append(images, Image{
+			Name:   "example.com/demo:ignored",
+			Arch:   arch,
+			Files:  []File{{Path: "/bin/demo", Mode: 0o755, Data: []byte("#!" + arch)}},
+			Config: v1.Config{User: nonroot, Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}},
+		})
+	}
+	archive := filepath.Join(dir, "demo.oci.tar")
+	if err := WriteOCIArchive(archive, "example.com/demo:1.2.3", images...); err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(dir, "again.oci.tar")
+	if err := WriteOCIArchive(again, "example.com/demo:1.2.3", images...); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(archive)
+	b, _ := os.ReadFile(again)
+	if !bytes.Equal(a, b) {
+		t.Error("two archives of the same images differ")
+	}
+
+	index, err := ReadOCIArchive(archive, filepath.Join(dir, "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := OCIImage{
+		Name: "example.com/demo:1.2.3",
+		Tag:  "1.2.3",
+		Platforms: map[string]OCIPlatform{
+			"linux/amd64": {Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}, Files: []string{"bin/demo"}},
+			"linux/arm64": {Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}, Files: []string{"bin/demo"}},
+		},
+	}
+	if diff := cmp.Diff(want, index); diff != "" {
+		t.Errorf("archive read back: -want, +got:\n%s", diff)
 	}
 }
