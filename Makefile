@@ -4,18 +4,24 @@
 #   make test   run every test layer (builds the Kubernetes test binaries once)
 #               and the Helm chart's tests
 #   make image  build the container image with docker, podman or buildah
+#   make release  write dist/: the packaged chart, install.yaml, the image
+#               as an OCI archive, linux/amd64 and linux/arm64 binaries and
+#               SHA256SUMS (docs/releasing.md)
 
 GO      ?= go
 BIN     ?= bin
 LISTEN  ?= 127.0.0.1:8080
 METRICS ?= 127.0.0.1:9090
 
-# VERSION is linked into every binary (`formspec-hooks version`, the
-# formspec_hooks_build_info metric) and labels the image.
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# VERSION is the project's one version, hooks/buildinfo/VERSION: every
+# binary embeds it (`formspec-hooks version`, the formspec_hooks_build_info
+# metric), it tags and labels the image, and `make sync-version` writes it
+# into the chart, deploy/ and the Dockerfile. Change it there, nowhere else
+# (docs/releasing.md). REVISION, the commit, is linked into the binaries:
+# Go records it by itself only in a plain git checkout.
+VERSION  := $(shell cat hooks/buildinfo/VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.version=$(VERSION) \
-	-X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
+LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
 IMAGE   ?= ghcr.io/formspec/formspec-hooks
 # The first container builder found; set it to choose.
 BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b) 2>/dev/null),$(b))))
@@ -34,7 +40,7 @@ export FORMSPEC_NODE_BIN
 FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
 export FORMSPEC_KSM_BIN
 
-.PHONY: all build image run test test-helm test-node node-binaries ksm-binaries crds helm-crds unit fmt vet fixtures load bench clean
+.PHONY: all build image release sync-version run test test-helm test-node node-binaries ksm-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -47,6 +53,45 @@ build:
 image:
 	@if [ -z "$(BUILDER)" ]; then echo "make image: no docker, podman or buildah found; set BUILDER" >&2; exit 1; fi
 	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) .
+
+# release writes $(DIST) from this checkout, as docs/releasing.md
+# describes: the chart packaged by Helm's library and the kustomize install
+# as one install.yaml (test/helm/cmd/package), the image as an OCI archive
+# for both platforms built from the Dockerfile's final stage
+# (test/node/cmd/imagearchive, as test/node builds its image), the binaries
+# for linux/amd64 and linux/arm64, and SHA256SUMS over all of it. Go's
+# build cache makes a second run cheap; a cold one compiles everything for
+# arm64 too (a few minutes). test/node's TestDist checks the result.
+DIST ?= dist
+RELEASE_ARCHS ?= amd64 arm64
+RELEASE_BINARIES := formspec-hooks formspec-reporter formspec-clustercontrol
+release:
+	@case "$(VERSION)" in ""|*[!0-9A-Za-z.+-]*) echo "make release: hooks/buildinfo/VERSION is \"$(VERSION)\"" >&2; exit 1;; esac
+	rm -rf $(DIST)
+	mkdir -p $(DIST)
+	@for arch in $(RELEASE_ARCHS); do for bin in $(RELEASE_BINARIES); do \
+		echo "go build $$bin for linux/$$arch"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+			-o $(DIST)/$$bin-$(VERSION)-linux-$$arch ./cmd/$$bin || exit 1; \
+	done; done
+	cd test/helm && $(GO) run ./cmd/package -version $(VERSION) -chart $(CURDIR)/deploy/helm/formspec-hooks \
+		-kustomization $(CURDIR)/deploy -out $(abspath $(DIST))
+	cd test/node && $(GO) run ./cmd/imagearchive -root $(CURDIR) -name $(IMAGE):$(VERSION) \
+		-arch $$(echo $(RELEASE_ARCHS) | tr ' ' ,) \
+		-build-arg VERSION=$(VERSION) -build-arg REVISION=$(REVISION) \
+		-out $(abspath $(DIST))/formspec-hooks-image-$(VERSION).oci.tar
+	cd $(DIST) && sha256sum $$(ls | grep -vx SHA256SUMS) > SHA256SUMS
+	@echo "$(DIST): formspec-hooks $(VERSION)"; cat $(DIST)/SHA256SUMS
+
+# sync-version writes VERSION into the copies that cannot read the file:
+# the chart's version and appVersion, the image tag deploy/ pins, and the
+# Dockerfile's label default. hooks/buildinfo's tests fail while one
+# differs.
+sync-version:
+	sed -i -E 's/^version: .*/version: $(VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' deploy/helm/formspec-hooks/Chart.yaml
+	sed -i -E '/- name: ghcr.io\/formspec\/formspec-hooks$$/{n;s/newTag: .*/newTag: $(VERSION)/}' deploy/hooks/kustomization.yaml
+	sed -i -E 's/^ARG VERSION=.*/ARG VERSION=$(VERSION)/' Dockerfile
+	@git diff --stat -- deploy/helm/formspec-hooks/Chart.yaml deploy/hooks/kustomization.yaml Dockerfile 2>/dev/null || true
 
 # run starts the three processes of a local demo: the reference Cluster
 # Control (API 127.0.0.1:8480, admin 127.0.0.1:8481), the reporter sidecar
@@ -83,12 +128,17 @@ test: vet k8s-binaries node-binaries ksm-binaries
 # kube-proxy, CoreDNS, kube-scheduler beside the test control plane), the
 # project's image built here, deploy/ applied with kubectl, the hook pods
 # Ready behind their Service; with METACONTROLLER_BIN, Metacontroller in a
-# pod and the workspace scenarios. It needs root (a bridge, iptables rules,
-# mounts, cgroups) and the Debian packages .ci/run installs; as another user
-# the cluster tests skip and say so. It prints how long each phase took.
+# pod and the workspace scenarios; and the release: a `make release` into
+# $(TEST_DIST) (outside the repository, so that a dist/ of yours is left
+# alone), checked complete, whose install.yaml and packaged chart install
+# with its image. It needs root (a bridge, iptables rules, mounts, cgroups)
+# and the Debian packages .ci/run installs; as another user the cluster
+# tests skip and say so. It prints how long each phase took.
+TEST_DIST ?= $(HOME)/.cache/formspec-hooks/dist-test
 test-node: k8s-binaries node-binaries
 	@if [ "$$(id -u)" != 0 ]; then echo "note: not root, so the one-node cluster tests (test/node) skip: they create a bridge, iptables rules, mounts and cgroups; see docs/testing.md"; fi
-	cd test/node && $(GO) test -count=1 -timeout 40m -v ./...
+	$(MAKE) --no-print-directory release DIST=$(TEST_DIST)
+	cd test/node && FORMSPEC_DIST=$(TEST_DIST) $(GO) test -count=1 -timeout 40m -v ./...
 
 # node-binaries builds the kubelet, kube-proxy, kube-scheduler and CoreDNS
 # into $(FORMSPEC_NODE_BIN) unless current (cold: a few minutes); only as

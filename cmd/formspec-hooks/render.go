@@ -27,7 +27,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs := cliflag.New(program+" render", renderUsage)
 	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims, Datastores and endpoint Secrets; repeatable; - or none reads stdin")
 	image := fs.String("resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
-	version := fs.String("default-version", "", "image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
+	version := fs.String("default-version", "", "image tag for Workspaces without spec.version; required unless --resource-image has a tag")
 	var controlURL string
 	clusterControlURLFlags(fs, &controlURL)
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
@@ -38,7 +38,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	repo, tag, err := workspace.ParseImage(*image, *version)
 	if err != nil {
-		return cliflag.Usagef(fs, "--resource-image: %w", err)
+		return cliflag.Usagef(fs, "%w", err)
 	}
 	if err := checkURL("--cluster-control-url", controlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)

@@ -14,7 +14,7 @@ import (
 
 func TestRender(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"render", "-f", "../../examples/workspace.yaml", "--resource-image", "example.com/resource"}, strings.NewReader(""), &stdout, &stderr)
+	code := run(context.Background(), []string{"render", "-f", "../../examples/workspace.yaml", "--resource-image", "example.com/resource", "--default-version", "1.8.2"}, strings.NewReader(""), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("render exited %d: %s", code, stderr.String())
 	}
@@ -100,7 +100,7 @@ func TestRenderErrors(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), []string{"render"}, strings.NewReader(tc.stdin), &stdout, &stderr)
+			code := run(context.Background(), []string{"render", "--default-version", "1.8.2"}, strings.NewReader(tc.stdin), &stdout, &stderr)
 			if code == 0 || !strings.Contains(stderr.String(), tc.want) {
 				t.Errorf("%s\nrender: exit %d, stderr %q; want non-zero and %q", tc.reason, code, stderr.String(), tc.want)
 			}

@@ -61,9 +61,9 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.listen, "listen", ":8080", "address of the hook listener")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "address of the listener for /metrics, /healthz and /readyz")
 	fs.StringVar(&f.resourceImage, "resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
-	fs.StringVar(&f.defaultVersion, "default-version", "", "image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
+	fs.StringVar(&f.defaultVersion, "default-version", "", "image tag for Workspaces without spec.version; required unless --resource-image has a tag")
 	clusterControlURLFlags(fs, &f.clusterControlURL)
-	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8181", "URL of the reporter sidecar")
+	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8181", "URL of the reporter sidecar; empty: no sidecar, and nothing is handed off")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests worked on at once, counted once their body is read; more get 429 (0: no limit)")
 	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "request-body bytes held at once; more get 429 (default: an eighth of the memory limit from GOMEMLIMIT or the cgroup, at least --max-body-bytes; 64 MiB without a limit)")
@@ -121,9 +121,9 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	image, version, err := workspace.ParseImage(f.resourceImage, f.defaultVersion)
 	if err != nil {
-		return cliflag.Usagef(fs, "--resource-image: %w", err)
+		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL("--reporter-url", f.reporterURL, false); err != nil {
+	if err := checkURL("--reporter-url", f.reporterURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	if err := checkURL("--cluster-control-url", f.clusterControlURL, true); err != nil {
@@ -202,9 +202,12 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	warnNoClusterControl(warn, f.clusterControlURL)
 
 	// The hand-off client posts observations to the reporter sidecar in the
-	// background; hooks only ever enqueue.
-	reports, err := handoff.New(f.reporterURL, handoff.Options{Logger: logger})
-	if err != nil {
+	// background; hooks only ever enqueue. Without a sidecar it stays nil,
+	// which discards.
+	var reports *handoff.Client
+	if f.reporterURL == "" {
+		logger.Info("no --reporter-url: nothing is handed off for Cluster Control")
+	} else if reports, err = handoff.New(f.reporterURL, handoff.Options{Logger: logger}); err != nil {
 		return fmt.Errorf("cannot set up the reporter hand-off: %w", err)
 	}
 	if err := cfg.Metrics.Register(reports.Collectors()...); err != nil {

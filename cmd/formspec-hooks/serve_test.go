@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
+	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
 func TestRunServeFlags(t *testing.T) {
@@ -24,6 +26,9 @@ func TestRunServeFlags(t *testing.T) {
 	// Loopback port 0 and no delay, so the cases that get as far as serving
 	// stop at once: the context is already cancelled.
 	local := []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--shutdown-delay", "0"}
+	// Every case starts with a default version, which serve requires; a
+	// later --default-version takes it back.
+	version := []string{"--default-version", "1.8.2"}
 
 	cases := map[string]struct {
 		reason string
@@ -57,6 +62,13 @@ func TestRunServeFlags(t *testing.T) {
 		"ZeroObjects":        {reason: "A zero object limit would reject every request.", args: []string{"--max-objects", "0"}, wantErr: "--max-objects", usage: true},
 		"ZeroBodyTimeout":    {reason: "No time to read a body would reject every request.", args: []string{"--body-timeout", "0"}, wantErr: "--body-timeout", usage: true},
 		"ZeroConnections":    {reason: "No connections would serve nobody.", args: []string{"--max-connections-per-client", "0"}, wantErr: "--max-connections-per-client", usage: true},
+		"NoVersion":          {reason: "Without --default-version or a tag in --resource-image serve refuses to start rather than run latest.", args: []string{"--default-version", ""}, want: workspace.ErrNoVersion, usage: true},
+		"TaggedImage":        {reason: "A tag in --resource-image is a version too.", args: append(append([]string{}, local...), "--default-version", "", "--resource-image", "r/img:2.0"), wantStderr: []string{"formspec-hooks starting"}},
+		"NoReporter": {
+			reason:     "An empty --reporter-url (the chart's reporter.enabled false) serves with nothing handed off.",
+			args:       append(append([]string{}, local...), "--reporter-url", ""),
+			wantStderr: []string{"no --reporter-url: nothing is handed off for Cluster Control"},
+		},
 		"ClientCAWithoutTLS": {
 			reason:  "Client certificates need TLS.",
 			args:    []string{"--tls-client-ca-file", "ca.crt"},
@@ -67,7 +79,7 @@ func TestRunServeFlags(t *testing.T) {
 		"ServesAndStops": {
 			reason:     "Valid flags serve until the context ends, then stop cleanly.",
 			args:       append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--cluster-control-url", "https://control.example"),
-			wantStderr: []string{`"msg":"formspec-hooks starting","version":"dev"`},
+			wantStderr: []string{`"msg":"formspec-hooks starting","version":"` + buildinfo.Release() + `"`},
 		},
 		"DeprecatedAliasServes": {
 			reason:     "The old flag name still works, with a warning naming the new one.",
@@ -85,7 +97,7 @@ func TestRunServeFlags(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			var stdout, stderr bytes.Buffer
-			err := runServe(ctx, tc.args, strings.NewReader(""), &stdout, &stderr)
+			err := runServe(ctx, append(append([]string{}, version...), tc.args...), strings.NewReader(""), &stdout, &stderr)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

@@ -94,7 +94,7 @@ spec:
 `)
 	signed := write("claim.signed.yaml", cmd("", "claim", "sign", "--key", filepath.Join(dir, "owner.key"), claim))
 
-	out := cmd("", "render", "-f", workspace, "-f", datastore, "-f", secret, "-f", signed)
+	out := cmd("", "render", "--default-version", "1.8.2", "-f", workspace, "-f", datastore, "-f", secret, "-f", signed)
 	for _, want := range []string{"name: shop-orders-credentials", "prefix: ORDERS_", "mountPath: /bindings/shop-orders", "state: Injected"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("render of a signed claim: want %q in the output:\n%s", want, out)
@@ -105,7 +105,7 @@ spec:
 	}
 
 	tampered := write("claim.tampered.yaml", strings.Replace(readFile(t, signed), "permission: readwrite", "permission: admin", 1))
-	out = cmd("", "render", "-f", workspace, "-f", datastore, "-f", secret, "-f", tampered)
+	out = cmd("", "render", "--default-version", "1.8.2", "-f", workspace, "-f", datastore, "-f", secret, "-f", tampered)
 	if strings.Contains(out, "shop-orders-credentials") || !strings.Contains(out, "state: Denied") {
 		t.Errorf("render of a tampered claim: want no credentials and state Denied:\n%s", out)
 	}

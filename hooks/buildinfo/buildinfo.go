@@ -1,30 +1,47 @@
 // Package buildinfo says which build of formspec-hooks is running: the
-// version stamped at link time, else the module version Go recorded, and
-// the VCS revision when the build had one. Every binary prints it for
-// `version` and `--version`, and the hook server exports it as a gauge.
+// release version written in the file VERSION beside this one, and the VCS
+// revision when the build had one. Every binary prints it for `version` and
+// `--version`, and the hook server exports it as a gauge.
 package buildinfo
 
 import (
+	"cmp"
+	_ "embed" // the go:embed of VERSION
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// version is set by the linker:
+// release is the file VERSION: the one place the project's version is
+// written (semantic versioning, without a leading v). Every binary embeds
+// it, so a plain `go build` or `go install` knows its version; the
+// Makefile reads it, and `make sync-version` writes the copies the Helm
+// chart, deploy/ and the Dockerfile need literally (a test fails while one
+// differs).
 //
-//	go build -ldflags "-X github.com/formspec/formspec-hooks/hooks/buildinfo.version=v1.2.3"
+//go:embed VERSION
+var release string
+
+// Release is the version of this source tree, as VERSION says.
+func Release() string { return strings.TrimSpace(release) }
+
+// version and revision are set by the linker:
 //
-// `make build` and the Dockerfile set it from VERSION, and revision from
-// REVISION, which stands in when Go recorded no VCS revision (a build with
-// -buildvcs=false, or in a container without .git).
+//	go build -ldflags "-X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=0a1b2c3"
+//
+// `make build`, `make release` and the Dockerfile set revision, which
+// stands in when Go recorded no VCS revision (a build with
+// -buildvcs=false, or in a container without .git). Nothing in the
+// repository sets version; it overrides VERSION for a build that must
+// say something else (the command-line tests use it).
 var version, revision string
 
 // Info identifies a build.
 type Info struct {
-	// Version is the linker-stamped version, else the main module's
-	// version (set by `go install module@version`), else "dev".
+	// Version is VERSION's, unless the linker stamped another.
 	Version string
 	// Revision is the VCS commit the binary was built from: Go's record
 	// of it, else the linker-stamped REVISION, else empty.
@@ -37,13 +54,10 @@ type Info struct {
 
 // Get returns this binary's build information.
 func Get() Info {
-	info := Info{Version: version, Revision: revision, GoVersion: runtime.Version()}
+	info := Info{Version: cmp.Or(version, Release()), Revision: revision, GoVersion: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return withDefault(info)
-	}
-	if info.Version == "" && bi.Main.Version != "(devel)" {
-		info.Version = bi.Main.Version
+		return info
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {
@@ -53,18 +67,11 @@ func Get() Info {
 			info.Modified = s.Value == "true"
 		}
 	}
-	return withDefault(info)
-}
-
-func withDefault(info Info) Info {
-	if info.Version == "" {
-		info.Version = "dev"
-	}
 	return info
 }
 
 // String is the one line `version` prints, e.g.
-// "v1.2.3 (revision 0a1b2c3, go1.26.8)".
+// "0.1.0 (revision 0a1b2c3, go1.26.8)".
 func (i Info) String() string {
 	rev := i.Revision
 	if rev == "" {

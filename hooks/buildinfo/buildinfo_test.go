@@ -14,9 +14,9 @@ func TestString(t *testing.T) {
 		info   Info
 		want   string
 	}{
-		"Release": {reason: "A stamped build with its revision.", info: Info{Version: "v1.2.3", Revision: "0a1b2c3", GoVersion: "go1.26.8"}, want: "v1.2.3 (revision 0a1b2c3, go1.26.8)"},
-		"Dirty":   {reason: "Uncommitted changes are visible.", info: Info{Version: "dev", Revision: "0a1b2c3", Modified: true, GoVersion: "go1.26.8"}, want: "dev (revision 0a1b2c3-dirty, go1.26.8)"},
-		"NoVCS":   {reason: "A build without VCS data says so rather than printing nothing.", info: Info{Version: "dev", GoVersion: "go1.26.8"}, want: "dev (revision unknown, go1.26.8)"},
+		"Release": {reason: "A release build with its revision.", info: Info{Version: "0.1.0", Revision: "0a1b2c3", GoVersion: "go1.26.8"}, want: "0.1.0 (revision 0a1b2c3, go1.26.8)"},
+		"Dirty":   {reason: "Uncommitted changes are visible.", info: Info{Version: "0.1.0", Revision: "0a1b2c3", Modified: true, GoVersion: "go1.26.8"}, want: "0.1.0 (revision 0a1b2c3-dirty, go1.26.8)"},
+		"NoVCS":   {reason: "A build without VCS data says so rather than printing nothing.", info: Info{Version: "0.1.0", GoVersion: "go1.26.8"}, want: "0.1.0 (revision unknown, go1.26.8)"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -34,7 +34,7 @@ func TestGetAndCollector(t *testing.T) {
 		version = stamped
 		want := stamped
 		if want == "" {
-			want = "dev" // a test binary has no module version
+			want = Release() // what a plain go build says
 		}
 		i := Get()
 		if i.Version != want {

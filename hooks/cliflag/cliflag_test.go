@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 )
 
 func TestParse(t *testing.T) {
@@ -30,8 +32,8 @@ func TestParse(t *testing.T) {
 		"UnknownFlag": {reason: "An unknown flag is a usage error and prints nothing.", args: []string{"--nope"}, wantUsage: "demo: flag provided but not defined: -nope"},
 		"BadValue":    {reason: "A value that does not parse is a usage error.", args: []string{"--n", "x"}, wantUsage: `demo: invalid value "x" for flag -n: parse error`},
 		"NoVersion":   {reason: "Without AddVersion, `version` is an ordinary argument.", args: []string{"version"}},
-		"Version":     {reason: "--version prints the version and answers like --help.", args: []string{"--version"}, version: true, want: flag.ErrHelp, wantStdout: "demo dev ("},
-		"VersionWord": {reason: "`version` alone is --version.", args: []string{"version"}, version: true, want: flag.ErrHelp, wantStdout: "demo dev ("},
+		"Version":     {reason: "--version prints the version and answers like --help.", args: []string{"--version"}, version: true, want: flag.ErrHelp, wantStdout: "demo " + buildinfo.Release() + " ("},
+		"VersionWord": {reason: "`version` alone is --version.", args: []string{"version"}, version: true, want: flag.ErrHelp, wantStdout: "demo " + buildinfo.Release() + " ("},
 		"VersionMore": {reason: "`version` with more arguments is left to the command.", args: []string{"version", "x"}, version: true},
 	}
 	for name, tc := range cases {

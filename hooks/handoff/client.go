@@ -139,8 +139,12 @@ func setDefault[T int | time.Duration](v *T, def T) {
 	}
 }
 
-// Collectors returns the client's metrics for the hook server's registry.
+// Collectors returns the client's metrics for the hook server's registry;
+// a nil *Client (no sidecar) has none, so no hand-off alert can fire.
 func (c *Client) Collectors() []prometheus.Collector {
+	if c == nil {
+		return nil
+	}
 	dropped := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "formspec_hooks_reporter_handoff_dropped_total",
 		Help: "Observations dropped because the hand-off queue to the reporter sidecar was full, or one was too large for the sidecar.",
@@ -172,8 +176,12 @@ var errRefused = errors.New("reporter refused the batch")
 // unless a whole batch is queued. A batch the sidecar does not take is kept
 // and posted again after RetryDelay (without lingering); a batch it refuses
 // (too large, or undecodable) is split in halves until the one observation
-// at fault is found and dropped.
+// at fault is found and dropped. A nil *Client has nothing to post and
+// returns at once.
 func (c *Client) Run(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
 	var (
 		lastLog time.Time
 		failing bool

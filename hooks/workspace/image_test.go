@@ -17,10 +17,11 @@ func TestParseImage(t *testing.T) {
 		want           want
 		wantErr        error
 	}{
-		"Bare":           {reason: "No tag anywhere: latest.", image: "formahub/formspec-resource", want: want{"formahub/formspec-resource", "latest"}},
+		"Bare":           {reason: "No tag anywhere: refused, never an implicit latest.", image: "formahub/formspec-resource", wantErr: ErrNoVersion},
+		"BareWithFlag":   {reason: "A bare image takes --default-version.", image: "formahub/formspec-resource", version: "1.8.2", want: want{"formahub/formspec-resource", "1.8.2"}},
 		"TaggedImage":    {reason: "The image's tag is the default version.", image: "formahub/formspec-resource:1.4.2", want: want{"formahub/formspec-resource", "1.4.2"}},
 		"FlagWins":       {reason: "--default-version beats the image's tag.", image: "formahub/formspec-resource:1.4.2", version: "1.5.0", want: want{"formahub/formspec-resource", "1.5.0"}},
-		"RegistryPort":   {reason: "A colon before the last slash is a port, not a tag.", image: "registry.local:5000/formspec-resource", want: want{"registry.local:5000/formspec-resource", "latest"}},
+		"RegistryPort":   {reason: "A colon before the last slash is a port, not a tag: no version.", image: "registry.local:5000/formspec-resource", wantErr: ErrNoVersion},
 		"PortAndTag":     {reason: "Port and tag together.", image: "registry.local:5000/formspec-resource:2.0", want: want{"registry.local:5000/formspec-resource", "2.0"}},
 		"Digest":         {reason: "A digest cannot take a tag.", image: "formahub/formspec-resource@sha256:abc", wantErr: cmpopts.AnyError},
 		"EmptyImage":     {reason: "An image is required.", image: "", wantErr: cmpopts.AnyError},

@@ -150,6 +150,7 @@ func startEnv(t *testing.T) *env {
 		"--listen=127.0.0.1:" + strconv.Itoa(hookPort),
 		"--metrics-listen=127.0.0.1:" + strconv.Itoa(hookMetricsPort),
 		"--cluster-control-url=" + controlClusterURL,
+		"--default-version=1.8.2",
 		// Nothing listens there unless a test starts a reporter: the
 		// hand-off fails quietly and keeps what it could not hand over,
 		// which is what the hooks must tolerate.

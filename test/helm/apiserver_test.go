@@ -2,9 +2,10 @@ package helm
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 
 	"github.com/formspec/formspec-hooks/test/controlplane"
@@ -12,11 +13,14 @@ import (
 
 // TestAPIServer installs what `helm install` would into a real
 // kube-apiserver, as far as a dry run goes: Metacontroller's CRDs (a
-// prerequisite), stand-ins for cert-manager's (controlplane.CertManagerCRDs), the chart's crds/ (Helm applies them first, for real), the
-// release namespace (--create-namespace), then every rendered object of
-// every release in releases, server-side applied with dryRun=All, so that
-// schemas, defaulting and validation (including Metacontroller's schema for
-// endpointConfigs and https webhooks) judge them. Skips without
+// prerequisite), stand-ins for cert-manager's and the Prometheus
+// Operator's (controlplane.CertManagerCRDs, PrometheusOperatorCRDs), the
+// chart's crds/ (Helm applies them first, for real), the release namespace
+// (--create-namespace), then every rendered object of every release in
+// releases and of every case in valueCases, server-side applied with
+// dryRun=All, so that schemas, defaulting and validation (including
+// Metacontroller's schema for endpointConfigs and https webhooks, and the
+// pod spec's for each scheduling value) judge them. Skips without
 // FORMSPEC_K8S_BIN.
 func TestAPIServer(t *testing.T) {
 	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
@@ -29,6 +33,11 @@ func TestAPIServer(t *testing.T) {
 	if err := c.InstallCRDs(controlplane.CertManagerCRDs(t)); err != nil {
 		t.Fatalf("cannot install the cert-manager stand-in CRDs: %v", err)
 	}
+	// Production, NoReporter and the monitoring value cases render
+	// ServiceMonitors and PrometheusRules.
+	if err := c.InstallCRDs(controlplane.PrometheusOperatorCRDs(t)); err != nil {
+		t.Fatalf("cannot install the Prometheus Operator stand-in CRDs: %v", err)
+	}
 	crds, err := filepath.Glob(filepath.Join(chartDir(t), "crds", "*.yaml"))
 	if err != nil || len(crds) == 0 {
 		t.Fatalf("no CRDs in the chart's crds/ (%v)", err)
@@ -37,13 +46,12 @@ func TestAPIServer(t *testing.T) {
 		t.Fatalf("cannot install the chart's CRDs: %v", err)
 	}
 
-	names := make([]string, 0, len(releases))
-	for name := range releases {
-		names = append(names, name)
+	all := maps.Clone(releases)
+	for name, tc := range valueCases {
+		all["Value/"+name] = valueRelease(tc.values)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		r := releases[name]
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		r := all[name]
 		t.Run(name, func(t *testing.T) {
 			ensureNamespace(t, c, r.namespace)
 			for _, obj := range render(t, r).objects {

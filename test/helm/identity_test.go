@@ -36,6 +36,9 @@ var usernameMatch = regexp.MustCompile(`^request\.userInfo\.username == "([^"]+)
 // volume but Secrets; and the reporter's tombstone file is on an emptyDir.
 func TestReporterIdentity(t *testing.T) {
 	for name, r := range releases {
+		if !r.reporterEnabled() {
+			continue // TestNoReporter
+		}
 		t.Run("helm/"+name, func(t *testing.T) {
 			checkReporterIdentity(t, render(t, r).objects, r.namespace)
 		})
@@ -44,6 +47,46 @@ func TestReporterIdentity(t *testing.T) {
 		t.Run("kustomize/"+dir, func(t *testing.T) {
 			checkReporterIdentity(t, kustomizeBuild(t, dir), "formspec-system")
 		})
+	}
+}
+
+// TestNoReporter checks a release with reporter.enabled false: the pods
+// run one container, the hook server, with no Kubernetes identity at all
+// (no service account named, no token mounted anywhere, nothing
+// automounted) and no volume of the reporter's.
+func TestNoReporter(t *testing.T) {
+	var dep controlplane.Object
+	for _, obj := range render(t, releases["NoReporter"]).objects {
+		if obj["kind"] == "Deployment" {
+			dep = obj
+		}
+	}
+	if dep == nil {
+		t.Fatal("no Deployment")
+	}
+	pod, _ := get(dep, "spec.template.spec").(map[string]any)
+	if sa := pod["serviceAccountName"]; sa != nil {
+		t.Errorf("the pods run as service account %v, which no longer exists without the reporter", sa)
+	}
+	if pod["automountServiceAccountToken"] != false {
+		t.Errorf("the pods automount the namespace's default token (automountServiceAccountToken %v)", pod["automountServiceAccountToken"])
+	}
+	containers, _ := pod["containers"].([]any)
+	var names []string
+	for _, c := range containers {
+		names = append(names, str(get(c, "name")))
+		mounts, _ := get(c, "volumeMounts").([]any)
+		for _, m := range mounts {
+			if strings.HasPrefix(str(get(m, "mountPath")), serviceAccountDir) {
+				t.Errorf("container %s mounts %s", str(get(c, "name")), str(get(m, "mountPath")))
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"hooks"}, names); diff != "" {
+		t.Errorf("containers: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"tls", "token"}, sortedFields(pod["volumes"], "name")); diff != "" {
+		t.Errorf("volumes: -want, +got:\n%s", diff)
 	}
 }
 

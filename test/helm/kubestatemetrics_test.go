@@ -40,7 +40,7 @@ const fleetMetricPrefix = "kube_formspec_"
 // observability/kube-state-metrics rather than the default (so that the
 // test sees the values followed).
 var fleet = release{name: "formspec-hooks", namespace: "formspec-system",
-	values: "kubeStateMetrics: {enabled: true, serviceAccount: {name: kube-state-metrics, namespace: observability}}"}
+	values: required + "kubeStateMetrics: {enabled: true, serviceAccount: {name: kube-state-metrics, namespace: observability}}"}
 
 // fleetObjects renders r and returns the objects of the fleet view: the
 // ConfigMap holding the config (the chart's only ConfigMap) and the
@@ -89,7 +89,7 @@ func TestKubeStateMetricsObjects(t *testing.T) {
 	}{
 		"Defaults": {
 			reason:    "kube-prometheus-stack installed as the release kube-prometheus-stack in monitoring.",
-			release:   release{name: "formspec-hooks", namespace: "formspec-system", values: "kubeStateMetrics: {enabled: true}"},
+			release:   release{name: "formspec-hooks", namespace: "formspec-system", values: required + "kubeStateMetrics: {enabled: true}"},
 			configMap: "ConfigMap/monitoring/formspec-kube-state-metrics",
 			account:   map[string]any{"kind": "ServiceAccount", "name": "kube-prometheus-stack-kube-state-metrics", "namespace": "monitoring"},
 			notes:     "in ConfigMap monitoring/formspec-kube-state-metrics (key config.yaml), and monitoring/kube-prometheus-stack-kube-state-metrics may\nlist and watch them.",
@@ -97,7 +97,7 @@ func TestKubeStateMetricsObjects(t *testing.T) {
 		"OtherInstall": {
 			reason: "Another service account, namespace and ConfigMap name.",
 			release: release{name: "fs", namespace: "platform",
-				values: "kubeStateMetrics: {enabled: true, configMapName: fleet-config, serviceAccount: {name: kube-state-metrics, namespace: observability}}"},
+				values: required + "kubeStateMetrics: {enabled: true, configMapName: fleet-config, serviceAccount: {name: kube-state-metrics, namespace: observability}}"},
 			configMap: "ConfigMap/observability/fleet-config",
 			account:   map[string]any{"kind": "ServiceAccount", "name": "kube-state-metrics", "namespace": "observability"},
 			notes:     "in ConfigMap observability/fleet-config (key config.yaml), and observability/kube-state-metrics may\nlist and watch them.",

@@ -34,11 +34,11 @@ import (
 // monitoring turns on both monitoring objects and the fleet view, so that
 // its PrometheusRule has every alert of files/prometheus-rules.yaml.
 var monitoring = release{name: "formspec-hooks", namespace: "formspec-system",
-	values: "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}\nkubeStateMetrics: {enabled: true}"}
+	values: required + "serviceMonitor: {enabled: true}\nprometheusRule: {enabled: true}\nkubeStateMetrics: {enabled: true}"}
 
 // withoutFleet turns on the PrometheusRule alone: it must leave out the
 // alerts on kube-state-metrics' series, which nothing makes.
-var withoutFleet = release{name: "formspec-hooks", namespace: "formspec-system", values: "prometheusRule: {enabled: true}"}
+var withoutFleet = release{name: "formspec-hooks", namespace: "formspec-system", values: required + "prometheusRule: {enabled: true}"}
 
 // monitoringObjects renders r and returns its ServiceMonitor and
 // PrometheusRule (nil when absent) and its Services.
@@ -117,8 +117,52 @@ func TestMonitoringObjects(t *testing.T) {
 	for _, g := range get(pr, "spec.groups").([]any) {
 		groups = append(groups, str(get(g, "name")))
 	}
-	if diff := cmp.Diff([]string{"formspec-hooks"}, groups); diff != "" {
+	if diff := cmp.Diff([]string{"formspec-hooks", "formspec-reporter"}, groups); diff != "" {
 		t.Errorf("PrometheusRule groups without kubeStateMetrics.enabled: -want, +got:\n%s", diff)
+	}
+}
+
+// TestMonitoringWithoutReporter checks that with reporter.enabled false
+// nothing watches or alerts on the reporter that is not there: the
+// ServiceMonitor scrapes the hook server alone, and the PrometheusRule is
+// files/prometheus-rules.yaml without its formspec-reporter group (and the
+// fleet group, kube-state-metrics being off too), so no
+// alert reads a metric only the reporter or the hand-off to it exports.
+func TestMonitoringWithoutReporter(t *testing.T) {
+	sm, pr, _ := monitoringObjects(t, releases["NoReporter"])
+	if sm == nil || pr == nil {
+		t.Fatalf("the NoReporter release renders ServiceMonitor %v, PrometheusRule %v; want both", sm != nil, pr != nil)
+	}
+	var scraped []string
+	for _, e := range get(sm, "spec.endpoints").([]any) {
+		scraped = append(scraped, get(e, "port").(string))
+	}
+	if diff := cmp.Diff([]string{"metrics"}, scraped); diff != "" {
+		t.Errorf("ServiceMonitor ports: -want, +got:\n%s", diff)
+	}
+	var file struct {
+		Groups []map[string]any `json:"groups"`
+	}
+	if err := yaml.Unmarshal(readChartFile(t, "files/prometheus-rules.yaml"), &file); err != nil {
+		t.Fatal(err)
+	}
+	var want []any
+	for _, g := range file.Groups {
+		if g["name"] != "formspec-reporter" && g["name"] != "formspec-fleet" {
+			want = append(want, g)
+		}
+	}
+	if len(want) == len(file.Groups) {
+		t.Fatal("files/prometheus-rules.yaml has no group named formspec-reporter")
+	}
+	if diff := cmp.Diff(want, get(pr, "spec.groups")); diff != "" {
+		t.Errorf("PrometheusRule groups without the reporter: -want, +got:\n%s", diff)
+	}
+	rules, _ := yaml.Marshal(pr["spec"])
+	for _, metric := range []string{"formspec_reporter_", "formspec_hooks_reporter_handoff_"} {
+		if strings.Contains(string(rules), metric) {
+			t.Errorf("an alert still reads %s* without the reporter", metric)
+		}
 	}
 }
 
@@ -395,7 +439,7 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
 		"--node-health-interval", "1s", "--deploy-status-interval", "1s", "--token-file", tokens)
 	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
-		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--shutdown-delay", "0s",
+		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--default-version", "1.8.2", "--shutdown-delay", "0s",
 		"--auth-token-file", tokens)
 	client := &http.Client{Timeout: 5 * time.Second}
 	testsync.WaitWithin(t, 90*time.Second, "the hook server and the reporter to be ready", func() bool {

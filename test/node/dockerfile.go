@@ -33,14 +33,15 @@ type Copy struct {
 	Dest    string
 }
 
-// ParseFinalStage reads the Dockerfile at path and returns its final stage.
-// It understands exactly the instructions a final stage that copies built
+// ParseFinalStage reads the Dockerfile at path and returns its final stage,
+// with buildArgs given to its ARGs as --build-arg would (an ARG keeps its
+// default when buildArgs has no value for it). It understands exactly the instructions a final stage that copies built
 // binaries onto a base image needs (FROM, ARG, COPY, USER, EXPOSE, ENV,
 // WORKDIR, LABEL, and ENTRYPOINT and CMD in JSON form) and rejects any
 // other, so that an instruction the test image could not reproduce (a RUN,
 // a shell-form ENTRYPOINT) fails the build of the test image instead of
 // being silently left out.
-func ParseFinalStage(path string) (*Stage, error) {
+func ParseFinalStage(path string, buildArgs map[string]string) (*Stage, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -74,6 +75,9 @@ func ParseFinalStage(path string) (*Stage, error) {
 		case "ARG":
 			k, v, _ := strings.Cut(rest, "=")
 			args[k] = strings.Trim(v, `"`)
+			if given, ok := buildArgs[k]; ok {
+				args[k] = given
+			}
 		case "COPY":
 			f := strings.Fields(rest)
 			var c Copy

@@ -56,24 +56,40 @@ func TestHelmInstall(t *testing.T) {
 	tm.Phase("claim credentials in the pod, then revoked")
 }
 
+// workspaceVersion is the defaultVersion the chart is installed with, as
+// the docs install it (deploy/ uses the same); the tests' Workspaces name
+// their own.
+const workspaceVersion = "1.8.2"
+
 // helmInstall renders the chart as `helm install formspec-hooks -n
-// formspec-system --create-namespace` would on a first install, with only
-// the image's tag and pull policy set (test/helm's cmd/render, which keeps
-// the Helm library out of this module), and applies it after
-// Metacontroller's CRDs and the namespace deploy/ makes.
+// formspec-system --create-namespace --set defaultVersion=...` would on a
+// first install, with the image's tag and pull policy set, and applies it
+// (helmInstallChart).
 func (c *Cluster) helmInstall(t *testing.T) {
+	t.Helper()
+	repo, tag, _ := strings.Cut(HooksImage, ":")
+	c.helmInstallChart(t, filepath.Join(controlplane.RepoRoot(t), chartDir),
+		"defaultVersion: "+workspaceVersion+"\nimage:\n  repository: "+repo+"\n  tag: "+tag+"\n  pullPolicy: Never\n")
+}
+
+// helmInstallChart renders chart (a directory or a packaged .tgz) with
+// values as `helm install formspec-hooks -n formspec-system
+// --create-namespace -f values.yaml` would on a first install
+// (test/helm's cmd/render, which keeps the Helm library out of this
+// module), and applies it after Metacontroller's CRDs and the namespace
+// deploy/ makes.
+func (c *Cluster) helmInstallChart(t *testing.T, chart, values string) {
 	t.Helper()
 	if err := c.Client().InstallCRDs(controlplane.MetacontrollerCRDs(t)); err != nil {
 		t.Fatalf("cannot install Metacontroller's CRDs: %v", err)
 	}
 	root := controlplane.RepoRoot(t)
 	work := t.TempDir()
-	repo, tag, _ := strings.Cut(HooksImage, ":")
-	values := filepath.Join(work, "values.yaml")
-	if err := os.WriteFile(values, []byte("image:\n  repository: "+repo+"\n  tag: "+tag+"\n  pullPolicy: Never\n"), 0o600); err != nil {
+	valuesFile := filepath.Join(work, "values.yaml")
+	if err := os.WriteFile(valuesFile, []byte(values), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "run", "./cmd/render", "-chart", filepath.Join(root, chartDir), "-values", values,
+	cmd := exec.Command("go", "run", "./cmd/render", "-chart", chart, "-values", valuesFile,
 		"-name", hooksName, "-namespace", hooksNamespace)
 	cmd.Dir = filepath.Join(root, "test", "helm")
 	var stderr strings.Builder

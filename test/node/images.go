@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // The names the images are imported under. Only the tag differs from what
@@ -42,9 +43,25 @@ const (
 // nonroot is the user distroless' :nonroot images run as.
 const nonroot = "65532"
 
-// goBuildFlags are the Dockerfile's go build flags (TestDockerfileInStep
-// checks that they still are).
-var goBuildFlags = []string{"-trimpath", "-ldflags=-s -w"}
+// goBuildFlags are the Dockerfile's go build flags, with its REVISION
+// argument (TestHooksImageInStepWithDockerfile checks that they still are).
+func goBuildFlags(revision string) []string {
+	return []string{"-trimpath", "-ldflags=-s -w -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=" + revision}
+}
+
+// Build says how HooksImageFrom builds the image, as the options of a
+// container build would.
+type Build struct {
+	// Arch is the GOARCH of the binaries and the image (empty: this
+	// machine's).
+	Arch string
+	// Args are the Dockerfile's build arguments (--build-arg), such as
+	// VERSION and REVISION; an ARG without one keeps its default.
+	Args map[string]string
+}
+
+// arch is b.Arch, or this machine's.
+func (b Build) arch() string { return cmp.Or(b.Arch, goArch()) }
 
 // File is one regular file or directory (Dir) of an image.
 type File struct {
@@ -54,40 +71,21 @@ type File struct {
 	Dir  bool
 }
 
-// Image is a single-layer image for linux/amd64 (or the machine's
-// architecture).
+// Image is a single-layer linux image.
 type Image struct {
 	Name   string
 	Files  []File
 	Config v1.Config
+	// Arch is the image's architecture (empty: this machine's).
+	Arch string
 }
 
 // WriteArchive writes img as a docker archive (what `docker save` writes and
 // `ctr images import` reads) with img.Name as its tag. The layer's
 // timestamps are zero, so the same files give the same image.
 func (img Image) WriteArchive(path string) error {
-	layerTar, err := img.layer()
+	out, err := img.image(false)
 	if err != nil {
-		return err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	})
-	if err != nil {
-		return fmt.Errorf("cannot make the layer of %s: %w", img.Name, err)
-	}
-	out, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return err
-	}
-	cf, err := out.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", goArch()
-	cf.Config = img.Config
-	if out, err = mutate.ConfigFile(out, cf); err != nil {
 		return err
 	}
 	tag, err := name.NewTag(img.Name)
@@ -98,6 +96,38 @@ func (img Image) WriteArchive(path string) error {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
+}
+
+// image is img for go-containerregistry, with OCI media types or Docker's.
+func (img Image) image(oci bool) (v1.Image, error) {
+	layerTar, err := img.layer()
+	if err != nil {
+		return nil, err
+	}
+	var layerOpts []tarball.LayerOption
+	base := empty.Image
+	if oci {
+		layerOpts = append(layerOpts, tarball.WithMediaType(types.OCILayer))
+		base = mutate.ConfigMediaType(mutate.MediaType(base, types.OCIManifestSchema1), types.OCIConfigJSON)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	}, layerOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot make the layer of %s: %w", img.Name, err)
+	}
+	out, err := mutate.AppendLayers(base, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := out.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", cmp.Or(img.Arch, goArch())
+	cf.Config = img.Config
+	return mutate.ConfigFile(out, cf)
 }
 
 // layer is the image's files as a tar stream, parents before children.
@@ -167,12 +197,17 @@ func distrolessBase() []File {
 var distrolessEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 
 // goBuild builds Go packages statically (CGO_ENABLED=0) with the
-// Dockerfile's flags, in the module at dir, into out.
+// Dockerfile's flags for this machine, in the module at dir, into out.
 func goBuild(dir, out string, pkgs ...string) error {
-	args := append(append([]string{"build"}, goBuildFlags...), "-o", out+"/")
+	return goBuildFor(dir, out, Build{}, pkgs...)
+}
+
+// goBuildFor is goBuild for b's architecture and REVISION.
+func goBuildFor(dir, out string, b Build, pkgs ...string) error {
+	args := append(append([]string{"build"}, goBuildFlags(b.Args["REVISION"])...), "-o", out+"/")
 	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+b.arch())
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, b)
 	}
@@ -180,18 +215,21 @@ func goBuild(dir, out string, pkgs ...string) error {
 }
 
 // HooksImageFrom builds the project's image the way the final stage of the
-// Dockerfile at root describes it: every binary a COPY --from takes from
-// the build stage is built from ./cmd/<name> with the Dockerfile's flags
-// and placed where the COPY puts it, on a stand-in for the distroless base,
-// with the stage's user, entrypoint, command, environment, labels and
-// ports. work is a scratch directory.
-func HooksImageFrom(root, work string) (Image, error) {
-	stage, err := ParseFinalStage(filepath.Join(root, "Dockerfile"))
+// Dockerfile at root describes it, as a container build with b's
+// architecture and build arguments would: every binary a COPY --from takes
+// from the build stage is built from ./cmd/<name> with the Dockerfile's
+// flags and placed where the COPY puts it, on a stand-in for the
+// distroless base, with the stage's user, entrypoint, command,
+// environment, labels and ports. work is a scratch directory.
+func HooksImageFrom(root, work string, b Build) (Image, error) {
+	stage, err := ParseFinalStage(filepath.Join(root, "Dockerfile"), b.Args)
 	if err != nil {
 		return Image{}, err
 	}
+	work = filepath.Join(work, b.arch())
 	img := Image{
 		Name:  HooksImage,
+		Arch:  b.arch(),
 		Files: distrolessBase(),
 		Config: v1.Config{
 			User:         stage.User,
@@ -214,7 +252,7 @@ func HooksImageFrom(root, work string) (Image, error) {
 		for _, src := range c.Sources {
 			pkgs = append(pkgs, "./cmd/"+path.Base(src))
 		}
-		if err := goBuild(root, work, pkgs...); err != nil {
+		if err := goBuildFor(root, work, b, pkgs...); err != nil {
 			return Image{}, err
 		}
 		for _, src := range c.Sources {
@@ -326,7 +364,7 @@ type Archives map[string]string
 // empty, the Metacontroller image, and writes each as an archive into work.
 func BuildImages(root, nodeDir, work, mcBin string) (Archives, error) {
 	var images []Image
-	hooks, err := HooksImageFrom(root, work)
+	hooks, err := HooksImageFrom(root, work, Build{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ func TestParseFinalStage(t *testing.T) {
 	cases := map[string]struct {
 		reason     string
 		dockerfile string
+		buildArgs  map[string]string
 		want       *Stage
 		wantErr    string
 	}{
@@ -49,6 +51,15 @@ CMD ["serve"]
 				ExposedPorts: []string{"8080/tcp", "9090/udp"},
 			},
 		},
+		"BuildArgs": {
+			reason:     "A build argument replaces its ARG's default, as --build-arg does; one for an undeclared ARG does nothing.",
+			dockerfile: "FROM base\nARG VERSION=0.0.1\nARG REVISION=\nLABEL version=${VERSION} revision=${REVISION} other=${OTHER}\n",
+			buildArgs:  map[string]string{"VERSION": "1.2.3", "OTHER": "x"},
+			want: &Stage{
+				From:   "base",
+				Labels: map[string]string{"version": "1.2.3", "revision": "", "other": ""},
+			},
+		},
 		"RunInFinalStage": {
 			reason:     "A RUN changes the image in a way the test image cannot reproduce.",
 			dockerfile: "FROM base\nRUN touch /x\n",
@@ -66,7 +77,7 @@ CMD ["serve"]
 			if err := os.WriteFile(path, []byte(tc.dockerfile), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := ParseFinalStage(path)
+			got, err := ParseFinalStage(path, tc.buildArgs)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("%s\nParseFinalStage: got error %v, want one containing %q", tc.reason, err, tc.wantErr)
@@ -107,18 +118,18 @@ func TestHooksImageInStepWithDockerfile(t *testing.T) {
 	if line == "" {
 		t.Fatal("no RUN ... go build in the Dockerfile")
 	}
-	for _, want := range append([]string{"CGO_ENABLED=0"}, goBuildFlags...) {
+	for _, want := range append([]string{"CGO_ENABLED=0"}, goBuildFlags("${REVISION}")...) {
 		if !strings.Contains(line, want) {
 			t.Errorf("the Dockerfile builds with %q, which lacks %q that test/node/images.go builds with", line, want)
 		}
 	}
 
-	stage, err := ParseFinalStage(dockerfile)
+	stage, err := ParseFinalStage(dockerfile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	img, err := HooksImageFrom(root, work)
+	img, err := HooksImageFrom(root, work, Build{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,5 +231,51 @@ COMMIT
 				t.Errorf("%s\niptablesCleanup: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestWriteOCIArchive writes a two-platform image and reads it back as
+// containerd would: an OCI layout whose index.json names the image, with
+// one manifest per platform, OCI media types, and each platform's own
+// configuration; written twice, the bytes are the same.
+func TestWriteOCIArchive(t *testing.T) {
+	dir := t.TempDir()
+	var images []Image
+	for _, arch := range []string{"amd64", "arm64"} {
+		images = append(images, Image{
+			Name:   "example.com/demo:ignored",
+			Arch:   arch,
+			Files:  []File{{Path: "/bin/demo", Mode: 0o755, Data: []byte("#!" + arch)}},
+			Config: v1.Config{User: nonroot, Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}},
+		})
+	}
+	archive := filepath.Join(dir, "demo.oci.tar")
+	if err := WriteOCIArchive(archive, "example.com/demo:1.2.3", images...); err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(dir, "again.oci.tar")
+	if err := WriteOCIArchive(again, "example.com/demo:1.2.3", images...); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(archive)
+	b, _ := os.ReadFile(again)
+	if !bytes.Equal(a, b) {
+		t.Error("two archives of the same images differ")
+	}
+
+	index, err := ReadOCIArchive(archive, filepath.Join(dir, "layout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := OCIImage{
+		Name: "example.com/demo:1.2.3",
+		Tag:  "1.2.3",
+		Platforms: map[string]OCIPlatform{
+			"linux/amd64": {Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}, Files: []string{"bin/demo"}},
+			"linux/arm64": {Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}, Files: []string{"bin/demo"}},
+		},
+	}
+	if diff := cmp.Diff(want, index); diff != "" {
+		t.Errorf("archive read back: -want, +got:\n%s", diff)
 	}
 }

@@ -1,0 +1,394 @@
+package helm
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// production sets, at once, every value a production install needs beyond
+// the defaults (the Production release; valueCases checks each alone).
+const production = `imagePullSecrets: [{name: regcred}]
+nodeSelector: {node-role.kubernetes.io/platform: ""}
+tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]
+affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]}]}]}}}
+topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]
+priorityClassName: platform-critical
+podAnnotations: {example.com/owner: platform-team}
+podLabels: {example.com/team: platform}
+logging: {level: debug, format: text}
+extraArgs: [--max-inflight=128]
+reporter: {extraArgs: [--node-health-interval=30s]}
+serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}}
+prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
+`
+
+// productionHookArgs are the hook server's flags in the Production release.
+func productionHookArgs() []any {
+	args := secureArgs("tokens")
+	args[slices.Index(args, any("--log-level=info"))] = "--log-level=debug"
+	args[slices.Index(args, any("--log-format=json"))] = "--log-format=text"
+	return append(args, "--max-inflight=128")
+}
+
+// reporterArgs are the reporter's flags with the given log settings, then
+// extra.
+func reporterArgs(level, format string, extra ...any) []any {
+	return append([]any{
+		"--listen=127.0.0.1:8181", "--metrics-listen=:9091", "--cluster-control-url=$(CONTROL_CLUSTER_URL)",
+		"--token-file=/var/run/formspec/cluster-control/token",
+		"--tombstone-file=/var/lib/formspec-reporter/tombstones.json",
+		"--log-level=" + level, "--log-format=" + format,
+	}, extra...)
+}
+
+// hookPods selects the hook pods of the release formspec-hooks.
+var hookPods = map[string]any{"matchLabels": map[string]any{
+	"app.kubernetes.io/instance": "formspec-hooks", "app.kubernetes.io/name": "formspec-hooks",
+}}
+
+// An expect is one field of one rendered object: the first of kind, at a
+// dotted path where "containers[hooks]" is the list element named hooks.
+// A want map must be contained in the field (other keys may be there);
+// anything else must be equal. A nil want means the field is absent.
+type expect struct {
+	kind string
+	path string
+	want any
+}
+
+// valueCases set one value each (with what every install must give), and
+// say where it must land. TestValues renders each as `helm template` does;
+// TestAPIServer dry-runs every object each renders.
+var valueCases = map[string]struct {
+	reason string
+	values string
+	want   []expect
+}{
+	"ImageTagDefault": {
+		reason: "Without image.tag both containers run the chart's appVersion: the release the chart belongs to.",
+		values: required,
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[hooks].image", "ghcr.io/formspec/formspec-hooks:" + appVersion},
+			{"Deployment", "spec.template.spec.containers[reporter].image", "ghcr.io/formspec/formspec-hooks:" + appVersion},
+		},
+	},
+	"ImageTag": {
+		reason: "image.tag and image.repository set both containers' image.",
+		values: required + "image: {repository: registry.example.com/formspec-hooks, tag: 0.1.0-rc.1}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[hooks].image", "registry.example.com/formspec-hooks:0.1.0-rc.1"},
+			{"Deployment", "spec.template.spec.containers[reporter].image", "registry.example.com/formspec-hooks:0.1.0-rc.1"},
+		},
+	},
+	"ImagePullSecrets": {
+		reason: "imagePullSecrets go to the pod spec as given.",
+		values: required + "imagePullSecrets: [{name: regcred}]",
+		want:   []expect{{"Deployment", "spec.template.spec.imagePullSecrets", []any{map[string]any{"name": "regcred"}}}},
+	},
+	"NodeSelector": {
+		reason: "nodeSelector goes to the pod spec as given.",
+		values: required + "nodeSelector: {kubernetes.io/os: linux, pool: platform}",
+		want:   []expect{{"Deployment", "spec.template.spec.nodeSelector", map[string]any{"kubernetes.io/os": "linux", "pool": "platform"}}},
+	},
+	"Tolerations": {
+		reason: "tolerations go to the pod spec as given.",
+		values: required + "tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]",
+		want: []expect{{"Deployment", "spec.template.spec.tolerations", []any{
+			map[string]any{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"},
+		}}},
+	},
+	"Affinity": {
+		reason: "affinity goes to the pod spec as given.",
+		values: required + "affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app.kubernetes.io/name: formspec-hooks}}}]}}",
+		want: []expect{{"Deployment", "spec.template.spec.affinity", map[string]any{"podAntiAffinity": map[string]any{
+			"requiredDuringSchedulingIgnoredDuringExecution": []any{map[string]any{
+				"topologyKey":   "kubernetes.io/hostname",
+				"labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "formspec-hooks"}},
+			}},
+		}}}},
+	},
+	"TopologySpreadConstraints": {
+		reason: "A constraint without a labelSelector gets one selecting the release's hook pods.",
+		values: required + "topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}]",
+		want: []expect{{"Deployment", "spec.template.spec.topologySpreadConstraints", []any{map[string]any{
+			"maxSkew": float64(1), "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": hookPods,
+		}}}},
+	},
+	"TopologySpreadConstraintsOwnSelector": {
+		reason: "A constraint with its own labelSelector keeps it.",
+		values: required + "topologySpreadConstraints: [{maxSkew: 2, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {team: a}}}]",
+		want: []expect{{"Deployment", "spec.template.spec.topologySpreadConstraints", []any{map[string]any{
+			"maxSkew": float64(2), "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}},
+		}}}},
+	},
+	"NoTopologySpreadConstraints": {
+		reason: "An empty list leaves the field out.",
+		values: required + "topologySpreadConstraints: []",
+		want:   []expect{{"Deployment", "spec.template.spec.topologySpreadConstraints", nil}},
+	},
+	"PriorityClassName": {
+		reason: "priorityClassName goes to the pod spec.",
+		values: required + "priorityClassName: platform-critical",
+		want:   []expect{{"Deployment", "spec.template.spec.priorityClassName", "platform-critical"}},
+	},
+	"PodAnnotations": {
+		reason: "podAnnotations annotate the pod template, not the Deployment.",
+		values: required + "podAnnotations: {example.com/owner: platform-team}",
+		want: []expect{
+			{"Deployment", "spec.template.metadata.annotations", map[string]any{"example.com/owner": "platform-team"}},
+			{"Deployment", "metadata.annotations", nil},
+		},
+	},
+	"PodLabels": {
+		reason: "podLabels label the pod template; one the Deployment selects on keeps the chart's value, so the selector still matches.",
+		values: required + "podLabels: {example.com/team: platform, app.kubernetes.io/name: other}",
+		want: []expect{{"Deployment", "spec.template.metadata.labels", map[string]any{
+			"example.com/team": "platform", "app.kubernetes.io/name": "formspec-hooks", "app.kubernetes.io/instance": "formspec-hooks",
+		}}},
+	},
+	"ExtraArgs": {
+		reason: "extraArgs come last on the hook server's command line, so that they override the chart's flags.",
+		values: required + "extraArgs: [--max-inflight=128, --log-level=warn]",
+		want:   []expect{{"Deployment", "spec.template.spec.containers[hooks].args", append(secureArgs("tokens"), "--max-inflight=128", "--log-level=warn")}},
+	},
+	"ReporterExtraArgs": {
+		reason: "reporter.extraArgs come last on the reporter's command line.",
+		values: required + "reporter: {extraArgs: [--node-health-interval=30s]}",
+		want:   []expect{{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--node-health-interval=30s")}},
+	},
+	"Logging": {
+		reason: "logging.level and logging.format set both containers' flags.",
+		values: required + "logging: {level: debug, format: text}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[hooks].args", productionHookArgs()[:len(productionHookArgs())-1]},
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("debug", "text")},
+		},
+	},
+	"ServiceMonitorLabels": {
+		reason: "serviceMonitor.labels are added to the chart's labels (kube-prometheus-stack selects by release).",
+		values: required + "serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}}",
+		want: []expect{{"ServiceMonitor", "metadata.labels", map[string]any{
+			"release": "kube-prometheus-stack", "app.kubernetes.io/name": "formspec-hooks", "app.kubernetes.io/instance": "formspec-hooks",
+		}}},
+	},
+	"PrometheusRuleLabels": {
+		reason: "prometheusRule.labels are added to the chart's labels.",
+		values: required + "prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack, role: alert-rules}}",
+		want: []expect{{"PrometheusRule", "metadata.labels", map[string]any{
+			"release": "kube-prometheus-stack", "role": "alert-rules", "app.kubernetes.io/name": "formspec-hooks",
+		}}},
+	},
+	"ResourceImageTag": {
+		reason: "A tag in resourceImage is the workspaces' default version: no defaultVersion is needed and none is passed.",
+		values: "resourceImage: registry.example.com/formspec-resource:2.0.1",
+		want: []expect{{"Deployment", "spec.template.spec.containers[hooks].args", []any{
+			"serve", "--listen=:8443", "--metrics-listen=:9090", "--resource-image=registry.example.com/formspec-resource:2.0.1",
+			"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181", "--log-level=info", "--log-format=json",
+			"--tls-cert-file=/var/run/formspec/tls/tls.crt", "--tls-key-file=/var/run/formspec/tls/tls.key", "--auth-token-file=/var/run/formspec/token/tokens",
+		}}},
+	},
+	"ReporterDisabled": {
+		reason: "reporter.enabled false: one container, no service account, and the hook server hands off nothing (TestNoReporter checks the rest).",
+		values: required + "reporter: {enabled: false}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter]", nil},
+			{"Deployment", "spec.template.spec.serviceAccountName", nil},
+			{"Deployment", "spec.template.spec.containers[hooks].args", noReporterSummary().HookArgs},
+		},
+	},
+}
+
+// appVersion is the chart's appVersion.
+var appVersion = func() string {
+	chrt, err := loader.Load("../../deploy/helm/formspec-hooks")
+	if err != nil {
+		return "?"
+	}
+	return chrt.Metadata.AppVersion
+}()
+
+// valueRelease is the release of a value case.
+func valueRelease(values string) release {
+	return release{name: "formspec-hooks", namespace: "formspec-system", values: values}
+}
+
+func TestValues(t *testing.T) {
+	for name, tc := range valueCases {
+		t.Run(name, func(t *testing.T) {
+			objs := render(t, valueRelease(tc.values)).objects
+			for _, e := range tc.want {
+				var obj controlplane.Object
+				for _, o := range objs {
+					if o["kind"] == e.kind {
+						obj = o
+						break
+					}
+				}
+				if obj == nil {
+					t.Fatalf("%s\nno %s rendered", tc.reason, e.kind)
+				}
+				got := pick(obj, e.path)
+				if m, ok := e.want.(map[string]any); ok {
+					gotMap, _ := got.(map[string]any)
+					got = subset(gotMap, slices.Collect(maps.Keys(m)))
+				}
+				if diff := cmp.Diff(e.want, got); diff != "" {
+					t.Errorf("%s\n%s %s: -want, +got:\n%s", tc.reason, e.kind, e.path, diff)
+				}
+			}
+		})
+	}
+}
+
+// pick returns the field at path (see expect), or nil.
+func pick(v any, path string) any {
+	for _, seg := range strings.Split(path, ".") {
+		key, name, list := strings.Cut(strings.TrimSuffix(seg, "]"), "[")
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[key]
+		if !list {
+			continue
+		}
+		items, _ := v.([]any)
+		v = nil
+		for _, item := range items {
+			if get(item, "name") == name {
+				v = item
+			}
+		}
+	}
+	return v
+}
+
+// subset is m restricted to keys; a missing key stays missing.
+func subset(m map[string]any, keys []string) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestSchema checks that values.schema.json makes Helm refuse an unknown or
+// wrongly typed value with a message naming it, as `helm install --set`
+// would give them (parsed by Helm's own --set parser), and that a missing
+// defaultVersion stops the install with a message saying what to set.
+func TestSchema(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		set    string
+		want   string
+	}{
+		"UnknownTopLevel":  {reason: "A typo is refused, not ignored.", set: "replicass=3", want: "additional properties 'replicass' not allowed"},
+		"WrongType":        {reason: "A number must be a number.", set: "replicas=two", want: "at '/replicas': got string, want integer"},
+		"NoReplicas":       {reason: "Zero replicas would fail every hook call.", set: "replicas=0", want: "at '/replicas': minimum: got 0, want 1"},
+		"UnknownNested":    {reason: "Unknown keys are refused below the top level too.", set: "reporter.enable=false", want: "at '/reporter': additional properties 'enable' not allowed"},
+		"WrongBool":        {reason: "A switch is a boolean.", set: "reporter.enabled=maybe", want: "at '/reporter/enabled': got string, want boolean"},
+		"LogLevel":         {reason: "Log levels are the binaries' four.", set: "logging.level=loud", want: "at '/logging/level'"},
+		"LogFormat":        {reason: "Log formats are the binaries' two.", set: "logging.format=xml", want: "at '/logging/format'"},
+		"PullPolicy":       {reason: "Kubernetes' pull policies only.", set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy'"},
+		"ExtraArgNotFlag":  {reason: "extraArgs are flags; the commands take no arguments.", set: "extraArgs={serve}", want: "at '/extraArgs/0'"},
+		"ExtraArgsString":  {reason: "extraArgs is a list.", set: "extraArgs=--pprof", want: "at '/extraArgs': got string, want array"},
+		"LabelsMap":        {reason: "Monitor labels are a map of strings.", set: "serviceMonitor.labels=release", want: "at '/serviceMonitor/labels': got string, want object"},
+		"PullSecretsShape": {reason: "A pull secret is {name: ...}.", set: "imagePullSecrets[0].secret=regcred", want: "at '/imagePullSecrets/0'"},
+		"ImageDigest":      {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
+		"NoDefaultVersion": {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
+	}
+	chrt, err := loader.Load(chartDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			vals, err := chartutil.ReadValues([]byte(required))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := strvals.ParseInto(tc.set, vals); err != nil {
+				t.Fatalf("--set %s: %v", tc.set, err)
+			}
+			err = renderErr(t, chrt, vals)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s\nhelm template --set %s: got error %v, want one containing %q", tc.reason, tc.set, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestValuesDocumented checks that every value values.schema.json knows
+// is in values.yaml, where its comment says what it does. (The other way
+// round is helm lint's: it validates values.yaml against the schema, which
+// refuses unknown keys.)
+func TestValuesDocumented(t *testing.T) {
+	var schema map[string]any
+	if err := json.Unmarshal(readChartFile(t, "values.schema.json"), &schema); err != nil {
+		t.Fatalf("values.schema.json: %v", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(readChartFile(t, "values.yaml"), &values); err != nil {
+		t.Fatalf("values.yaml: %v", err)
+	}
+	var missing []string
+	undocumented(schema, values, "", &missing)
+	// global is Helm's own; values.yaml has no reason to set it.
+	missing = slices.DeleteFunc(missing, func(k string) bool { return k == "global" })
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("values.schema.json knows values that values.yaml does not set: %v", missing)
+	}
+}
+
+// undocumented adds to out the dotted names of the schema's properties
+// that values lacks, descending into objects values sets and the schema
+// lists key by key.
+func undocumented(schema, values map[string]any, prefix string, out *[]string) {
+	props, _ := schema["properties"].(map[string]any)
+	for k, p := range props {
+		v, ok := values[k]
+		if !ok {
+			*out = append(*out, prefix+k)
+			continue
+		}
+		sub, _ := p.(map[string]any)
+		if m, isMap := v.(map[string]any); isMap && len(m) > 0 && sub["additionalProperties"] == false {
+			undocumented(sub, m, prefix+k+".", out)
+		}
+	}
+}
+
+// renderErr renders chrt with vals as `helm template` does (schema
+// validation included) and returns what stops it.
+func renderErr(t *testing.T, chrt *chart.Chart, vals chartutil.Values) error {
+	t.Helper()
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = chartutil.KubeVersion{Version: kubeVersion, Major: "1", Minor: "37"}
+	opts := chartutil.ReleaseOptions{Name: "formspec-hooks", Namespace: "formspec-system", Revision: 1, IsInstall: true}
+	top, err := chartutil.ToRenderValues(chrt, vals, opts, caps)
+	if err != nil {
+		return err
+	}
+	_, err = engine.Render(chrt, top)
+	return err
+}
