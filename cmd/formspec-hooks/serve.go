@@ -42,7 +42,7 @@ type hookConfig struct {
 
 // serveFlags are the serve command's flags, parsed.
 type serveFlags struct {
-	listen, metricsListen                    string
+	listen, metricsListen, healthListen      string
 	resourceImage, defaultVersion            string
 	clusterControlURL, reporterURL           string
 	maxBodyBytes, maxInFlightBytes           int64
@@ -60,6 +60,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs := cliflag.New(program+" serve", serveUsage)
 	fs.StringVar(&f.listen, "listen", ":8080", "address of the hook listener")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "address of the listener for /metrics, /healthz and /readyz")
+	fs.StringVar(&f.healthListen, "health-listen", "", "address of a listener for /healthz and /readyz alone, with connection caps of its own, for the kubelet's probes (the install sets :8081); empty: none")
 	fs.StringVar(&f.resourceImage, "resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
 	fs.StringVar(&f.defaultVersion, "default-version", "", "image tag for Workspaces without spec.version; required unless --resource-image has a tag")
 	clusterControlURLFlags(fs, &f.clusterControlURL)
@@ -163,6 +164,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	cfg := server.Config{
 		Addr:             f.listen,
 		MetricsAddr:      f.metricsListen,
+		HealthAddr:       f.healthListen,
 		Logger:           logger,
 		Metrics:          server.NewMetrics(),
 		MaxInFlight:      f.maxInFlight,

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		def          = reporter.Defaults
 		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
+		healthAddr   = fs.String("health-listen", "", "address of a listener for /healthz and /readyz alone, with connection caps of its own, for the kubelet's probes (the install sets :8182); empty: none")
 		shutdownWait = fs.Duration("shutdown-grace", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take on shutdown")
 		logging      = cliflag.AddLogging(fs)
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
@@ -136,17 +137,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_ = localLn.Close()
 		return fmt.Errorf("cannot listen on --metrics-listen: %w", err)
 	}
-	build := buildinfo.Get()
-	log.Info("reporter starting", "version", build.Version, "revision", build.Revision, "clusterControl", cfg.ClusterControlURL, "listen", localLn.Addr().String(), "metrics", opsLn.Addr().String())
-
 	serving := httpserve.Config{ShutdownTimeout: *shutdownWait, Logger: log}
-	// One part stopping stops the others: a sidecar without its localhost
-	// API or its reporting loops is not worth keeping up.
-	err = cliflag.RunAll(ctx,
+	parts := []func(context.Context) error{
 		rep.Run,
 		func(ctx context.Context) error { return httpserve.Serve(ctx, localLn, rep.LocalHandler(), serving) },
 		func(ctx context.Context) error { return httpserve.Serve(ctx, opsLn, rep.OpsHandler(), serving) },
-	)
+	}
+	attrs := []any{"listen", localLn.Addr().String(), "metrics", opsLn.Addr().String()}
+	if *healthAddr != "" {
+		probeLn, err := net.Listen("tcp", *healthAddr)
+		if err != nil {
+			_ = localLn.Close()
+			_ = opsLn.Close()
+			return fmt.Errorf("cannot listen on --health-listen: %w", err)
+		}
+		probing := serving
+		probing.Conns = httpserve.ProbeConns
+		parts = append(parts, func(ctx context.Context) error { return httpserve.Serve(ctx, probeLn, rep.ProbeHandler(), probing) })
+		attrs = append(attrs, "probes", probeLn.Addr().String())
+	}
+	build := buildinfo.Get()
+	log.Info("reporter starting", append([]any{"version", build.Version, "revision", build.Revision, "clusterControl", cfg.ClusterControlURL}, attrs...)...)
+
+	// One part stopping stops the others: a sidecar without its localhost
+	// API or its reporting loops is not worth keeping up.
+	err = cliflag.RunAll(ctx, parts...)
 	log.Info("reporter stopped")
 	return err
 }

@@ -6,6 +6,11 @@ import (
 	"sync"
 )
 
+// ProbeConns are the connection caps of a listener that answers only the
+// kubelet's probes. The kubelet opens one connection per probe, two
+// probes every few seconds; a few more are room for a person with curl.
+var ProbeConns = ConnLimits{Max: 16, PerClient: 8, Idle: 4}
+
 // ConnLimits caps the connections one listener keeps open. Timeouts bound
 // how long one connection can be held; these bound how many, so that
 // clients that open connections and send nothing useful (or keep them idle)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -49,6 +50,20 @@ func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
 func (r *Reporter) OpsHandler() http.Handler {
 	mux := httpserve.NewRouter()
 	mux.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(r.m.reg, promhttp.HandlerOpts{}))
+	r.mountProbes(mux)
+	return mux
+}
+
+// ProbeHandler serves /healthz and /readyz alone, for a listener of the
+// kubelet's probes that nothing else can fill (formspec-reporter
+// --health-listen).
+func (r *Reporter) ProbeHandler() http.Handler {
+	mux := httpserve.NewRouter()
+	r.mountProbes(mux)
+	return mux
+}
+
+func (r *Reporter) mountProbes(mux chi.Router) {
 	mux.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
@@ -59,7 +74,6 @@ func (r *Reporter) OpsHandler() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return mux
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -224,4 +225,68 @@ func TestHandshakeFailuresAreCounted(t *testing.T) {
 		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
 		return strings.Contains(scrape, want+"\n")
 	})
+}
+
+// TestProbesAnswerUnderAttack fills the metrics listener, which the
+// install opens to every namespace, with connections from five loopback
+// addresses that announce a body and never send it, up to its connection
+// cap: the kubelet's probes, on the probe listener, are still answered at
+// once, because nothing that reaches the other listeners can fill it.
+func TestProbesAnswerUnderAttack(t *testing.T) {
+	const perClient = 32
+	u := serveOnLoopback(t, Config{
+		Routes: echoRoutes(),
+		HTTP:   httpserve.Config{Conns: httpserve.ConnLimits{Max: len(attackers) * perClient, PerClient: perClient}},
+	}, true)
+	metricsAddr := strings.TrimPrefix(u.metrics, "http://")
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for _, from := range attackers {
+		for range perClient {
+			c, err := dialFrom(from, metricsAddr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Headers that never end: the connection is held for the
+			// header timeout.
+			fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n")
+			conns = append(conns, c)
+		}
+	}
+	// The metrics listener is full now: a probe there would wait.
+	blocked := &http.Client{Timeout: 300 * time.Millisecond}
+	if _, err := blocked.Get(u.metrics + "/healthz"); err == nil {
+		t.Fatal("the metrics listener still answers; the attack did not fill it, so the test shows nothing")
+	}
+
+	probe := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var took []time.Duration
+	for i := range 40 {
+		path := []string{"/healthz", "/readyz"}[i%2]
+		start := time.Now()
+		resp, err := probe.Get(u.probes + path)
+		if err != nil {
+			t.Fatalf("probe %d (%s) beside the attack: %v (the kubelet's default timeout is 1 s)", i, path, err)
+		}
+		resp.Body.Close()
+		took = append(took, time.Since(start))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("probe %d (%s): code %d, want 200", i, path, resp.StatusCode)
+		}
+	}
+	slices.Sort(took)
+	if median := took[len(took)/2]; median > 100*time.Millisecond {
+		t.Errorf("median probe answer %v beside the attack, want under 100 ms (all: %v)", median, took)
+	}
+	t.Logf("40 probes beside %d held connections: median %v, max %v", len(conns), took[len(took)/2], took[len(took)-1])
+
+	for _, p := range []string{"/metrics", "/v1/echo/sync"} {
+		if code, _ := get(t, http.DefaultClient, u.probes+p); code != http.StatusNotFound {
+			t.Errorf("GET %s on the probe listener: code %d, want 404: it answers the probes only", p, code)
+		}
+	}
 }

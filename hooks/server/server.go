@@ -49,6 +49,15 @@ type Config struct {
 	// Prometheus can reach it; keep it off the Service Metacontroller uses.
 	MetricsAddr string
 
+	// HealthAddr, when set, is the address of a third listener that
+	// answers the probes, /healthz and /readyz, and nothing else, with
+	// connection caps of its own (httpserve.ProbeConns). The kubelet's probes go
+	// there: no client that can reach the hook or metrics listener can
+	// fill it, and the install's NetworkPolicy admits no other pod to it
+	// (traffic from the pod's own node, where the kubelet probes from,
+	// is always allowed). The probes answer on the metrics listener too.
+	HealthAddr string
+
 	// Routes are the hook endpoints (see HookRoute).
 	Routes []Route
 	// Logger gets request lines and lifecycle events; nil discards.
@@ -117,12 +126,14 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// Server serves hooks on one listener and metrics and probes on another.
+// Server serves hooks on one listener, metrics and probes on another, and
+// optionally the probes alone on a third.
 type Server struct {
 	cfg     Config
 	health  *Health
 	hooks   http.Handler
 	metrics http.Handler
+	probes  http.Handler
 }
 
 // New validates the routes and builds the handlers; nothing listens until
@@ -155,7 +166,10 @@ func New(cfg Config) (*Server, error) {
 		mountPprof(metrics)
 	}
 
-	return &Server{cfg: cfg, health: health, hooks: hooks, metrics: metrics}, nil
+	probes := httpserve.NewRouter()
+	health.mount(probes)
+
+	return &Server{cfg: cfg, health: health, hooks: hooks, metrics: metrics, probes: probes}, nil
 }
 
 // Handler is the hook listener's handler.
@@ -165,72 +179,129 @@ func (s *Server) Handler() http.Handler { return s.hooks }
 // /readyz.
 func (s *Server) MetricsHandler() http.Handler { return s.metrics }
 
+// Listeners are the server's listeners. Health may be nil: the probes
+// then answer on the metrics listener only.
+type Listeners struct {
+	Hooks, Metrics, Health net.Listener
+}
+
 // Run listens on the configured addresses and serves until ctx is done; see
 // Serve.
 func (s *Server) Run(ctx context.Context) error {
 	var lc net.ListenConfig
-	hookLn, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("cannot listen for hooks: %w", err)
+	var ls Listeners
+	closeAll := func() {
+		for _, ln := range []net.Listener{ls.Hooks, ls.Metrics, ls.Health} {
+			if ln != nil {
+				_ = ln.Close()
+			}
+		}
 	}
-	metricsLn, err := lc.Listen(ctx, "tcp", s.cfg.MetricsAddr)
-	if err != nil {
-		_ = hookLn.Close()
-		return fmt.Errorf("cannot listen for metrics: %w", err)
+	for _, l := range []struct {
+		what, addr string
+		ln         *net.Listener
+	}{
+		{"hooks", s.cfg.Addr, &ls.Hooks},
+		{"metrics", s.cfg.MetricsAddr, &ls.Metrics},
+		{"probes", s.cfg.HealthAddr, &ls.Health},
+	} {
+		if l.addr == "" && l.what == "probes" {
+			continue
+		}
+		ln, err := lc.Listen(ctx, "tcp", l.addr)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("cannot listen for %s: %w", l.what, err)
+		}
+		*l.ln = ln
 	}
-	return s.Serve(ctx, hookLn, metricsLn)
+	return s.Serve(ctx, ls)
 }
 
-// Serve serves hooks on hookLn and metrics on metricsLn until ctx is done,
-// then drains: readiness fails at once, new requests are still served for
+// Serve serves hooks, metrics and probes on ls until ctx is done, then
+// drains: readiness fails at once, new requests are still served for
 // ShutdownDelay while the pod leaves the Service's endpoints, and then the
-// hook listener closes and in-flight requests get up to HTTP.ShutdownTimeout to
-// finish. The metrics listener closes last, so the drain can be watched. It
-// returns nil after a clean drain.
-func (s *Server) Serve(ctx context.Context, hookLn, metricsLn net.Listener) error {
-	hookCfg, metricsCfg := s.cfg.HTTP, s.cfg.HTTP
+// hook listener closes and in-flight requests get up to
+// HTTP.ShutdownTimeout to finish. The metrics and probe listeners close
+// last, so the drain can be watched. It returns nil after a clean drain.
+func (s *Server) Serve(ctx context.Context, ls Listeners) error {
+	type listener struct {
+		name string
+		ln   net.Listener
+		h    http.Handler
+		cfg  httpserve.Config
+		// last listeners stop after the hook listener has drained.
+		last bool
+		ctx  context.Context
+		stop context.CancelFunc
+		done chan error
+		open bool
+	}
+	hookCfg, metricsCfg, healthCfg := s.cfg.HTTP, s.cfg.HTTP, s.cfg.HTTP
 	hookCfg.TLS = s.cfg.TLS
 	hookCfg.Refused = s.cfg.Metrics.refusals.refused("hooks")
 	metricsCfg.Refused = s.cfg.Metrics.refusals.refused("metrics")
+	healthCfg.Refused = s.cfg.Metrics.refusals.refused("probes")
+	healthCfg.Conns = httpserve.ProbeConns
+	all := []*listener{
+		{name: "hooks", ln: ls.Hooks, h: s.hooks, cfg: hookCfg},
+		{name: "metrics", ln: ls.Metrics, h: s.metrics, cfg: metricsCfg, last: true},
+	}
+	if ls.Health != nil {
+		all = append(all, &listener{name: "probes", ln: ls.Health, h: s.probes, cfg: healthCfg, last: true})
+	}
+	stopped := make(chan struct{}, len(all))
+	attrs := []any{"tls", s.cfg.TLS != nil}
+	for _, l := range all {
+		l.ctx, l.stop = context.WithCancel(context.WithoutCancel(ctx))
+		defer l.stop()
+		l.done, l.open = make(chan error, 1), true
+		go func() {
+			l.done <- httpserve.Serve(l.ctx, l.ln, l.h, l.cfg)
+			stopped <- struct{}{}
+		}()
+		attrs = append(attrs, l.name, l.ln.Addr().String())
+	}
+	s.cfg.Logger.Info("serving", attrs...)
 
-	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopHooks()
-	metricsCtx, stopMetrics := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopMetrics()
-	hookDone, metricsDone := make(chan error, 1), make(chan error, 1)
-	go func() { hookDone <- httpserve.Serve(hookCtx, hookLn, s.hooks, hookCfg) }()
-	go func() { metricsDone <- httpserve.Serve(metricsCtx, metricsLn, s.metrics, metricsCfg) }()
-	s.cfg.Logger.Info("serving", "hooks", hookLn.Addr().String(), "metrics", metricsLn.Addr().String(), "tls", s.cfg.TLS != nil)
-
-	// A listener that stops on its own ends the server; the error (or nil,
-	// if it was closed cleanly) is kept and the other one still drains.
-	var hookErr, metricsErr error
-	hookOpen, metricsOpen := true, true
+	// A listener that stops on its own ends the server; its error (or
+	// nil, if it was closed cleanly) is kept and the others still drain.
+	var errs []error
 	select {
 	case <-ctx.Done():
-	case hookErr = <-hookDone:
-		hookOpen = false
-	case metricsErr = <-metricsDone:
-		metricsOpen = false
+	case <-stopped:
+	}
+	early := false
+	for _, l := range all {
+		select {
+		case err := <-l.done:
+			errs = append(errs, err)
+			l.open, early = false, true
+		default:
+		}
 	}
 
 	s.health.StartDraining()
-	if hookOpen && metricsOpen && s.cfg.ShutdownDelay > 0 {
+	if !early && s.cfg.ShutdownDelay > 0 {
 		s.cfg.Logger.Info("draining", "delay", s.cfg.ShutdownDelay)
 		time.Sleep(s.cfg.ShutdownDelay)
 	}
-	stopHooks()
-	if hookOpen {
-		hookErr = <-hookDone
+	for _, last := range []bool{false, true} {
+		for _, l := range all {
+			if l.last == last {
+				l.stop()
+			}
+		}
+		for _, l := range all {
+			if l.last == last && l.open {
+				errs = append(errs, <-l.done)
+			}
+		}
 	}
-	stopMetrics()
-	if metricsOpen {
-		metricsErr = <-metricsDone
-	}
-	if err := errors.Join(hookErr, metricsErr); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if !hookOpen || !metricsOpen {
+	if early {
 		return errors.New("a listener stopped before shutdown")
 	}
 	s.cfg.Logger.Info("stopped")

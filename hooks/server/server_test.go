@@ -23,36 +23,57 @@ import (
 // and a function that stops the server and returns Serve's error.
 func startServer(t *testing.T, cfg Config) (hookURL, metricsURL string, stop func() error) {
 	t.Helper()
+	u := serveOnLoopback(t, cfg, false)
+	return u.hooks, u.metrics, u.stop
+}
+
+// served are the base URLs of a server serveOnLoopback started.
+type served struct {
+	hooks, metrics, probes string
+	stop                   func() error
+}
+
+// serveOnLoopback serves cfg on loopback listeners, with a probe listener
+// when probes is set, until the test ends.
+func serveOnLoopback(t *testing.T, cfg Config, probes bool) served {
+	t.Helper()
 	srv, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	hookLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
 	}
-	metricsLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	ls := Listeners{Hooks: listen(), Metrics: listen()}
+	if probes {
+		ls.Health = listen()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, hookLn, metricsLn) }()
+	go func() { done <- srv.Serve(ctx, ls) }()
 	stopped := false
-	stop = func() error {
+	u := served{stop: func() error {
 		if stopped {
 			return nil
 		}
 		stopped = true
 		cancel()
 		return <-done
-	}
-	t.Cleanup(func() { _ = stop() })
+	}}
+	t.Cleanup(func() { _ = u.stop() })
 	scheme := "http"
 	if cfg.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + hookLn.Addr().String(), "http://" + metricsLn.Addr().String(), stop
+	u.hooks, u.metrics = scheme+"://"+ls.Hooks.Addr().String(), "http://"+ls.Metrics.Addr().String()
+	if probes {
+		u.probes = "http://" + ls.Health.Addr().String()
+	}
+	return u
 }
 
 func get(t *testing.T, c *http.Client, url string) (int, string) {
