@@ -3,12 +3,19 @@
 // CA bundles and bearer tokens, mounted from Secrets that the kubelet,
 // cert-manager or an operator rotate in place.
 //
-// Two rules hold for every such file:
+// Three rules hold for every such file:
 //
 //   - Changed: a file has changed when os.Stat reports a different file
 //     (Kubernetes swaps a mounted Secret by moving a symlink), a different
 //     modification time or a different size. Each Get stats the files and
-//     reads them again only then.
+//     reads them again then.
+//   - Re-validated: a value is trusted for at most Options.Revalidate
+//     (DefaultRevalidate) after the files were last read; the first Get
+//     after that reads them again, changed or not. Stat cannot see
+//     everything that breaks a file: chmod 000 changes neither its
+//     modification time nor its size, nor does a rewrite of the same
+//     length within the same second, and only a read shows that the
+//     process can no longer open it.
 //   - Broken: a file that is missing, unreadable or does not parse is
 //     broken, and a broken file yields no value at all: nothing read from
 //     it before is kept. Credentials fail closed: a deleted token file
@@ -37,17 +44,34 @@ type Options struct {
 	// Logger gets one line when the files break and one when they load
 	// again; nil discards.
 	Logger *slog.Logger
+	// Revalidate is the longest a value is used without reading the files
+	// again (see the package doc); zero or less means DefaultRevalidate.
+	// It bounds how long a file that has become unreadable is still
+	// trusted.
+	Revalidate time.Duration
 }
 
+// DefaultRevalidate is Options.Revalidate's default. A re-read every 10 s
+// costs one open and read of a file of a few KiB, nothing next to the
+// requests it guards, and 10 s is also the kubelet's default probe
+// period: about the delay with which readiness follows a broken file
+// anyway.
+const DefaultRevalidate = 10 * time.Second
+
 // Reloader holds a value parsed from one or more files and parses them
-// again when any of them changes (see the package doc for the rules).
+// again when any of them changes or the re-validation period has passed
+// (see the package doc for the rules).
 type Reloader[T any] struct {
 	opts  Options
 	paths []string
 	parse func(contents [][]byte) (T, error)
 
+	// now is time.Now; tests replace it.
+	now func() time.Time
+
 	mu     sync.Mutex
-	stamps []stamp // of the files as last read; nil until a read succeeded
+	stamps []stamp   // of the files as last read; nil until a read succeeded
+	readAt time.Time // when they were last read
 	val    T
 	err    error
 	tried  bool
@@ -60,24 +84,30 @@ func New[T any](opts Options, parse func(contents [][]byte) (T, error), paths ..
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Reloader[T]{opts: opts, paths: paths, parse: parse}
+	if opts.Revalidate <= 0 {
+		opts.Revalidate = DefaultRevalidate
+	}
+	return &Reloader[T]{opts: opts, paths: paths, parse: parse, now: time.Now}
 }
 
 // Name is Options.Name.
 func (r *Reloader[T]) Name() string { return r.opts.Name }
 
 // Get returns the value as the files hold it now, or the reason they are
-// broken.
+// broken. It costs a stat of each file; it reads them only when one has
+// changed or the re-validation period has passed, so it is cheap enough
+// for every request.
 func (r *Reloader[T]) Get() (T, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.now()
 	// Stat before reading: if a file changes between the two, the next Get
 	// sees a stamp newer than the one recorded and reads again.
 	stamps, err := statAll(r.paths)
 	if err != nil {
 		err = fmt.Errorf("cannot read %s: %w", r.opts.Name, err)
 	}
-	if err == nil && r.stamps != nil && equalStamps(stamps, r.stamps) {
+	if err == nil && r.stamps != nil && equalStamps(stamps, r.stamps) && now.Sub(r.readAt) < r.opts.Revalidate {
 		return r.val, r.err
 	}
 	var val T
@@ -85,6 +115,7 @@ func (r *Reloader[T]) Get() (T, error) {
 		val, err = r.read()
 	}
 	r.record(stamps, val, err)
+	r.readAt = now
 	return r.val, r.err
 }
 

@@ -36,13 +36,22 @@ func upper(c [][]byte) (string, error) {
 	return strings.ToUpper(string(c[0])), nil
 }
 
+// fakeClock is a Reloader's clock that moves only when a test says so.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
 // TestReloaderRules walks one file through the changes a mounted Secret
-// goes through and checks the "changed" and "broken" rules.
+// goes through and checks the "changed", "re-validated" and "broken"
+// rules.
 func TestReloaderRules(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	var logs bytes.Buffer
 	r := New(Options{Name: "toy", Logger: slog.New(slog.NewTextHandler(&logs, nil))}, upper, path)
+	clock := &fakeClock{t: time.Unix(5000, 0)}
+	r.now = clock.now
 
 	type got struct {
 		Value  string
@@ -51,11 +60,16 @@ func TestReloaderRules(t *testing.T) {
 	steps := []struct {
 		reason string
 		change func()
-		want   got
+		// advance moves the clock after the change.
+		advance time.Duration
+		want    got
 	}{
 		{reason: "A missing file is broken.", change: func() {}, want: got{Broken: true}},
 		{reason: "The file appears.", change: func() { write(t, path, "a", 1000) }, want: got{Value: "A"}},
 		{reason: "Same stat, different content: not seen as changed (the rule is stat-based).", change: func() { write(t, path, "b", 1000) }, want: got{Value: "A"}},
+		{reason: "Nor just before the re-validation period has passed: Get does not read the file every time.", change: func() {}, advance: DefaultRevalidate - time.Nanosecond, want: got{Value: "A"}},
+		{reason: "Once the period has passed, the file is read again although stat shows no change.", change: func() {}, advance: time.Nanosecond, want: got{Value: "B"}},
+		{reason: "The period starts again with that read.", change: func() { write(t, path, "z", 1000) }, advance: DefaultRevalidate - time.Nanosecond, want: got{Value: "B"}},
 		{reason: "A new modification time is a change.", change: func() { write(t, path, "c", 1001) }, want: got{Value: "C"}},
 		{reason: "A new size alone is a change.", change: func() { write(t, path, "cc", 1001) }, want: got{Value: "CC"}},
 		{reason: "Content that does not parse is broken; the old value is not kept.", change: func() { write(t, path, "bad", 1002) }, want: got{Broken: true}},
@@ -76,6 +90,7 @@ func TestReloaderRules(t *testing.T) {
 	}
 	for i, s := range steps {
 		s.change()
+		clock.advance(s.advance)
 		v, err := r.Get()
 		if diff := cmp.Diff(s.want, got{Value: v, Broken: err != nil}); diff != "" {
 			t.Errorf("step %d: %s\n-want, +got:\n%s", i, s.reason, diff)
@@ -88,6 +103,44 @@ func TestReloaderRules(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{2, 2}, []int{strings.Count(logs.String(), "credentials file broken"), strings.Count(logs.String(), "credentials file loaded again")}); diff != "" {
 		t.Errorf("log lines (broken, loaded again): -want, +got:\n%s\nlogs:\n%s", diff, logs.String())
+	}
+}
+
+func TestReloaderRevalidateOption(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	write(t, path, "a", 1000)
+	cases := map[string]struct {
+		reason  string
+		period  time.Duration
+		advance time.Duration
+		want    string
+	}{
+		"DefaultKeeps":   {reason: "Unset, the period is DefaultRevalidate.", advance: DefaultRevalidate - time.Nanosecond, want: "A"},
+		"DefaultRereads": {reason: "Unset, the period is DefaultRevalidate.", advance: DefaultRevalidate, want: "B"},
+		"NegativeIsDefault": {reason: "A negative period would mean reading on every Get; it takes the default.",
+			period: -time.Second, advance: DefaultRevalidate - time.Nanosecond, want: "A"},
+		"ShortKeeps":   {reason: "A period of its own is kept.", period: time.Second, advance: time.Second - time.Nanosecond, want: "A"},
+		"ShortRereads": {reason: "A period of its own is kept.", period: time.Second, advance: time.Second, want: "B"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			write(t, path, "a", 1000)
+			r := New(Options{Name: "toy", Revalidate: tc.period}, upper, path)
+			clock := &fakeClock{t: time.Unix(5000, 0)}
+			r.now = clock.now
+			if _, err := r.Get(); err != nil {
+				t.Fatal(err)
+			}
+			write(t, path, "b", 1000)
+			clock.advance(tc.advance)
+			got, err := r.Get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nvalue after %v: -want, +got:\n%s", tc.reason, tc.advance, diff)
+			}
+		})
 	}
 }
 

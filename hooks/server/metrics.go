@@ -122,5 +122,42 @@ func (m *Metrics) watchCredentials(files []Credential) error {
 			return fmt.Errorf("cannot watch credentials file %s: %w", f.Name(), err)
 		}
 	}
+	return m.watchExpiry(files)
+}
+
+// watchExpiry exports formspec_hooks_certificate_expiry_timestamp_seconds{file}
+// for each file of files that holds certificates: when the first of them
+// expires, in Unix seconds, read at each scrape. A broken file has no
+// series (formspec_hooks_credentials_file_ok says it is broken), so that
+// an alert on the expiry never sees a made-up time.
+func (m *Metrics) watchExpiry(files []Credential) error {
+	var certs []certificates
+	for _, f := range files {
+		if c, ok := f.(certificates); ok {
+			certs = append(certs, c)
+		}
+	}
+	if len(certs) == 0 {
+		return nil
+	}
+	if err := m.registry.Register(expiryCollector(certs)); err != nil {
+		return fmt.Errorf("cannot watch certificate expiry: %w", err)
+	}
 	return nil
+}
+
+var expiryDesc = prometheus.NewDesc("formspec_hooks_certificate_expiry_timestamp_seconds",
+	"When a certificate file's first certificate expires (the serving certificate; the client CA bundle's earliest CA), in Unix seconds; absent while the file is broken.",
+	[]string{"file"}, nil)
+
+type expiryCollector []certificates
+
+func (expiryCollector) Describe(ch chan<- *prometheus.Desc) { ch <- expiryDesc }
+
+func (c expiryCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, f := range c {
+		if t, ok := f.NotAfter(); ok {
+			ch <- prometheus.MustNewConstMetric(expiryDesc, prometheus.GaugeValue, float64(t.Unix()), f.Name())
+		}
+	}
 }

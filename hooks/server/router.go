@@ -70,6 +70,13 @@ func (h *Health) Ready() error {
 			// unauthenticated.
 			return fmt.Errorf("credentials file %s is broken", f.Name())
 		}
+		// A file can load and still be unfit to serve, such as an expired
+		// serving certificate; such an error is written for the probe.
+		if r, ok := f.(interface{ Ready() error }); ok {
+			if err := r.Ready(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

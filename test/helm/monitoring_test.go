@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -224,7 +226,7 @@ func TestAlertRules(t *testing.T) {
 	}
 	sort.Strings(names)
 	want := []string{
-		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated", "FormspecHookErrors",
+		"FormspecCertificateExpiresSoon", "FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated", "FormspecHookErrors",
 		"FormspecHookPanics", "FormspecHookSlow", "FormspecHookThrottled",
 		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
 		"FormspecResourceClaimDenied", "FormspecWorkspacesDegraded",
@@ -429,19 +431,35 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cc, ccAdmin, rep, repMetrics, hooks, hooksMetrics := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
-	// With token files, as installed, so that the credentials file
-	// metrics exist.
-	tokens := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("metrics-test-token\n"), 0o600); err != nil {
+	// With token files and TLS, as installed, so that the credentials file
+	// and certificate expiry metrics exist.
+	files := t.TempDir()
+	tokens, certFile, keyFile := filepath.Join(files, "tokens"), filepath.Join(files, "tls.crt"), filepath.Join(files, "tls.key")
+	ca, err := controlplane.NewCA("formspec-test-ca")
+	if err != nil {
 		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.IssueServing("formspec-hooks", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, content := range map[string][]byte{tokens: []byte("metrics-test-token\n"), certFile: certPEM, keyFile: keyPEM} {
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin)
 	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
 		"--node-health-interval", "1s", "--deploy-status-interval", "1s", "--token-file", tokens)
 	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
 		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--default-version", "1.8.2", "--shutdown-delay", "0s",
-		"--auth-token-file", tokens)
+		"--auth-token-file", tokens, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
 	client := &http.Client{Timeout: 5 * time.Second}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM)
+	hookClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
 	testsync.WaitWithin(t, 90*time.Second, "the hook server and the reporter to be ready", func() bool {
 		return get200(client, "http://"+hooksMetrics+"/readyz") && get200(client, "http://"+repMetrics+"/readyz")
 	})
@@ -451,13 +469,13 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 			t.Fatal(err)
 		}
 		hook, _, _ := strings.Cut(fixture, "/sync/")
-		req, err := http.NewRequest(http.MethodPost, "http://"+hooks+"/v1/"+hook+"/sync", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, "https://"+hooks+"/v1/"+hook+"/sync", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer metrics-test-token")
-		resp, err := client.Do(req)
+		resp, err := hookClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

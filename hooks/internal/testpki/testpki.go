@@ -60,10 +60,18 @@ func New(t testing.TB) *PKI {
 	return p
 }
 
-// Issue signs a leaf for 127.0.0.1 with the given serial and usage, and
-// writes it to name.crt and name.key in Dir with the given modification
-// time.
+// Issue signs a leaf for 127.0.0.1, valid from an hour ago to an hour from
+// now, with the given serial and usage, and writes it to name.crt and
+// name.key in Dir with the given modification time.
 func (p *PKI) Issue(t testing.TB, name string, serial int64, usage x509.ExtKeyUsage, mtime time.Time) (certFile, keyFile string, cert tls.Certificate) {
+	t.Helper()
+	now := time.Now()
+	return p.IssueValid(t, name, serial, usage, mtime, now.Add(-time.Hour), now.Add(time.Hour))
+}
+
+// IssueValid is Issue with the validity period given, for a certificate
+// that has expired or is not yet valid.
+func (p *PKI) IssueValid(t testing.TB, name string, serial int64, usage x509.ExtKeyUsage, mtime, notBefore, notAfter time.Time) (certFile, keyFile string, cert tls.Certificate) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -72,8 +80,8 @@ func (p *PKI) Issue(t testing.TB, name string, serial int64, usage x509.ExtKeyUs
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
 		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
