@@ -458,7 +458,7 @@ func endpointConfigs(host, namespace, caSecret, tokenSecret, tokenKey string) ma
 // on listen.
 func baseArgs(listen string) []any {
 	return []any{
-		"serve", "--listen=" + listen, "--metrics-listen=:9090",
+		"serve", "--listen=" + listen, "--metrics-listen=:9090", "--health-listen=:8081",
 		"--resource-image=formahub/formspec-resource", "--default-version=" + workspaceVersion,
 		"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
 		"--log-level=info", "--log-format=json",
@@ -477,9 +477,10 @@ func secureArgs(serverKey string) []any {
 var (
 	tlsMount   = map[string]any{"name": "tls", "mountPath": "/var/run/formspec/tls", "readOnly": true}
 	tokenMount = map[string]any{"name": "token", "mountPath": "/var/run/formspec/token", "readOnly": true}
-	// probes are on the metrics listener, which needs neither TLS nor a
-	// token, whatever the hook listener does.
-	probes = []string{"livenessProbe /healthz metrics", "readinessProbe /readyz metrics"}
+	// probes are on the probe listener, which needs neither TLS nor a
+	// token, whatever the hook listener does, and which no client of the
+	// other listeners can fill.
+	probes = []string{"livenessProbe /healthz health", "readinessProbe /readyz health"}
 )
 
 // servicePorts are the ports of the two Services of a release named
@@ -540,7 +541,7 @@ func (s secure) summary() summary {
 		Webhooks:        webhooks(func(p string) string { return "https://" + host + p }),
 		EndpointConfigs: endpointConfigs(host, s.namespace, s.tlsSecret, s.tokenSecret, "token"),
 		HookArgs:        secureArgs("tokens"),
-		HookPorts:       []string{"hooks=8443", "metrics=9090"},
+		HookPorts:       []string{"hooks=8443", "metrics=9090", "health=8081"},
 		Probes:          probes,
 		HookMounts:      []any{tlsMount, tokenMount},
 		Volumes: append([]any{
@@ -644,7 +645,7 @@ func TestRender(t *testing.T) {
 				Objects:          objects("formspec-system", "formspec-hooks", true, true),
 				Webhooks:         webhooks(func(p string) string { return "http://formspec-hooks.formspec-system:80" + p }),
 				HookArgs:         baseArgs(":8080"),
-				HookPorts:        []string{"hooks=8080", "metrics=9090"},
+				HookPorts:        []string{"hooks=8080", "metrics=9090", "health=8081"},
 				Probes:           probes,
 				Volumes:          append([]any{"cluster-control-token=formspec-cluster-control-token"}, reporterVolumes...),
 				ServicePorts:     servicePorts("formspec-hooks", "http", 80),
@@ -661,7 +662,7 @@ func TestRender(t *testing.T) {
 				Webhooks:        webhooks(func(p string) string { return "http://formspec-hooks.formspec-system:80" + p }),
 				EndpointConfigs: endpointConfigs("formspec-hooks.formspec-system:80", "formspec-system", "", "hook-token", "current"),
 				HookArgs:        append(baseArgs(":8080"), "--auth-token-file=/var/run/formspec/token/all-tokens"),
-				HookPorts:       []string{"hooks=8080", "metrics=9090"},
+				HookPorts:       []string{"hooks=8080", "metrics=9090", "health=8081"},
 				Probes:          probes,
 				HookMounts:      []any{tokenMount},
 				Volumes: append([]any{

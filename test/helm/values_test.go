@@ -47,7 +47,7 @@ func productionHookArgs() []any {
 // extra.
 func reporterArgs(level, format string, extra ...any) []any {
 	return append([]any{
-		"--listen=127.0.0.1:8181", "--metrics-listen=:9091", "--cluster-control-url=$(CONTROL_CLUSTER_URL)",
+		"--listen=127.0.0.1:8181", "--metrics-listen=:9091", "--health-listen=:8182", "--cluster-control-url=$(CONTROL_CLUSTER_URL)",
 		"--token-file=/var/run/formspec/cluster-control/token",
 		"--tombstone-file=/var/lib/formspec-reporter/tombstones.json",
 		"--log-level=" + level, "--log-format=" + format,
@@ -196,7 +196,7 @@ var valueCases = map[string]struct {
 		reason: "A tag in resourceImage is the workspaces' default version: no defaultVersion is needed and none is passed.",
 		values: "resourceImage: registry.example.com/formspec-resource:2.0.1",
 		want: []expect{{"Deployment", "spec.template.spec.containers[hooks].args", []any{
-			"serve", "--listen=:8443", "--metrics-listen=:9090", "--resource-image=registry.example.com/formspec-resource:2.0.1",
+			"serve", "--listen=:8443", "--metrics-listen=:9090", "--health-listen=:8081", "--resource-image=registry.example.com/formspec-resource:2.0.1",
 			"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181", "--log-level=info", "--log-format=json",
 			"--tls-cert-file=/var/run/formspec/tls/tls.crt", "--tls-key-file=/var/run/formspec/tls/tls.key", "--auth-token-file=/var/run/formspec/token/tokens",
 		}}},
