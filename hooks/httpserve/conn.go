@@ -153,6 +153,19 @@ func serverErrors(code int, text string) (msg, reason string) {
 	return "bad request: the request could not be parsed", "malformed"
 }
 
+// CloseWrite shuts the connection's write side (after a TLS close_notify),
+// which Go's server does before closing a connection whose client may
+// still be sending (see guard).
+func (c *serverConn) CloseWrite() error {
+	if c.tls != nil {
+		return c.tls.CloseWrite()
+	}
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // Write rewrites Go's own error answers in the error format.
 func (c *serverConn) Write(p []byte) (int, error) {
 	if m := serverError.FindSubmatch(p); m != nil {

@@ -126,6 +126,20 @@ type limitConn struct {
 	closeOnce sync.Once
 }
 
+// CloseWrite shuts the write side of the TCP connection underneath. The
+// server is done with the connection then: it only waits for the client
+// to read the answer before closing it (see guard), so the connection no
+// longer counts against the caps. A client whose refusals are lingering
+// cannot fill them.
+func (c *limitConn) CloseWrite() error {
+	var err error
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		err = cw.CloseWrite()
+	}
+	c.closeOnce.Do(func() { c.l.closed(c.client) })
+	return err
+}
+
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.closeOnce.Do(func() { c.l.closed(c.client) })

@@ -9,7 +9,7 @@ import (
 )
 
 // guard bounds how long every request body may take to arrive, and makes a
-// refusal cost nothing once it is written.
+// refusal cost next to nothing once it is written.
 //
 // Go's server, when a handler answers without reading the whole body,
 // reads and discards up to 256 KiB of it before it even writes the answer,
@@ -20,6 +20,11 @@ import (
 // before the body was read asks for the connection to be closed (which
 // also skips the discard), and once the handler is done the connection's
 // read deadline is moved to now, so that nothing waits for those bytes.
+// The connection is then closed the way Go's server closes one after a
+// body over its limit: the write side first, so that the client reads the
+// whole answer before the rest of its body meets a closed socket (which
+// would reset the connection and lose the answer), and fully half a
+// second later.
 //
 // Every body, refused or served, authenticated or not, must arrive within
 // bodyTimeout of the end of the headers. The deadline is lifted once the
@@ -39,9 +44,33 @@ func guard(h http.Handler, bodyTimeout time.Duration) http.Handler {
 		h.ServeHTTP(&guardedWriter{ResponseWriter: w, body: body}, r)
 		if !body.read.Load() {
 			_ = rc.SetReadDeadline(time.Now())
+			closeAfterAnswer(w)
 		}
 	})
 }
+
+// closeAfterAnswer tells Go's server to close the connection after the
+// answer as it does for a body over http.MaxBytesReader's limit: write
+// side first, then all of it (see guard). A MaxBytesReader of no bytes
+// over a reader with one byte to give reaches its limit at once, and
+// tells w so, without reading anything from the connection.
+func closeAfterAnswer(w http.ResponseWriter) {
+	var b [1]byte
+	_, _ = http.MaxBytesReader(w, oneByte{}, 0).Read(b[:])
+}
+
+// oneByte always has one more byte.
+type oneByte struct{}
+
+func (oneByte) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0] = 0
+	return 1, nil
+}
+
+func (oneByte) Close() error { return nil }
 
 // guardedBody notes when the body has been read to its end.
 type guardedBody struct {

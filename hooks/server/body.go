@@ -12,6 +12,19 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 )
 
+// DecodedCost is what a request holds, per byte of its body, while its
+// hook decodes and works on it, besides the body itself: the copy the
+// decoder keeps, the raw objects, the typed values decoded from them, the
+// children built and the answer encoded. The in-flight budget charges it
+// once the body is read and before the hook decodes anything, so that the
+// budget bounds what requests cost decoded, not only their bytes.
+// TestDecodedCost measures the worst shapes a request can take within the
+// limits (a Workspace whose namespace holds as many ResourceClaims as fit,
+// a ResourceClaim with as many labelled Secrets as fit, a Node with a large
+// status) and holds each under this factor; the largest measured was
+// about 5.5 (docs/security.md).
+const DecodedCost = 8
+
 // errBudget is the read error of a body that would take the in-flight
 // bytes over their budget.
 var errBudget = errors.New("in-flight request bytes over budget")
@@ -36,6 +49,14 @@ func readBody(maxBody int64, budget *byteBudget, next http.Handler) http.Handler
 			refuseBody(w, err)
 			return
 		}
+		// What decoding the body and working on it will hold, taken before
+		// the hook decodes anything.
+		decoded := DecodedCost * int64(len(raw))
+		if !budget.take(decoded) {
+			refuseBody(w, errBudget)
+			return
+		}
+		defer budget.release(decoded)
 		body := &bufferedBody{raw: raw}
 		defer body.release()
 		r.Body = body
@@ -171,9 +192,12 @@ func putBodyBuffer(buf []byte) {
 // readAll reads r to the end like io.ReadAll, into pooled buffers, taking
 // every byte of buffer it holds from budget first, so the budget counts the
 // memory really held. size is the announced length (-1 when unknown); the
-// first buffer fits it, up to firstBodyBuffer, and later ones double. It
-// returns the bytes held even on error, for the caller to give back to the
-// budget when the request ends; the buffer goes back to the pool through
+// first buffer fits it, up to firstBodyBuffer, and later ones double, but
+// never past the announced length: a body of exactly the limit ends in one
+// buffer of its size (and one byte), and while a buffer is copied into the
+// next the two together hold less than twice the body. It returns the
+// bytes held even on error, for the caller to give back to the budget
+// when the request ends; the buffer goes back to the pool through
 // putBodyBuffer.
 func readAll(r io.Reader, size int64, budget *byteBudget) (buf []byte, held int64, err error) {
 	for {
@@ -183,6 +207,11 @@ func readAll(r io.Reader, size int64, budget *byteBudget) (buf []byte, held int6
 			want := int64(2 * cap(buf))
 			if buf == nil {
 				want = min(max(size+1, minBodyBuffer), firstBodyBuffer)
+			}
+			if size >= 0 && int64(len(buf)) <= size {
+				// The announced length is a cap: a body longer than it
+				// is an error of the reader (Go's server stops at it).
+				want = min(want, size+1)
 			}
 			want = bodyBufferSize(want)
 			if !budget.take(want) {
@@ -219,6 +248,8 @@ type byteBudget struct {
 
 	mu   sync.Mutex
 	used int64
+	// peak is the most used at once, for tests.
+	peak int64
 }
 
 func newByteBudget(limit int64, m *Metrics) *byteBudget {
@@ -235,6 +266,7 @@ func (b *byteBudget) take(n int64) bool {
 		return false
 	}
 	b.used += n
+	b.peak = max(b.peak, b.used)
 	b.observe()
 	return true
 }

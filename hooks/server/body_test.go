@@ -47,8 +47,13 @@ func TestReadAllBudget(t *testing.T) {
 		{"announced 18 KiB", 18 << 10, true, 32 << 10},
 		// Unknown length: doubling from 4 KiB; only the last buffer is held.
 		{"unknown 18 KiB", 18 << 10, false, 32 << 10},
-		// Past firstBodyBuffer the buffer doubles like an unknown one.
+		// Past firstBodyBuffer the buffer doubles, but never past the
+		// announced length (and its one more byte).
 		{"announced 100 KiB", 100 << 10, true, 128 << 10},
+		// A maximum-size body is held in one buffer of its size, not in
+		// one of twice that: the doubling stops at the announced length.
+		{"announced 8 MiB", 8 << 20, true, 8<<20 + 1},
+		{"announced 3 MiB", 3 << 20, true, 3<<20 + 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := bytes.Repeat([]byte("0123456789abcdef"), c.size/16+1)[:c.size]
@@ -66,6 +71,13 @@ func TestReadAllBudget(t *testing.T) {
 			}
 			if held != c.held || budget.used != c.held {
 				t.Errorf("held %d, budget used %d; want both %d", held, budget.used, c.held)
+			}
+			// While a buffer is copied into the next one both are held:
+			// at most the last two, one half the size of the other (or
+			// the announced length), so the peak stays under twice what
+			// is held at the end.
+			if c.announce && budget.peak >= 2*c.held {
+				t.Errorf("peak held %d for a body held in %d, want under %d", budget.peak, c.held, 2*c.held)
 			}
 			budget.release(held)
 			if budget.used != 0 {

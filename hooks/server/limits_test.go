@@ -124,9 +124,11 @@ func TestContentLengthOverLimit(t *testing.T) {
 // served once the first request is gone.
 func TestInFlightBytes(t *testing.T) {
 	// The budget counts buffer capacity, in size classes that double from
-	// 4 KiB: the request below announces 40 KiB and so holds 64 KiB before
-	// half of it has arrived; the 30 KiB body would take 32 KiB more.
-	const budget = 80 << 10
+	// 4 KiB, and then DecodedCost bytes per body byte once a body is read:
+	// the request below announces 40 KiB and so holds 64 KiB before half of
+	// it has arrived; the 30 KiB body would take its 32 KiB buffer and 240
+	// KiB decoded more, which fits alone but not beside it.
+	const budget = 300 << 10
 	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlightBytes: budget})
 
 	held := strings.Repeat(" ", 20<<10)

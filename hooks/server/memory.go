@@ -27,17 +27,28 @@ func MemoryLimit() int64 {
 	return l
 }
 
-// DefaultInFlightBytes budgets an eighth of the memory limit for request
-// bodies: a decoded request and its response take a few times the body's
-// bytes, and the rest is the runtime, the hand-off queue and headroom
-// below GOMEMLIMIT. At 256 MiB that is 32 MiB, four maximum-size bodies at
-// once. The budget never falls below one maximum-size body, or such a
-// body could never be served.
+// DefaultInFlightBytes budgets three quarters of the memory limit for what
+// requests hold: each is charged its body's buffer as it is read and then
+// DecodedCost bytes per body byte for decoding and working on it, so the
+// budget bounds requests as they cost decoded. The last quarter is the
+// runtime, the hand-off queue, the metrics and the garbage collector's
+// room below GOMEMLIMIT. At 256 MiB that is 192 MiB: a maximum-size (8
+// MiB) request is charged 72 MiB, so two fit at once beside as many small
+// ones as the rest allows (a 30 KiB Workspace sync is charged about 290
+// KiB). Without a limit it is 192 MiB too. The budget never falls below
+// one maximum-size request, or such a request could never be served.
 func DefaultInFlightBytes(limit, maxBody int64) int64 {
+	one := requestCost(maxBody)
 	if limit <= 0 {
-		return max(64<<20, maxBody)
+		return max(192<<20, one)
 	}
-	return max(limit/8, maxBody)
+	return max(limit/4*3, one)
+}
+
+// requestCost is what the in-flight budget charges a request of body
+// bytes: its buffer and what decoding it holds.
+func requestCost(body int64) int64 {
+	return bodyBufferSize(body+1) + DecodedCost*body
 }
 
 // DefaultGCPercent is the hook server's GOGC when the environment sets

@@ -8,20 +8,27 @@ import (
 )
 
 func TestDefaultInFlightBytes(t *testing.T) {
+	maxReq := requestCost(8 << 20)
 	cases := map[string]struct {
 		reason         string
 		limit, maxBody int64
 		want           int64
+		// fit is how many maximum-size requests the budget takes at once.
+		fit int64
 	}{
-		"PodLimit":   {reason: "An eighth of the deployment's 256 Mi limit.", limit: 256 << 20, maxBody: 8 << 20, want: 32 << 20},
-		"SmallLimit": {reason: "Never below one maximum-size body, or such a body could never be served.", limit: 32 << 20, maxBody: 8 << 20, want: 8 << 20},
-		"NoLimit":    {reason: "Without a memory limit, a fixed 64 MiB.", maxBody: 8 << 20, want: 64 << 20},
-		"HugeBody":   {reason: "Without a limit, still at least one body.", maxBody: 100 << 20, want: 100 << 20},
+		"PodLimit":   {reason: "Three quarters of the deployment's 256 Mi limit: two maximum-size requests, charged decoded, fit at once.", limit: 256 << 20, maxBody: 8 << 20, want: 192 << 20, fit: 2},
+		"SmallLimit": {reason: "Never below one maximum-size request, or such a request could never be served.", limit: 32 << 20, maxBody: 8 << 20, want: maxReq, fit: 1},
+		"NoLimit":    {reason: "Without a memory limit, a fixed 192 MiB.", maxBody: 8 << 20, want: 192 << 20, fit: 2},
+		"HugeBody":   {reason: "Without a limit, still at least one request.", maxBody: 100 << 20, want: requestCost(100 << 20), fit: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, DefaultInFlightBytes(tc.limit, tc.maxBody)); diff != "" {
+			got := DefaultInFlightBytes(tc.limit, tc.maxBody)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+			if fit := got / requestCost(tc.maxBody); fit != tc.fit {
+				t.Errorf("%s\n%d maximum-size requests fit in %d, want %d", tc.reason, fit, got, tc.fit)
 			}
 		})
 	}
