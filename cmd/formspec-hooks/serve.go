@@ -154,10 +154,12 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		f.maxInFlightBytes = server.DefaultInFlightBytes(server.MemoryLimit(), f.maxBodyBytes)
 	}
 	server.TuneGC(os.Getenv)
+	goLimit := server.TuneMemory()
 
 	logger := f.logging.Logger(stderr)
 	build := buildinfo.Get()
-	logger.Info("formspec-hooks starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion)
+	logger.Info("formspec-hooks starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion,
+		"inFlightBytes", f.maxInFlightBytes, "goMemoryLimit", goLimit)
 	warn := func(msg string) { logger.Warn(msg) }
 	warnDeprecated(fs, warn)
 

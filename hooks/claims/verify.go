@@ -169,8 +169,13 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 // skipped rather than reported, so that a claim without a valid signature
 // cannot tell a Datastore with a broken key from one without, and a
 // signature "by" a weak key verifies nothing.
+//
+// At most MaxOwnerPublicKeys keys besides ownerPublicKey are tried, however
+// many the Datastore lists: each costs a verification, and a Datastore with
+// more is refused anyway (PublicKeys).
 func verifies(ds *v1alpha1.Datastore, msg, sig []byte) bool {
-	for _, s := range append([]string{ds.Spec.OwnerPublicKey}, ds.Spec.OwnerPublicKeys...) {
+	keys := ds.Spec.OwnerPublicKeys[:min(len(ds.Spec.OwnerPublicKeys), v1alpha1.MaxOwnerPublicKeys)]
+	for _, s := range append([]string{ds.Spec.OwnerPublicKey}, keys...) {
 		k, err := grant.ParsePublicKey(s)
 		if err == nil && grant.Verify(k, msg, sig) {
 			return true

@@ -25,6 +25,10 @@ import (
 // HookName labels this hook's decisions and log lines.
 const HookName = "datastore"
 
+// MaxRelatedSecrets bounds the Secrets of one request, checked before any
+// is decoded; the customize asks for one, by name.
+const MaxRelatedSecrets = 1
+
 // Options configures a Hook. Every field is optional.
 type Options struct {
 	// Clock is "now" for the condition transitions a request cannot date
@@ -82,6 +86,10 @@ func (h *Hook) Customize(ctx context.Context, req *metacontroller.CustomizeReque
 // Sync validates the Datastore against its endpoint Secret and answers
 // with its status; there are no attachments.
 func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+	// The customize asks for the endpoint Secret by name: one at most.
+	if err := metacontroller.Limit("related Secrets", len(req.Related[metacontroller.Key("v1", "Secret")]), MaxRelatedSecrets); err != nil {
+		return nil, err
+	}
 	ds, err := decode(req.Object)
 	if err != nil {
 		return nil, err

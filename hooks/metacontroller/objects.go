@@ -54,6 +54,33 @@ func (e *InvalidObjectError) Unwrap() error { return e.Err }
 // BadRequest marks the error as the request's fault.
 func (e *InvalidObjectError) BadRequest() bool { return true }
 
+// LimitError reports a request that carries more of something than a hook
+// serves: more related objects of a kind, or a related object with more
+// entries than its CRD allows. It is the caller's request at fault, so the
+// transport answers 413, before the work the count would multiply. The
+// text names what was counted and the limit, never a value from the
+// request.
+type LimitError struct {
+	// What is counted, e.g. "related ResourceClaims".
+	What  string
+	Limit int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("request carries more than %d %s", e.Limit, e.What)
+}
+
+// TooLarge marks the error as a request over a limit.
+func (e *LimitError) TooLarge() bool { return true }
+
+// Limit returns a *LimitError when n is over limit, else nil.
+func Limit(what string, n, limit int) error {
+	if n > limit {
+		return &LimitError{What: what, Limit: limit}
+	}
+	return nil
+}
+
 // Decode unmarshals one object of a request into out, reporting failure as
 // an *InvalidObjectError naming what.
 func Decode(raw codec.RawMessage, out any, what string) error {

@@ -8,6 +8,7 @@ package resourceclaim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -128,6 +129,9 @@ func (h *Hook) Customize(ctx context.Context, req *metacontroller.CustomizeReque
 // Sync verifies the claim and answers with its status and, when granted,
 // the credentials Secret.
 func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+	if err := checkCounts(req); err != nil {
+		return nil, err
+	}
 	claim, err := decode(req.Object)
 	if err != nil {
 		return nil, err
@@ -146,6 +150,17 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		secret, err = metacontroller.Get[corev1.Secret](req.Related,
 			metacontroller.Key("v1", "Secret"), metacontroller.Name(ds.Namespace, ds.Spec.EndpointSecretRef.Name))
 		if err != nil {
+			return nil, err
+		}
+	}
+	if ds != nil {
+		// Each owner key may cost a signature verification and each
+		// tenant a check: count them before any is tried. The CRD caps
+		// both, so only a request no API server sent gets here.
+		if err := errors.Join(
+			metacontroller.Limit("owner keys in the related Datastore", len(ds.Spec.OwnerPublicKeys), v1alpha1.MaxOwnerPublicKeys),
+			metacontroller.Limit("allowed tenants in the related Datastore", len(ds.Spec.AllowedTenants), v1alpha1.MaxAllowedTenants),
+		); err != nil {
 			return nil, err
 		}
 	}
@@ -256,6 +271,24 @@ func credentials(claim *v1alpha1.ResourceClaim, driver string, data map[string][
 func resyncAfter(d time.Duration) float64 {
 	d = min(max(d, time.Second), MaxResync)
 	return math.Ceil(d.Seconds())
+}
+
+// Limits of one request, by kind, checked before anything is decoded from
+// the objects they count. The claim's customize asks for one Datastore by
+// name and for the Secrets of its namespace labelled for that Datastore,
+// which its owner labels; it owns one credentials Secret.
+const (
+	MaxRelatedDatastores = 1
+	MaxRelatedSecrets    = 64
+	MaxAttachedSecrets   = 8
+)
+
+func checkCounts(req *metacontroller.DecoratorRequest) error {
+	return errors.Join(
+		metacontroller.Limit("related Datastores", len(req.Related[metacontroller.Key(v1alpha1.APIVersion, "Datastore")]), MaxRelatedDatastores),
+		metacontroller.Limit("related Secrets", len(req.Related[metacontroller.Key("v1", "Secret")]), MaxRelatedSecrets),
+		metacontroller.Limit("attached Secrets", len(req.Attachments[metacontroller.Key("v1", "Secret")]), MaxAttachedSecrets),
+	)
 }
 
 func decode(raw codec.RawMessage) (*v1alpha1.ResourceClaim, error) {

@@ -19,10 +19,11 @@ import (
 // once the body is read and before the hook decodes anything, so that the
 // budget bounds what requests cost decoded, not only their bytes.
 // TestDecodedCost measures the worst shapes a request can take within the
-// limits (a Workspace whose namespace holds as many ResourceClaims as fit,
-// a ResourceClaim with as many labelled Secrets as fit, a Node with a large
-// status) and holds each under this factor; the largest measured was
-// about 5.5 (docs/security.md).
+// limits (a Workspace whose namespace holds as many ResourceClaims as a
+// request may carry, small or padded to the body limit; a ResourceClaim
+// with as many labelled Secrets as a request may carry) and holds what
+// each allocates under the body's buffer and this factor: the largest
+// measured was 7.5 bytes per body byte, buffer included (docs/security.md).
 const DecodedCost = 8
 
 // errBudget is the read error of a body that would take the in-flight
@@ -71,7 +72,7 @@ func refuseBody(w http.ResponseWriter, err error) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(tooBig.Limit))
+		writeError(w, http.StatusRequestEntityTooLarge, bodyTooLarge(tooBig.Limit))
 	case errors.Is(err, errBudget):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusTooManyRequests, "too many request bytes in flight")
@@ -84,7 +85,7 @@ func refuseBody(w http.ResponseWriter, err error) {
 	}
 }
 
-func tooLarge(limit int64) string {
+func bodyTooLarge(limit int64) string {
 	return fmt.Sprintf("request body exceeds %d bytes", limit)
 }
 

@@ -48,6 +48,15 @@ type badRequest interface {
 	BadRequest() bool
 }
 
+// tooLarge is an error for a request that carries more than a hook serves
+// (metacontroller.LimitError is one); the transport answers it with a 413.
+// Its text is sent to the caller, so it must be stable and must not quote
+// the request.
+type tooLarge interface {
+	error
+	TooLarge() bool
+}
+
 // validator is implemented by request types that can tell a request that
 // cannot be served at all (no parent object) from one a hook must decide
 // about. Its error text is sent to the caller, so it must be stable and must
@@ -100,6 +109,10 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 	}
 	if v, ok := any(req).(validator); ok {
 		if err := v.Validate(); err != nil {
+			if tl, ok := errors.AsType[tooLarge](err); ok && tl.TooLarge() {
+				writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+				return
+			}
 			writeError(w, http.StatusBadRequest, "invalid request: "+err.Error())
 			return
 		}
@@ -118,6 +131,12 @@ func (hh *hookHandler[Req, Resp]) ServeHTTP(w http.ResponseWriter, r *http.Reque
 			// only noticed. Not a bug, and nobody reads this answer.
 			hh.logger.DebugContext(r.Context(), "hook abandoned by caller", "hook", hh.name, "err", ctxErr)
 			writeError(w, http.StatusServiceUnavailable, "request canceled")
+			return
+		}
+		if tl, ok := errors.AsType[tooLarge](err); ok && tl.TooLarge() {
+			// A count the hook checks before it works, such as the owner
+			// keys of a related Datastore.
+			writeError(w, http.StatusRequestEntityTooLarge, tl.Error())
 			return
 		}
 		var bad badRequest

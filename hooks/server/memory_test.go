@@ -1,6 +1,7 @@
 package server
 
 import (
+	"os"
 	"runtime/debug"
 	"testing"
 
@@ -50,6 +51,47 @@ func TestTuneGC(t *testing.T) {
 			TuneGC(func(k string) string { return tc.env[k] })
 			if diff := cmp.Diff(tc.want, debug.SetGCPercent(100)); diff != "" {
 				t.Errorf("%s\nGC percent: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestCgroupMemoryLimit(t *testing.T) {
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if v, ok := m[name]; ok {
+				return []byte(v), nil
+			}
+			return nil, os.ErrNotExist
+		}
+	}
+	cases := map[string]struct {
+		reason string
+		files  map[string]string
+		want   int64
+	}{
+		"V2": {reason: "cgroup v2: the process's own cgroup's memory.max.", files: map[string]string{
+			"/proc/self/cgroup":                          "0::/kubepods/pod1/c1\n",
+			"/sys/fs/cgroup/kubepods/pod1/c1/memory.max": "268435456\n",
+		}, want: 256 << 20},
+		"V2NoLimit": {reason: "\"max\" is no limit.", files: map[string]string{
+			"/proc/self/cgroup":         "0::/\n",
+			"/sys/fs/cgroup/memory.max": "max\n",
+		}},
+		"V1": {reason: "cgroup v1: the memory controller's path, whatever the other controllers say.", files: map[string]string{
+			"/proc/self/cgroup": "9:name=systemd:/\n4:memory:/formspec-test\n0::/\n",
+			"/sys/fs/cgroup/memory/formspec-test/memory.limit_in_bytes": "268435456",
+		}, want: 256 << 20},
+		"V1NoLimit": {reason: "v1 says no limit with a number near the largest int64.", files: map[string]string{
+			"/proc/self/cgroup":                           "4:memory:/\n",
+			"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712",
+		}},
+		"NoCgroup": {reason: "No /proc/self/cgroup: no limit known.", files: map[string]string{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, cgroupMemoryLimit(files(tc.files))); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

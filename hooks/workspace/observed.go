@@ -215,12 +215,35 @@ type Related struct {
 	ResourceClaims map[string]codec.RawMessage `json:"ResourceClaim.formspec.dev/v1alpha1"`
 }
 
-// Validate reports a request that cannot be served: no parent object.
+// Limits of one Workspace request, by kind, checked before anything is
+// decoded from the objects they count. A workspace has one child of each
+// kind; more are left-overs Metacontroller is deleting. It needs one
+// ClusterClass and at most v1alpha1.MaxWorkspaceDatastores claims, but
+// every ResourceClaim of its namespace comes along (claims are matched by
+// what they say, not by name), so the claims' cap is what a namespace may
+// hold: a namespace with more stops its Workspaces from syncing, with a
+// 413 in Metacontroller's SyncError events.
+const (
+	MaxChildrenPerKind = 8
+	MaxRelatedClasses  = 4
+	MaxRelatedClaims   = 1024
+)
+
+// Validate reports a request that cannot be served: no parent object, or
+// more objects of a kind than the limits above (a *metacontroller.LimitError).
 func (r *Request) Validate() error {
 	if r.Parent == nil {
 		return errors.New("request has no parent object")
 	}
-	return nil
+	return errors.Join(
+		metacontroller.Limit("Deployments", countOf(r.Children.Deployments), MaxChildrenPerKind),
+		metacontroller.Limit("Services", countOf(r.Children.Services), MaxChildrenPerKind),
+		metacontroller.Limit("ConfigMaps", countOf(r.Children.ConfigMaps), MaxChildrenPerKind),
+		metacontroller.Limit("HorizontalPodAutoscalers", countOf(r.Children.HPAs), MaxChildrenPerKind),
+		metacontroller.Limit("PodDisruptionBudgets", countOf(r.Children.PDBs), MaxChildrenPerKind),
+		metacontroller.Limit("related ClusterClasses", countOf(r.Related.ClusterClasses), MaxRelatedClasses),
+		metacontroller.Limit("related ResourceClaims", len(r.Related.ResourceClaims), MaxRelatedClaims),
+	)
 }
 
 // ObjectCount is how many objects the request carries besides its parent;

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/testsync"
+	"github.com/formspec/formspec-hooks/hooks/workspace"
+)
+
+// memoryLimit is the hook container's memory limit in the install
+// (deploy/hooks/deployment.yaml, the chart's resources.limits.memory).
+const memoryLimit = 256 << 20
+
+// cgroupV1Memory is where the cgroup v1 memory controller is mounted.
+const cgroupV1Memory = "/sys/fs/cgroup/memory"
+
+// TestWorstCaseFitsTheMemoryLimit runs formspec-hooks serve in a memory
+// cgroup of the install's limit, with GOMEMLIMIT set to it as the
+// Deployment sets it, and sends it the most expensive requests the limits
+// allow, eight at a time for a while: Workspace syncs of nearly 8 MiB each,
+// carrying as many ResourceClaims as a request may. Before the in-flight
+// budget counted decoded requests, four such requests at once took 274 MB.
+// Now the kernel never has to kill the server: every request is answered,
+// 200 or 429 (the budget is full; Metacontroller retries), and the
+// cgroup's peak stays under its limit.
+func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: not starting the server under a memory limit")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a memory cgroup")
+	}
+	if _, err := os.Stat(filepath.Join(cgroupV1Memory, "memory.limit_in_bytes")); err != nil {
+		t.Skipf("no cgroup v1 memory controller at %s to limit the server with: %v", cgroupV1Memory, err)
+	}
+	cg := filepath.Join(cgroupV1Memory, fmt.Sprintf("formspec-memtest-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeCgroup(t, cg, "memory.limit_in_bytes", memoryLimit)
+	// No swap to hide in: the limit is the memory there is.
+	if _, err := os.Stat(filepath.Join(cg, "memory.memsw.limit_in_bytes")); err == nil {
+		writeCgroup(t, cg, "memory.memsw.limit_in_bytes", memoryLimit)
+	}
+
+	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
+	listen, metrics := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	// The shell moves itself into the cgroup and then becomes the server,
+	// so that the server is limited from its first byte.
+	cmd := exec.CommandContext(ctx, "sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg,
+		bin, "serve", "--listen", listen, "--metrics-listen", metrics, "--default-version", "1.8.2",
+		"--reporter-url", "", "--log-level", "warn", "--shutdown-delay", "0s")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(memoryLimit))
+	var logs testsync.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if err := os.Remove(cg); err != nil {
+			t.Errorf("cannot remove the cgroup %s: %v", cg, err)
+		}
+	})
+	testsync.WaitFor(t, "the server to be ready", func() bool {
+		resp, err := http.Get("http://" + metrics + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	body := manyClaims(t, workspace.MaxRelatedClaims-3, 6000)
+	const workers, rounds = 8, 6
+	var mu sync.Mutex
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	client := &http.Client{Timeout: 60 * time.Second}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				resp, err := client.Post("http://"+listen+"/v1/workspace/sync", "application/json", bytes.NewReader(body))
+				what := "no answer"
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					what = strconv.Itoa(resp.StatusCode)
+				}
+				mu.Lock()
+				codes[what]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	// The cgroup's own peak counts page cache too (the binary, which the
+	// kernel drops as it needs): the server's peak resident set is what
+	// must fit.
+	peak := peakRSS(t, cmd.Process.Pid)
+	oom := readCgroupFile(t, cg, "memory.oom_control")
+	t.Logf("%d requests of %d bytes, %d at a time: answers %v; peak RSS %.1f MiB under a %d MiB limit (cgroup peak with page cache %.1f MiB)",
+		workers*rounds, len(body), workers, codes, float64(peak)/(1<<20), memoryLimit>>20, float64(readCgroup(t, cg, "memory.max_usage_in_bytes"))/(1<<20))
+	if strings.Contains(oom, "oom_kill ") && !strings.Contains(oom, "oom_kill 0") {
+		t.Errorf("the kernel killed in the cgroup:\n%s\nserver log:\n%s", oom, logs.String())
+	}
+	if n := codes["no answer"]; n > 0 || codes["200"] == 0 {
+		t.Errorf("answers %v: want every request answered (200, or 429 while the budget is full) and some 200s\nserver log:\n%s", codes, logs.String())
+	}
+	for code := range codes {
+		if code != "200" && code != "429" {
+			t.Errorf("answer %s to a request within the limits; want 200 or 429", code)
+		}
+	}
+	if peak >= memoryLimit {
+		t.Errorf("the server's resident set peaked at %d bytes, at the limit", peak)
+	}
+	if cmd.ProcessState != nil {
+		t.Errorf("the server exited during the test: %v", cmd.ProcessState)
+	}
+}
+
+func writeCgroup(t *testing.T, cg, file string, v int64) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(cg, file), []byte(strconv.FormatInt(v, 10)), 0o644); err != nil {
+		t.Fatalf("cannot set %s: %v", file, err)
+	}
+}
+
+func readCgroupFile(t *testing.T, cg, file string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(cg, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func readCgroup(t *testing.T, cg, file string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(strings.TrimSpace(readCgroupFile(t, cg, file)), 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return v
+}
+
+// peakRSS is the process's VmHWM, in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc/<pid>/status")
+	return 0
+}
