@@ -210,3 +210,31 @@ func manySecrets(t testing.TB, n, size int) []byte {
 	}
 	return raw
 }
+
+// BenchmarkWorstCase prints what the costliest requests within the limits
+// cost to serve, one at a time: the CPU bound of one request in
+// docs/security.md comes from it.
+//
+//	go test ./cmd/formspec-hooks -run '^$' -bench WorstCase -benchtime 20x
+func BenchmarkWorstCase(b *testing.B) {
+	h := hookHandler(b, fixtureConfig(), server.Config{})
+	for name, c := range map[string]struct {
+		path string
+		body []byte
+	}{
+		"WorkspaceClaims":      {"/v1/workspace/sync", manyClaims(b, workspace.MaxRelatedClaims-3, 6000)},
+		"WorkspaceSmallClaims": {"/v1/workspace/sync", manyClaims(b, workspace.MaxRelatedClaims-3, 0)},
+		"ClaimSecrets":         {"/v1/resourceclaim/sync", manySecrets(b, resourceclaim.MaxRelatedSecrets-1, 100_000)},
+		"ClaimOwnerKeys":       {"/v1/resourceclaim/sync", manyOwnerKeys(b, 15)},
+		"ClaimOwnerKeysOver":   {"/v1/resourceclaim/sync", manyOwnerKeys(b, 120_000)},
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			for b.Loop() {
+				if rec := post(h, c.path, c.body, nil); rec.Code != http.StatusOK && rec.Code != http.StatusRequestEntityTooLarge {
+					b.Fatalf("code %d: %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
