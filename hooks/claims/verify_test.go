@@ -2,6 +2,7 @@ package claims_test
 
 import (
 	"crypto/ed25519"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -519,5 +520,33 @@ func TestVerifyUnauthenticated(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestVerifyTriesAtMostTheKeyLimit lists the owner's key after 120,000
+// others: Verify tries ownerPublicKey and the first MaxOwnerPublicKeys of
+// the list, so the owner's key is never reached and the claim is denied
+// as if unsigned, at the cost of 17 verifications rather than 120,001.
+func TestVerifyTriesAtMostTheKeyLimit(t *testing.T) {
+	ds := claimstest.Datastore()
+	owner := ds.Spec.OwnerPublicKey
+	ds.Spec.OwnerPublicKey = claimstest.PublicHex(claimstest.Key("stranger"))
+	fillers := make([]string, 4)
+	for i := range fillers {
+		fillers[i] = claimstest.PublicHex(claimstest.Key(fmt.Sprintf("filler-%d", i)))
+	}
+	ds.Spec.OwnerPublicKeys = nil
+	for i := range 120_000 {
+		ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, fillers[i%4])
+	}
+	ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, owner)
+	claim := claimstest.SignClaim(claimstest.Claim(), claimstest.Owner)
+	if d := claims.Verify(claim, ds, claimstest.Secret(), claimstest.Now); d.Reason != v1alpha1.ReasonInvalidSignature {
+		t.Errorf("Verify() = %s (%s), want %s: only the first %d listed keys are tried", d.Reason, d.Message, v1alpha1.ReasonInvalidSignature, v1alpha1.MaxOwnerPublicKeys)
+	}
+	// Within the limit the same key verifies.
+	ds.Spec.OwnerPublicKeys = []string{fillers[0], owner}
+	if d := claims.Verify(claim, ds, claimstest.Secret(), claimstest.Now); d.Reason != v1alpha1.ReasonGranted {
+		t.Errorf("Verify() with the owner's key second of two = %s (%s), want %s", d.Reason, d.Message, v1alpha1.ReasonGranted)
 	}
 }

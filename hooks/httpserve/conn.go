@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -136,7 +137,7 @@ func handshakeReason(err error) string {
 // connection, a status line followed at once by these two headers, then
 // a short text. Every answer a handler writes carries other headers
 // (Date at least) and is never matched.
-var serverError = regexp.MustCompile(`\AHTTP/1\.1 (\d{3}) ([^\r\n]*)\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n[^\r\n]*\z`)
+var serverError = regexp.MustCompile(`\AHTTP/1\.1 ([45]\d\d) ([^\r\n]*)\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n[^\r\n]*\z`)
 
 // serverErrors turns Go's answers into stable error lines and reasons.
 // Go's own texts here are fixed strings, never quoting the request.
@@ -183,7 +184,11 @@ func (c *serverConn) Write(p []byte) (int, error) {
 // errorResponse is a whole HTTP/1.1 answer with an ErrorBody that closes
 // the connection.
 func errorResponse(code int, msg string) []byte {
-	body := fmt.Sprintf("{\"error\":%q}\n", msg)
+	raw, err := json.Marshal(ErrorBody{Error: strings.Join(strings.Fields(msg), " ")})
+	if err != nil {
+		raw = []byte(`{"error":"bad request"}`)
+	}
+	body := string(raw) + "\n"
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		code, http.StatusText(code), len(body), body)

@@ -23,6 +23,8 @@ func FuzzSync(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"parent":{"metadata":{"name":"a"},"spec":{"clusterClass":"c","datastores":[{"name":"x"},{"name":"x"}]}},"related":{"ClusterClass.formspec.dev/v1alpha1":{"c":{"spec":{"scaling":{"minReplicas":-5,"maxReplicas":-1}}}}}}`))
+	// Over a per-kind cap: Validate refuses it before any hook runs.
+	f.Add([]byte(`{"parent":{"metadata":{"name":"a"}},"children":{"Service.v1":{"n/1":{},"n/2":{},"n/3":{},"n/4":{},"n/5":{},"n/6":{},"n/7":{},"n/8":{},"n/9":{}}}}`))
 	h := New(Config{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req Request
