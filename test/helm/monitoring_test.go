@@ -224,8 +224,9 @@ func TestAlertRules(t *testing.T) {
 	}
 	sort.Strings(names)
 	want := []string{
-		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated", "FormspecHookErrors",
-		"FormspecHookPanics", "FormspecHookSlow", "FormspecHookThrottled",
+		"FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated",
+		"FormspecHookAuthFailures", "FormspecHookErrors", "FormspecHookPanics", "FormspecHookSlow", "FormspecHookTLSHandshakeErrors",
+		"FormspecHookThrottled", "FormspecHookTrafficStopped",
 		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
 		"FormspecResourceClaimDenied", "FormspecWorkspacesDegraded",
 	}
