@@ -101,16 +101,14 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 		return cliflag.Usagef(fs, "keygen needs --out FILE and no arguments: the private key is only ever written to a file")
 	}
 	var priv ed25519.PrivateKey
+	var err error
 	if *fromHex != "" {
-		var err error
-		if priv, err = readOldHexKey(*fromHex, stderr); err != nil {
-			return err
-		}
+		priv, err = readOldHexKey(*fromHex, stderr)
 	} else {
-		var err error
-		if _, priv, err = grant.GenerateKey(nil); err != nil {
-			return err
-		}
+		_, priv, err = grant.GenerateKey(nil)
+	}
+	if err != nil {
+		return err
 	}
 	pemKey, err := grant.MarshalPrivateKey(priv)
 	if err != nil {
