@@ -10,8 +10,19 @@
 
 GO      ?= go
 BIN     ?= bin
-LISTEN  ?= 127.0.0.1:8080
-METRICS ?= 127.0.0.1:9090
+
+# The ports of `make run`'s demo, all on 127.0.0.1: the hook server's hooks
+# and its metrics and probes, the reporter sidecar's localhost API and its
+# metrics, the reference Cluster Control's API and its admin API. Set any
+# of them when the default is taken: make run HOOKS_PORT=18080.
+HOOKS_PORT            ?= 8080
+METRICS_PORT          ?= 9090
+REPORTER_PORT         ?= 8181
+REPORTER_METRICS_PORT ?= 9091
+CC_PORT               ?= 8480
+CC_ADMIN_PORT         ?= 8481
+LISTEN  ?= 127.0.0.1:$(HOOKS_PORT)
+METRICS ?= 127.0.0.1:$(METRICS_PORT)
 
 # VERSION is the project's one version, hooks/buildinfo/VERSION: every
 # binary embeds it (`formspec-hooks version`, the formspec_hooks_build_info
@@ -94,19 +105,20 @@ sync-version:
 	@git diff --stat -- deploy/helm/formspec-hooks/Chart.yaml deploy/hooks/kustomization.yaml Dockerfile 2>/dev/null || true
 
 # run starts the three processes of a local demo: the reference Cluster
-# Control (API 127.0.0.1:8480, admin 127.0.0.1:8481), the reporter sidecar
-# (127.0.0.1:8181, metrics 127.0.0.1:9091) and the hook server. Ctrl-C, a
-# SIGTERM to make (`kill %1` of `make run &`: make passes it on) or any of
-# the three exiting stops all of them: the recipe waits in the shell, where
-# the traps can run, and the EXIT trap ends the other two.
+# Control (API $(CC_PORT), admin $(CC_ADMIN_PORT)), the reporter sidecar
+# ($(REPORTER_PORT), metrics $(REPORTER_METRICS_PORT)) and the hook server
+# ($(HOOKS_PORT), metrics $(METRICS_PORT)). Ctrl-C, a SIGTERM to make
+# (`kill %1` of `make run &`: make passes it on) or any of the three
+# exiting stops all of them: the recipe waits in the shell, where the traps
+# can run, and the EXIT trap ends the other two.
 run: SHELL := /bin/bash
 run: build
 	@trap 'kill $$(jobs -p) 2>/dev/null; wait' EXIT; trap 'exit 0' INT TERM; \
-	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:8480 --admin-listen 127.0.0.1:8481 & \
-	$(BIN)/formspec-reporter --cluster-control-url http://127.0.0.1:8480 \
-		--listen 127.0.0.1:8181 --metrics-listen 127.0.0.1:9091 \
+	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:$(CC_PORT) --admin-listen 127.0.0.1:$(CC_ADMIN_PORT) & \
+	$(BIN)/formspec-reporter --cluster-control-url http://127.0.0.1:$(CC_PORT) \
+		--listen 127.0.0.1:$(REPORTER_PORT) --metrics-listen 127.0.0.1:$(REPORTER_METRICS_PORT) \
 		--node-health-interval 5s --deploy-status-interval 5s & \
-	$(BIN)/formspec-hooks serve $(RUN_FLAGS) --reporter-url http://127.0.0.1:8181 & \
+	$(BIN)/formspec-hooks serve $(RUN_FLAGS) --reporter-url http://127.0.0.1:$(REPORTER_PORT) & \
 	wait -n
 
 # test runs every layer: unit tests, the concurrent packages again under the
@@ -200,7 +212,7 @@ fixtures:
 # load posts the Workspace sync fixtures to a running server (make run) and
 # prints throughput and latency percentiles.
 load:
-	$(GO) run ./test/load -duration 20s -workers 4
+	$(GO) run ./test/load -url http://$(LISTEN) -duration 20s -workers 4
 
 # bench measures, in one run, the hook server against a bare encoding/json
 # round-trip server, a Python http.server + json hook (when python3 is

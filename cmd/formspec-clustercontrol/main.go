@@ -37,12 +37,15 @@ memory, for tests and demos, until SIGTERM. Not for production.
 Flags:
 `
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// run runs the reference Cluster Control; the error it exits with is a
+// log line under --log-format json.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New(program, usage)
 	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API")
 	adminListen := fs.String("admin-listen", "127.0.0.1:8481", "address of the admin API (faults, directives, state); keep it on localhost")
 	tokenFile := fs.String("token-file", "", "file with accepted bearer tokens, one per line; empty accepts any request")
 	logging := cliflag.AddLogging(fs)
+	defer func() { err = logging.Report(stderr, program, args, err) }()
 	cliflag.AddVersion(fs)
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err

@@ -19,10 +19,11 @@ import (
 
 // TestClaimFindingsOverHTTP posts two resourceclaim fixtures through the
 // real server with metrics and debug logging, and checks what reaches the
-// metrics and the logs: the forged claim of issue 9 (identity owner key,
-// R = identity, S = 0) is denied with no Secret and counted as a denial,
-// and a credentials Secret carrying Metacontroller's last-applied copy is
-// counted as a finding, with nothing of the copy in logs or metrics.
+// metrics and the logs: a claim forged for a Datastore whose owner key is
+// the identity point (R = identity, S = 0) is denied with no Secret and
+// counted as a denial, and a credentials Secret carrying Metacontroller's
+// last-applied copy is counted as a finding, with nothing of the copy in
+// logs or metrics.
 func TestClaimFindingsOverHTTP(t *testing.T) {
 	h, logs, metrics := observedHandler(t)
 	type outcome struct {

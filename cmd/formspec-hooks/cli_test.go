@@ -79,6 +79,22 @@ func TestCommandLineConventions(t *testing.T) {
 	help := func(command string) want {
 		return want{Code: 0, Stdout: `^Usage: ` + regexp.QuoteMeta(command) + `[ \n](.|\n)+$`}
 	}
+	// A startup failure after the starting line: the flag and its value,
+	// never the name logs and metrics give the file.
+	startupError := func(command, message string) want {
+		return want{Code: 1, Stderr: `^time=\S+ level=INFO msg="formspec-hooks starting".*\n` + regexp.QuoteMeta(command+": "+message) + `\n$`}
+	}
+	// Under --log-format json every line on stderr is JSON, the last the
+	// error, with a hint to --help for a usage error.
+	jsonLine := `\{"time":"[^"]+","level":"[A-Z]+","msg":"[^"]+"[^\n]*\}\n`
+	jsonUsageError := func(command, message string) want {
+		return want{Code: 2, Stderr: `^\{"time":"[^"]+","level":"ERROR","msg":"invalid command line","command":"` + regexp.QuoteMeta(command) + `","err":"` +
+			regexp.QuoteMeta(message) + `[^"\n]*","hint":"run '` + regexp.QuoteMeta(command) + ` --help' for usage"\}\n$`}
+	}
+	jsonStartupError := func(command, message string) want {
+		return want{Code: 1, Stderr: `^(` + jsonLine + `)*\{"time":"[^"]+","level":"ERROR","msg":"exiting","command":"` + regexp.QuoteMeta(command) + `","err":"` +
+			regexp.QuoteMeta(message) + `"\}\n$`}
+	}
 	version := func(program string) want {
 		return want{Code: 0, Stdout: `^` + program + ` ` + regexp.QuoteMeta(testVersion) + ` \(revision \S+, go\S+\)\n$`}
 	}
@@ -102,6 +118,13 @@ func TestCommandLineConventions(t *testing.T) {
 		"serve extra":              {args: []string{"formspec-hooks", "serve", "extra"}, want: usageError("formspec-hooks serve", `unexpected arguments ["extra"]`)},
 		"serve bad URL":            {args: []string{"formspec-hooks", "serve", "--default-version", "1.8.2", "--cluster-control-url", "ftp://x"}, want: usageError("formspec-hooks serve", "--cluster-control-url must be an http or https URL")},
 		"serve no version":         {args: []string{"formspec-hooks", "serve"}, want: usageError("formspec-hooks serve", "--default-version is required when --resource-image has no tag")},
+		"serve version":            {args: []string{"formspec-hooks", "serve", "version"}, want: version("formspec-hooks")},
+		"serve --version":          {args: []string{"formspec-hooks", "serve", "--version"}, want: version("formspec-hooks")},
+		"serve TLS files":          {args: []string{"formspec-hooks", "serve", "--default-version", "1.8.2", "--tls-cert-file", "/nonexistent.crt", "--tls-key-file", "/nonexistent.key"}, want: startupError("formspec-hooks serve", "cannot read --tls-cert-file /nonexistent.crt and --tls-key-file /nonexistent.key: stat /nonexistent.crt: no such file or directory")},
+		"serve token file":         {args: []string{"formspec-hooks", "serve", "--default-version", "1.8.2", "--auth-token-file", "/nonexistent.tokens"}, want: startupError("formspec-hooks serve", "cannot read --auth-token-file /nonexistent.tokens: stat /nonexistent.tokens: no such file or directory")},
+		"serve JSON usage":         {args: []string{"formspec-hooks", "serve", "--log-format", "json"}, want: jsonUsageError("formspec-hooks serve", "--default-version is required when --resource-image has no tag")},
+		"serve JSON bad flag":      {args: []string{"formspec-hooks", "serve", "--nope", "--log-format=json"}, want: jsonUsageError("formspec-hooks serve", "flag provided but not defined: -nope")},
+		"serve JSON TLS files":     {args: []string{"formspec-hooks", "serve", "--log-format", "json", "--default-version", "1.8.2", "--tls-cert-file", "/nonexistent.crt", "--tls-key-file", "/nonexistent.key"}, want: jsonStartupError("formspec-hooks serve", "cannot read --tls-cert-file /nonexistent.crt and --tls-key-file /nonexistent.key: stat /nonexistent.crt: no such file or directory")},
 		"render help":              {args: []string{"formspec-hooks", "render", "--help"}, want: help("formspec-hooks render")},
 		"render unknown flag":      {args: []string{"formspec-hooks", "render", "--nope"}, want: usageError("formspec-hooks render", "flag provided but not defined: -nope")},
 		"render extra":             {args: []string{"formspec-hooks", "render", "workspace.yaml"}, want: usageError("formspec-hooks render", `unexpected arguments ["workspace.yaml"]`)},
@@ -124,11 +147,14 @@ func TestCommandLineConventions(t *testing.T) {
 		"reporter extra":           {args: []string{"formspec-reporter", "extra"}, want: usageError("formspec-reporter", `unexpected arguments ["extra"]`)},
 		"reporter bad log format":  {args: []string{"formspec-reporter", "--log-format", "xml"}, want: usageError("formspec-reporter", `invalid value "xml" for flag -log-format`)},
 		"reporter version":         {args: []string{"formspec-reporter", "version"}, want: version("formspec-reporter")},
+		"reporter JSON usage":      {args: []string{"formspec-reporter", "--log-format", "json"}, want: jsonUsageError("formspec-reporter", "--cluster-control-url is required")},
+		"reporter CA file":         {args: []string{"formspec-reporter", "--cluster-control-url", "http://127.0.0.1:1", "--kubeconfig", "", "--ca-file", "/nonexistent.ca", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, want: want{Code: 1, Stderr: `(?s)^.*\nformspec-reporter: cannot read --ca-file /nonexistent.ca: stat /nonexistent.ca: no such file or directory\n$`}},
 		"reporter --version":       {args: []string{"formspec-reporter", "--version"}, want: version("formspec-reporter")},
 		"clustercontrol help":      {args: []string{"formspec-clustercontrol", "--help"}, want: help("formspec-clustercontrol")},
 		"clustercontrol bad flag":  {args: []string{"formspec-clustercontrol", "--nope"}, want: usageError("formspec-clustercontrol", "flag provided but not defined: -nope")},
 		"clustercontrol extra":     {args: []string{"formspec-clustercontrol", "extra"}, want: usageError("formspec-clustercontrol", `unexpected arguments ["extra"]`)},
 		"clustercontrol version":   {args: []string{"formspec-clustercontrol", "version"}, want: version("formspec-clustercontrol")},
+		"clustercontrol JSON":      {args: []string{"formspec-clustercontrol", "--log-format", "json", "--token-file", "/nonexistent.tokens"}, want: jsonStartupError("formspec-clustercontrol", "cannot read --token-file: open /nonexistent.tokens: no such file or directory")},
 		"clustercontrol --version": {args: []string{"formspec-clustercontrol", "--version"}, want: version("formspec-clustercontrol")},
 	}
 	for name, tc := range cases {

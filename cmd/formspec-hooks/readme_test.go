@@ -11,13 +11,13 @@ import (
 	"testing"
 )
 
-// shellBlocks returns the ```sh blocks of the README section under heading,
-// in order.
+// shellBlocks returns the ```sh blocks of a document's section under
+// heading, in order.
 func shellBlocks(t *testing.T, readme, heading string) []string {
 	t.Helper()
 	_, section, ok := strings.Cut(readme, "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README has no section %q", heading)
+		t.Fatalf("no section %q", heading)
 	}
 	if i := strings.Index(section, "\n## "); i >= 0 {
 		section = section[:i]
@@ -35,14 +35,42 @@ func shellBlocks(t *testing.T, readme, heading string) []string {
 // terminate, a flag that no longer exists or a changed output would fail
 // here.
 func TestReadmeWalkthrough(t *testing.T) {
+	runWalkthrough(t, "../../README.md", "## Granting a workspace access to a datastore", walkthroughWant{
+		stdout: []string{"accepted: Granted", "shop-orders-credentials", "ORDERS_", "/bindings/shop-orders"},
+		never:  "change-me",
+	})
+}
+
+// TestClaimsWalkthrough runs docs/claims.md's walkthrough the same way:
+// keygen, sign, the public key refused as --key, verify, and a tampered
+// claim denied.
+func TestClaimsWalkthrough(t *testing.T) {
+	runWalkthrough(t, "../../docs/claims.md", "## Walkthrough", walkthroughWant{
+		stdout: []string{"accepted: Granted", "denied: InvalidSignature", "exit 1"},
+		stderr: []string{"--key owner.pub holds a public key, not a private key"},
+		never:  "change-me",
+	})
+}
+
+// walkthroughWant is what a walkthrough must print, and the secret it
+// must never print.
+type walkthroughWant struct {
+	stdout, stderr []string
+	never          string
+}
+
+// runWalkthrough runs the shell blocks of a document's section in bash,
+// in an empty folder with the built binaries on the PATH, leaving out the
+// blocks that need a cluster.
+func runWalkthrough(t *testing.T, doc, heading string, want walkthroughWant) {
 	if testing.Short() {
 		t.Skip("-short: not building the binaries")
 	}
-	readme, err := os.ReadFile("../../README.md")
+	text, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := shellBlocks(t, string(readme), "## Granting a workspace access to a datastore")
+	blocks := shellBlocks(t, string(text), heading)
 	var script strings.Builder
 	script.WriteString("set -euo pipefail\n")
 	ran := 0
@@ -54,7 +82,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		ran++
 	}
 	if ran < 4 {
-		t.Fatalf("found %d runnable blocks in the walkthrough, want at least 4", ran)
+		t.Fatalf("found %d runnable blocks in the walkthrough of %s, want at least 4", ran, doc)
 	}
 	bin := buildBinaries(t)
 	cmd := exec.Command("bash", "-c", script.String())
@@ -63,15 +91,17 @@ func TestReadmeWalkthrough(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the walkthrough fails: %v\nstdout:\n%s\nstderr:\n%s\nscript:\n%s", err, stdout.String(), stderr.String(), script.String())
+		t.Fatalf("the walkthrough of %s fails: %v\nstdout:\n%s\nstderr:\n%s\nscript:\n%s", doc, err, stdout.String(), stderr.String(), script.String())
 	}
-	for _, want := range []string{"accepted: Granted", "shop-orders-credentials", "ORDERS_", "/bindings/shop-orders"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("the walkthrough's output lacks %q:\n%s", want, stdout.String())
+	for stream, wants := range map[*bytes.Buffer][]string{&stdout: want.stdout, &stderr: want.stderr} {
+		for _, w := range wants {
+			if !strings.Contains(stream.String(), w) {
+				t.Errorf("the walkthrough of %s does not print %q:\nstdout:\n%s\nstderr:\n%s", doc, w, stdout.String(), stderr.String())
+			}
 		}
 	}
-	if strings.Contains(stdout.String()+stderr.String(), "change-me") {
-		t.Errorf("the walkthrough printed the Secret's password")
+	if strings.Contains(stdout.String()+stderr.String(), want.never) {
+		t.Errorf("the walkthrough of %s printed the Secret's password", doc)
 	}
 }
 

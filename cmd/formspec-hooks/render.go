@@ -56,7 +56,11 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return err
 		}
-		d, err := render.Documents(name, raw)
+		shown := name
+		if name == "-" {
+			shown = "stdin"
+		}
+		d, err := render.Documents(shown, raw)
 		if err != nil {
 			return err
 		}
@@ -76,7 +80,9 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 const renderUsage = `Usage: formspec-hooks render [-f FILE]... [flags]
 
 Print the children and status the Workspace sync hook would produce, as YAML,
-without a cluster. Each input may hold several documents separated by ---.
+without a cluster. Each input may hold several documents separated by ---; a
+field its kind does not have or a value of the wrong type is an error naming
+the input, the document and the field.
 Given Datastores (and their endpoint Secrets), ResourceClaims are verified as the
 resourceclaim hook would and printed with that status; otherwise a claim's own
 status decides whether its credentials are injected.

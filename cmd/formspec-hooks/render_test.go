@@ -70,6 +70,9 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// classYAML is a ClusterClass for the render tests.
+const classYAML = "apiVersion: formspec.dev/v1alpha1\nkind: ClusterClass\nmetadata:\n  name: standard\nspec:\n  scaling:\n    minReplicas: 1\n"
+
 func TestRenderErrors(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -96,6 +99,21 @@ func TestRenderErrors(t *testing.T) {
 			stdin:  "apiVersion: formspec.dev/v1alpha1\nkind: Workspace\nmetadata:\n  name: a\n---\napiVersion: formspec.dev/v1alpha1\nkind: Workspace\nmetadata:\n  name: b\n",
 			want:   "more than one Workspace",
 		},
+		"UnknownField": {
+			reason: "A typo in a field name is refused, naming the input, the document and the field, as the API server would refuse it.",
+			stdin:  classYAML + "---\napiVersion: formspec.dev/v1alpha1\nkind: Workspace\nmetadata:\n  name: acme\nspec:\n  clusterClas: standard\n",
+			want:   `stdin: document 2 (Workspace "acme"): unknown field "spec.clusterClas"`,
+		},
+		"TypeError": {
+			reason: "A value of the wrong type names the field and the types in words.",
+			stdin:  strings.Replace(classYAML, "minReplicas: 1", "minReplicas: two", 1),
+			want:   `stdin: document 1 (ClusterClass "standard"): spec.scaling.minReplicas: want an integer, got a string`,
+		},
+		"QuantityError": {
+			reason: "A value its own type decodes (a quantity) names its field too.",
+			stdin:  "apiVersion: formspec.dev/v1alpha1\nkind: Workspace\nmetadata:\n  name: acme\nspec:\n  clusterClass: standard\n  resources:\n    limits:\n      memory: lots\n",
+			want:   `stdin: document 1 (Workspace "acme"): spec.resources.limits.memory: quantities must match`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -106,6 +124,11 @@ func TestRenderErrors(t *testing.T) {
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("%s\nrender printed %q on failure; want nothing", tc.reason, stdout.String())
+			}
+			for _, internal := range []string{"Go struct", "Go value", "json:", "int32", "formspec-hooks/hooks", "request"} {
+				if strings.Contains(stderr.String(), internal) {
+					t.Errorf("%s\nrender's error speaks of Go's internals (%q): %s", tc.reason, internal, stderr.String())
+				}
 			}
 		})
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
-// hookRoutes is the hook server's route table (SPEC §5), one entry per hook.
+// hookRoutes is the hook server's route table, one entry per hook.
 // Paths follow fixtures/<controller>/<hook>/, so any fixture can be posted
 // to the path its directory names.
 func hookRoutes(cfg hookConfig) []server.Route {

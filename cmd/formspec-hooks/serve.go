@@ -81,6 +81,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ on the --metrics-listen listener (off by default: profiles reveal internals and cost CPU)")
 	f.logging = cliflag.AddLogging(fs)
+	cliflag.AddVersion(fs)
 	return fs
 }
 
@@ -110,10 +111,12 @@ func warnDeprecated(fs *flag.FlagSet, warn func(string)) {
 	})
 }
 
-// runServe runs the hook server until ctx is cancelled (SIGTERM).
-func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+// runServe runs the hook server until ctx is cancelled (SIGTERM). The
+// error it exits with is a log line under --log-format json.
+func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) (err error) {
 	var f serveFlags
 	fs := newServeFlagSet(&f)
+	defer func() { err = f.logging.Report(stderr, fs.Name(), args, err) }()
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -190,7 +193,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		}
 		cfg.TLS, cfg.Credentials, err = server.TLSConfig(f.tlsCertFile, f.tlsKeyFile, f.tlsClientCAFile, logger)
 		if err != nil {
-			return fmt.Errorf("cannot set up TLS from --tls-cert-file, --tls-key-file and --tls-client-ca-file: %w", err)
+			return cliflag.FileError(fs, err)
 		}
 	} else if f.tlsClientCAFile != "" {
 		return cliflag.Usagef(fs, "--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
@@ -200,7 +203,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		// A file broken at start stops the server rather than refusing
 		// every request; switching auth off is done by dropping the flag.
 		if err := cfg.Tokens.Err(); err != nil {
-			return fmt.Errorf("cannot read --auth-token-file: %w", err)
+			return cliflag.FileError(fs, err)
 		}
 	}
 	warnNoClusterControl(warn, f.clusterControlURL)

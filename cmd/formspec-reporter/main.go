@@ -45,7 +45,9 @@ directives onto Workspaces and record Events, until SIGTERM.
 Flags:
 `
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// run runs the reporter; the error it exits with is a log line under
+// --log-format json.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New(program, usage)
 	var (
 		cfg          reporter.Config
@@ -57,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logging      = cliflag.AddLogging(fs)
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
 	)
+	defer func() { err = logging.Report(stderr, program, args, err) }()
 	cliflag.AddVersion(fs)
 	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
@@ -126,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.TokenFile != "" && errors.Is(err, reporter.ErrTokenFile) {
 			return fmt.Errorf("cannot use --token-file %s: %w", cfg.TokenFile, err)
 		}
-		return err
+		return cliflag.FileError(fs, err)
 	}
 	localLn, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -46,7 +46,7 @@ const diffWorkers = 8
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags(command+" diff", diffUsage, true)
 	image := f.own.String("resource-image", "formahub/formspec-resource", "the hook server's --resource-image: workspace image repository; may carry a tag, which then becomes the default version")
-	version := f.own.String("default-version", "", "the hook server's --default-version: image tag for Workspaces without spec.version (default: the tag in --resource-image, else \"latest\")")
+	version := f.own.String("default-version", "", "the hook server's --default-version: image tag for Workspaces without spec.version; required unless --resource-image carries a tag, as for serve")
 	controlURL := f.own.String("cluster-control-url", "", "the hook server's --cluster-control-url, given to workspaces as CONTROL_CLUSTER_URL")
 	fieldManager := f.own.String("field-manager", defaultFieldManager, "Metacontroller's server-side apply field manager (its --apply-strategy-ssa-field-manager)")
 	all := f.own.BoolP("all-namespaces", "A", false, "compare the Workspaces of every namespace")
@@ -59,7 +59,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	repo, tag, err := workspace.ParseImage(*image, *version)
 	if err != nil {
-		return f.usagef("--resource-image: %w", err)
+		return f.usagef("%w", err)
 	}
 	if u, err := url.Parse(*controlURL); *controlURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		return f.usagef("--cluster-control-url must be an http or https URL, got %q", *controlURL)

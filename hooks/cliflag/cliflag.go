@@ -6,7 +6,9 @@
 //     printed first, on stderr, with a pointer to --help, and the command
 //     exits 2; the flag list is not dumped on the user;
 //   - any other failure is one line on stderr and exit 1;
-//   - --log-level and --log-format mean the same everywhere;
+//   - --log-level and --log-format mean the same everywhere, and under
+//     --log-format json the error a command exits with is a JSON line too
+//     (Logging.Report);
 //   - `--version` (and `version`) print the build's version and exit 0.
 //
 // The flag package itself prints nothing: Parse and Exit do the reporting,
@@ -97,10 +99,15 @@ func PrintUsage(w io.Writer, fs *flag.FlagSet) {
 // Exit reports err the project's way and returns the exit code: 0 for nil
 // and for flag.ErrHelp (help or version was asked for and printed), 2 for a
 // *UsageError, printed first with a pointer to --help, and 1 for anything
-// else, printed as "command: error".
+// else, printed as "command: error". An error Logging.Report already wrote
+// as a log line is not written again.
 func Exit(stderr io.Writer, command string, err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	if r, ok := errors.AsType[*reported](err); ok {
+		// Already written, as a log line (Logging.Report).
+		return r.code
 	}
 	if ue, ok := errors.AsType[*UsageError](err); ok {
 		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", ue.Command, ue.Err, ue.Command)

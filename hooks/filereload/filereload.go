@@ -29,7 +29,6 @@ package filereload
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -90,6 +89,23 @@ func New[T any](opts Options, parse func(contents [][]byte) (T, error), paths ..
 	return &Reloader[T]{opts: opts, paths: paths, parse: parse, now: time.Now}
 }
 
+// Error is why a Reloader's files are broken. Its message names them by
+// Options.Name, as logs, probes and metrics do; a command line can name
+// the flags that gave them instead, from Paths (cliflag.FileError).
+type Error struct {
+	// Name is Options.Name.
+	Name string
+	// Paths are all the Reloader's files, in its order.
+	Paths []string
+	// Op is "read" (a file cannot be read) or "load" (they do not parse).
+	Op string
+	// Err is the cause; it never quotes the files' contents.
+	Err error
+}
+
+func (e *Error) Error() string { return "cannot " + e.Op + " " + e.Name + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
 // Name is Options.Name.
 func (r *Reloader[T]) Name() string { return r.opts.Name }
 
@@ -105,7 +121,7 @@ func (r *Reloader[T]) Get() (T, error) {
 	// sees a stamp newer than the one recorded and reads again.
 	stamps, err := statAll(r.paths)
 	if err != nil {
-		err = fmt.Errorf("cannot read %s: %w", r.opts.Name, err)
+		err = &Error{Name: r.opts.Name, Paths: r.paths, Op: "read", Err: err}
 	}
 	if err == nil && r.stamps != nil && equalStamps(stamps, r.stamps) && now.Sub(r.readAt) < r.opts.Revalidate {
 		return r.val, r.err
@@ -132,13 +148,13 @@ func (r *Reloader[T]) read() (T, error) {
 	for i, p := range r.paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return zero, fmt.Errorf("cannot read %s: %w", r.opts.Name, err)
+			return zero, &Error{Name: r.opts.Name, Paths: r.paths, Op: "read", Err: err}
 		}
 		contents[i] = b
 	}
 	v, err := r.parse(contents)
 	if err != nil {
-		return zero, fmt.Errorf("cannot load %s: %w", r.opts.Name, err)
+		return zero, &Error{Name: r.opts.Name, Paths: r.paths, Op: "load", Err: err}
 	}
 	return v, nil
 }

@@ -239,7 +239,8 @@ func ContentLengthOver(r *http.Request, limit int64) bool {
 
 // ReadJSON reads a JSON request body of at most limit bytes for an API that
 // answers 415 to another content type (the reporter's localhost API and
-// Cluster Control's; the hook API answers 400, as SPEC §5 says, and has
+// Cluster Control's; the hook API answers 400, which Metacontroller
+// copies into an Event on the object, and has
 // its own reader). When the body cannot be had, ReadJSON has answered in
 // the error format and returns false.
 func ReadJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {

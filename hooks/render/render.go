@@ -47,7 +47,9 @@ func Render(ctx context.Context, w io.Writer, cfg workspace.Config, docs []json.
 }
 
 // Documents converts the YAML documents of one input, named name in errors,
-// to JSON, skipping empty ones.
+// to JSON, skipping empty ones, and checks each object of a kind render
+// reads against its Go type (checkDocument): an error names the input,
+// the document and the field.
 func Documents(name string, raw []byte) ([]json.RawMessage, error) {
 	parts, err := SplitYAML(raw)
 	if err != nil {
@@ -62,9 +64,26 @@ func Documents(name string, raw []byte) ([]json.RawMessage, error) {
 		if s := strings.TrimSpace(string(j)); s == "null" || s == "" {
 			continue
 		}
+		var head objectHead
+		if err := json.Unmarshal(j, &head); err != nil {
+			return nil, fmt.Errorf("%s: document %d: not an object with apiVersion, kind and metadata", name, i+1)
+		}
+		if err := checkDocument(head.APIVersion+" "+head.Kind, j); err != nil {
+			return nil, fmt.Errorf("%s: document %d (%s %q): %w", name, i+1, head.Kind, head.Metadata.Name, err)
+		}
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// objectHead is what identifies an object.
+type objectHead struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
 }
 
 // SplitYAML cuts a multi-document stream at lines that are exactly "---".
@@ -103,14 +122,7 @@ type renderInput struct {
 func readInput(docs []json.RawMessage) (*renderInput, error) {
 	in := &renderInput{related: metacontroller.ObjectMap{}}
 	for _, doc := range docs {
-		var meta struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
+		var meta objectHead
 		if err := json.Unmarshal(doc, &meta); err != nil {
 			return nil, fmt.Errorf("cannot read object: %w", err)
 		}

@@ -13,6 +13,7 @@ type claimEntry struct {
 	granted  bool
 	reason   string
 	version  string
+	exposed  bool
 	lastSeen time.Time
 }
 
@@ -32,7 +33,7 @@ func (s *state) observeClaim(c *observation.ClaimDecision, now time.Time) []even
 		prev = &claimEntry{}
 		s.claims[k] = prev
 	}
-	prev.granted, prev.reason, prev.version, prev.lastSeen = c.Granted, c.Reason, c.CredentialsVersion, now
+	prev.granted, prev.reason, prev.version, prev.exposed, prev.lastSeen = c.Granted, c.Reason, c.CredentialsVersion, c.Exposed != nil, now
 	return events
 }
 

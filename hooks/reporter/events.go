@@ -54,12 +54,8 @@ func workspaceEvents(ref corev1.ObjectReference, prev *wsFacts, cur wsFacts, o *
 		out = append(out, event{ref: ref, typ: eventNormal, reason: "TeardownStarted", action: "Delete",
 			note: "scaling to zero, then removing the workspace's children"})
 	}
-	if cur.classMissing() && (prev == nil || !prev.classMissing()) {
-		note := fmt.Sprintf("ClusterClass %q not found; existing children are kept unchanged until it exists", cur.Class)
-		if c := meta.FindStatusCondition(o.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Message != "" {
-			note = c.Message
-		}
-		out = append(out, event{ref: ref, typ: eventWarning, reason: v1alpha1.ReasonClusterClassNotFound, action: "Sync", note: note})
+	if r := cur.DegradedReason; r != "" && (prev == nil || prev.DegradedReason != r) {
+		out = append(out, event{ref: ref, typ: eventWarning, reason: r, action: "Sync", note: degradedNote(cur, o)})
 	}
 	if cur.WantedArtifactHash != "" && cur.WantedArtifactHash != cur.ArtifactHash && !cur.Terminating && (prev == nil || prev.WantedArtifactHash != cur.WantedArtifactHash) {
 		out = append(out, event{ref: ref, typ: eventNormal, reason: "RollingOut", action: "Rollout",
@@ -78,23 +74,53 @@ func workspaceEvents(ref corev1.ObjectReference, prev *wsFacts, cur wsFacts, o *
 	return out
 }
 
+// degradedNote is the note of the Event announcing a Degraded reason: the
+// Degraded condition's message, which the hook writes for people and keeps
+// free of secrets.
+func degradedNote(f wsFacts, o *observation.WorkspaceStatus) string {
+	if c := meta.FindStatusCondition(o.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Message != "" {
+		return c.Message
+	}
+	if f.classMissing() {
+		return fmt.Sprintf("ClusterClass %q not found; existing children are kept unchanged until it exists", f.Class)
+	}
+	return "the workspace is degraded: " + f.DegradedReason
+}
+
 // claimEvents lists the Events a claim decision calls for, given what the
 // reporter knew of the claim before (nil when it is new to this reporter).
+// A decision is announced once; an exposure of the claim's credentials
+// (CredentialsExposed) is a state of its Secret, announced when it begins,
+// as a workspace's Degraded reasons are.
 func claimEvents(c *observation.ClaimDecision, prev *claimEntry, now time.Time) []event {
 	ref := corev1.ObjectReference{APIVersion: v1alpha1.APIVersion, Kind: "ResourceClaim", Namespace: c.Namespace, Name: c.Name, UID: c.UID}
 	fresh := prev == nil && !c.Since.IsZero() && now.Sub(c.Since.Time) < freshDecision
+	var out []event
 	switch {
 	case !c.Granted && (fresh || prev != nil && (prev.granted || prev.reason != c.Reason)):
-		return []event{{ref: ref, typ: eventWarning, reason: "ClaimDenied", action: "Verify",
-			note: denialNote(c)}}
+		out = append(out, event{ref: ref, typ: eventWarning, reason: "ClaimDenied", action: "Verify",
+			note: denialNote(c)})
 	case c.Granted && (fresh || prev != nil && !prev.granted):
-		return []event{{ref: ref, typ: eventNormal, reason: "ClaimGranted", action: "Verify",
-			note: fmt.Sprintf("grant verified; credentials projected for workspace %q", c.Workspace)}}
+		out = append(out, event{ref: ref, typ: eventNormal, reason: "ClaimGranted", action: "Verify",
+			note: fmt.Sprintf("grant verified; credentials projected for workspace %q", c.Workspace)})
 	case c.Granted && prev != nil && prev.version != "" && c.CredentialsVersion != "" && prev.version != c.CredentialsVersion:
-		return []event{{ref: ref, typ: eventNormal, reason: "CredentialsRotated", action: "Verify",
-			note: "the datastore's credentials changed; the workspace's pods roll onto them"}}
+		out = append(out, event{ref: ref, typ: eventNormal, reason: "CredentialsRotated", action: "Verify",
+			note: "the datastore's credentials changed; the workspace's pods roll onto them"})
 	}
-	return nil
+	if c.Exposed != nil && (prev == nil || !prev.exposed) {
+		out = append(out, event{ref: ref, typ: eventWarning, reason: v1alpha1.ConditionCredentialsExposed, action: "Verify",
+			note: exposureNote(c.Exposed)})
+	}
+	return out
+}
+
+// exposureNote is the CredentialsExposed condition's message, which names
+// the Secret and the annotation and never a value.
+func exposureNote(f *observation.Finding) string {
+	if f.Message == "" {
+		return "the credentials Secret carries a copy of its data in an annotation (" + f.Reason + ")"
+	}
+	return f.Message
 }
 
 // denialNote is the denial's reason and the claim condition's message,

@@ -29,6 +29,9 @@ func reasons(evs []event) []string {
 // TestWorkspaceEvents holds which workspace changes are announced.
 func TestWorkspaceEvents(t *testing.T) {
 	missing := []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonClusterClassNotFound, Message: `ClusterClass "gold" not found`}}
+	degraded := func(reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionTrue, Reason: reason, Message: "the hook's message"}}
+	}
 	cases := map[string]struct {
 		reason string
 		prev   *observation.WorkspaceStatus
@@ -78,6 +81,53 @@ func TestWorkspaceEvents(t *testing.T) {
 			prev:   &observation.WorkspaceStatus{Phase: "Degraded", Conditions: missing},
 			cur:    &observation.WorkspaceStatus{Phase: "Degraded", Conditions: missing},
 		},
+		"InvalidSpec": {
+			reason: "a spec the hook cannot read",
+			prev:   &observation.WorkspaceStatus{Phase: "Ready"},
+			cur:    &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonInvalidSpec)},
+			want:   []string{"Warning InvalidSpec"},
+		},
+		"ProgressDeadlineExceeded": {
+			reason: "a rollout stalled past its deadline",
+			prev:   &observation.WorkspaceStatus{Phase: "Progressing"},
+			cur:    &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonProgressDeadlineExceeded)},
+			want:   []string{"Warning ProgressDeadlineExceeded"},
+		},
+		"ReplicaFailure": {
+			reason: "the Deployment cannot create pods",
+			prev:   &observation.WorkspaceStatus{Phase: "Progressing"},
+			cur:    &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonReplicaFailure)},
+			want:   []string{"Warning ReplicaFailure"},
+		},
+		"DatastoreNotInjected": {
+			reason: "a datastore's claim denied or missing",
+			prev:   &observation.WorkspaceStatus{Phase: "Ready"},
+			cur:    &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonDatastoreNotInjected)},
+			want:   []string{"Warning DatastoreNotInjected"},
+		},
+		"FirstSeenDegraded": {
+			reason: "a state is announced when this reporter first sees it",
+			cur:    &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonReplicaFailure)},
+			want:   []string{"Warning ReplicaFailure"},
+		},
+		"DegradedForAnotherReason": {
+			reason: "still Degraded, for a new reason: the new reason is announced",
+			prev:   &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonProgressDeadlineExceeded)},
+			cur:    &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonDatastoreNotInjected)},
+			want:   []string{"Warning DatastoreNotInjected"},
+		},
+		"StillDegraded": {
+			reason: "the same reason again, whatever its message says now",
+			prev:   &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonDatastoreNotInjected)},
+			cur: &observation.WorkspaceStatus{Phase: "Degraded", Conditions: []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionTrue,
+				Reason: v1alpha1.ReasonDatastoreNotInjected, Message: "credentials not injected for two datastores"}}},
+		},
+		"Recovered": {
+			reason: "Degraded turning False is not announced",
+			prev:   &observation.WorkspaceStatus{Phase: "Degraded", Conditions: degraded(v1alpha1.ReasonReplicaFailure)},
+			cur: &observation.WorkspaceStatus{Phase: "Ready", Conditions: []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonAsExpected}}},
+		},
 		"TeardownStarted": {
 			reason: "a deletion timestamp starts the teardown, and an idle workspace going away is not woken",
 			prev:   &observation.WorkspaceStatus{Phase: "Idle", Idle: true},
@@ -107,6 +157,10 @@ func TestClaimEvents(t *testing.T) {
 	}
 	denied := func(reason string, since time.Time) *observation.ClaimDecision {
 		return &observation.ClaimDecision{Namespace: "ns", Name: "c", Reason: reason, Message: "why", Since: metav1.NewTime(since)}
+	}
+	exposed := func(c *observation.ClaimDecision) *observation.ClaimDecision {
+		c.Exposed = &observation.Finding{Reason: v1alpha1.ReasonLastAppliedAnnotation, Message: "the Secret carries a copy"}
+		return c
 	}
 	cases := map[string]struct {
 		reason string
@@ -155,6 +209,27 @@ func TestClaimEvents(t *testing.T) {
 			reason: "still granted, same credentials",
 			prev:   &claimEntry{granted: true, reason: "Verified", version: "v1"},
 			cur:    granted("v1", now.Add(-time.Hour)),
+		},
+		"Exposed": {
+			reason: "the credentials Secret is found carrying a copy of its data",
+			prev:   &claimEntry{granted: true, reason: "Verified", version: "v1"},
+			cur:    exposed(granted("v1", now.Add(-time.Hour))),
+			want:   []string{"Warning CredentialsExposed"},
+		},
+		"StillExposed": {
+			reason: "announced once, not on every sync",
+			prev:   &claimEntry{granted: true, reason: "Verified", version: "v1", exposed: true},
+			cur:    exposed(granted("v1", now.Add(-time.Hour))),
+		},
+		"FirstSeenExposed": {
+			reason: "an exposure is a state, announced by a reporter that finds it, however old the grant",
+			cur:    exposed(granted("v1", now.Add(-time.Hour))),
+			want:   []string{"Warning CredentialsExposed"},
+		},
+		"FreshGrantExposed": {
+			reason: "granted a moment ago and already exposed: both are said",
+			cur:    exposed(granted("v1", now.Add(-time.Second))),
+			want:   []string{"Normal ClaimGranted", "Warning CredentialsExposed"},
 		},
 	}
 	for name, tc := range cases {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
@@ -258,7 +259,8 @@ func TestNoLeaks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }, Logger: logger})
+			var reports sink
+			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }, Logger: logger, Reports: &reports})
 			s := build()
 			req := s.request(t)
 			resp, err := h.Sync(t.Context(), req)
@@ -266,6 +268,13 @@ func TestNoLeaks(t *testing.T) {
 				t.Fatalf("Sync(): %v", err)
 			}
 			statusJSON, _ := json.Marshal(resp.Status)
+			if len(reports) != 1 {
+				t.Fatalf("Sync() handed over %d observations, want 1", len(reports))
+			}
+			reportJSON, _ := json.Marshal(reports[0])
+			if exposed := reports[0].Claim.Exposed != nil; exposed != (name == "Exposed") {
+				t.Errorf("the observation says exposed %v: %s", exposed, reportJSON)
+			}
 			// A broken request: the error must not quote the Secret either.
 			req.Related[metacontroller.Key("v1", "Secret")]["data/orders-db-endpoint"] = json.RawMessage(`{"metadata":{"name":"orders-db-endpoint","namespace":"data","labels":{"formspec.dev/datastore":"orders-db"}},"data":{"password":"` + claimstest.Password + `!"}}`)
 			_, brokenErr := h.Sync(t.Context(), req)
@@ -284,7 +293,7 @@ func TestNoLeaks(t *testing.T) {
 				t.Fatalf("no log lines: the test would prove nothing")
 			}
 			for _, secret := range secrets {
-				for where, text := range map[string]string{"log": logs.String(), "status": string(statusJSON), "error": brokenErr.Error()} {
+				for where, text := range map[string]string{"log": logs.String(), "status": string(statusJSON), "observation": string(reportJSON), "error": brokenErr.Error()} {
 					if strings.Contains(text, secret) {
 						t.Errorf("%s contains secret material %q:\n%s", where, secret[:6]+"…", text)
 					}
@@ -293,6 +302,11 @@ func TestNoLeaks(t *testing.T) {
 		})
 	}
 }
+
+// sink keeps what a hook hands over to the reporter.
+type sink []observation.Observation
+
+func (s *sink) Send(o observation.Observation) { *s = append(*s, o) }
 
 // TestCredentialsExposed: while a claim is granted and its credentials
 // Secret is observed, CredentialsExposed says whether the Secret carries

@@ -29,7 +29,8 @@ type podInputs struct {
 	meta childMeta
 }
 
-// buildDeployment renders the workspace's Deployment per SPEC §4.
+// buildDeployment renders the workspace's Deployment: its image, environment,
+// secure defaults, placement, credentials and rollout hashes.
 func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass, d podInputs) (*appsv1.Deployment, error) {
 	pod := ws.Spec.Pod
 

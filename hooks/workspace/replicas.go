@@ -20,8 +20,9 @@ type scaling struct {
 	replicas int32
 }
 
-// scalingFor applies SPEC §4 "Replicas" and "HPA". observed is the
-// Deployment's current spec.replicas, nil when no Deployment is observed.
+// scalingFor decides the replica count and whether an HPA owns it.
+// observed is the Deployment's current spec.replicas, nil when no
+// Deployment is observed.
 func scalingFor(ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass, observed *int32) scaling {
 	s := class.Spec.Scaling
 	out := scaling{min: 1, targetCPU: 80}

@@ -35,21 +35,7 @@ func testCredentials(t *testing.T, e *env) {
 		secret    = claimName + resourceclaim.SecretSuffix
 		envPrefix = "ORDERS_"
 	)
-	e.namespace(t, dataNS)
-	e.namespace(t, ns)
-
-	endpoint := claimstest.Secret()
-	endpoint.ObjectMeta = fresh(endpoint.ObjectMeta)
-	e.apply(t, endpoint)
-	ds := claimstest.Datastore()
-	ds.ObjectMeta = fresh(ds.ObjectMeta)
-	e.apply(t, ds)
-	claim := claimstest.Claim()
-	claim.ObjectMeta = fresh(claim.ObjectMeta)
-	// Granted a minute ago by the real clock, which is what the hook
-	// checks against.
-	claim.Spec.GrantedAt = time.Now().UTC().Add(-time.Minute).Truncate(time.Second).Format(time.RFC3339)
-	e.apply(t, claimstest.SignClaim(claim, claimstest.Owner))
+	ds := e.applyGrant(t)
 
 	e.eventually(t, "Datastore "+dataNS+"/"+ds.Name+" Validated", func() error {
 		got, err := get[v1alpha1.Datastore](e.c, v1alpha1.APIVersion, "Datastore", dataNS, ds.Name)
@@ -215,6 +201,27 @@ func testCredentials(t *testing.T, e *env) {
 		injection{},
 		[]v1alpha1.WorkspaceDatastoreStatus{{Name: ds.Name, Claim: claimName, State: v1alpha1.DatastoreDenied}},
 		cond{Type: v1alpha1.ConditionDegraded, Status: "True", Reason: "DatastoreNotInjected"})
+}
+
+// applyGrant creates claimstest's endpoint Secret, Datastore and a claim
+// on it signed by the owner, granted a minute ago by the real clock (which
+// is what the hook checks against), in claimstest's namespaces, and
+// returns the Datastore.
+func (e *env) applyGrant(t testing.TB) *v1alpha1.Datastore {
+	t.Helper()
+	e.namespace(t, claimstest.DatastoreNamespace)
+	e.namespace(t, claimstest.ClaimNamespace)
+	endpoint := claimstest.Secret()
+	endpoint.ObjectMeta = fresh(endpoint.ObjectMeta)
+	e.apply(t, endpoint)
+	ds := claimstest.Datastore()
+	ds.ObjectMeta = fresh(ds.ObjectMeta)
+	e.apply(t, ds)
+	claim := claimstest.Claim()
+	claim.ObjectMeta = fresh(claim.ObjectMeta)
+	claim.Spec.GrantedAt = time.Now().UTC().Add(-time.Minute).Truncate(time.Second).Format(time.RFC3339)
+	e.apply(t, claimstest.SignClaim(claim, claimstest.Owner))
+	return ds
 }
 
 // fresh keeps only what a client sets of a test object's metadata, dropping

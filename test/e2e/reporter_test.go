@@ -28,10 +28,11 @@ import (
 // under deploy/reporter's RBAC and admission policy, beside the hook server
 // and Metacontroller, against a reference Cluster Control: directives
 // become Workspace annotations that roll or scale the workspace and are
-// reported consumed, decisions become Events, the reporter's identity
-// cannot change a spec, a Cluster Control that lost its state is healed by
-// the re-report, and a deletion made while the sidecar was down still
-// reaches Cluster Control.
+// reported consumed, decisions and every Degraded reason become Events, the
+// reporter's identity cannot change a spec, a Cluster Control that lost its
+// state is healed by the re-report, a deletion made while the sidecar was
+// down still reaches Cluster Control, and a credentials Secret carrying a
+// copy of its data is announced on its claim.
 func TestReporter(t *testing.T) {
 	e := startEnv(t)
 	root := repoRoot(t)
@@ -158,6 +159,8 @@ func TestReporter(t *testing.T) {
 		e.eventually(t, "a ClaimDenied Event on ResourceClaim "+ns+"/"+claim.Name, e.eventFor(ns, "ResourceClaim", claim.Name, "", "ClaimDenied"))
 	})
 
+	t.Run("DegradedEvents", func(t *testing.T) { testDegradedEvents(t, e) })
+
 	t.Run("IdentityCannotChangeSpec", func(t *testing.T) {
 		_, err := asReporter.MergePatch(v1alpha1.APIVersion, "Workspace", ns, name, "", map[string]any{"spec": map[string]any{"owner": "mallory"}})
 		var apiErr *controlplane.APIError
@@ -193,6 +196,15 @@ func TestReporter(t *testing.T) {
 			return nil
 		})
 	})
+
+	// Last, because it restarts Metacontroller, whose new resyncs would be
+	// taken for changes by the cases above: its default apply strategy for
+	// the one case that needs it, then server-side apply again. Restarted
+	// from this test, not from the subtest, whose end would stop the
+	// process it started.
+	e.restartMetacontroller(t, e.applyStrategy("dynamic-apply"))
+	t.Run("CredentialsExposed", func(t *testing.T) { testExposedEvent(t, e) })
+	e.restartMetacontroller(t, e.applyStrategy("server-side-apply"))
 }
 
 // eventFor checks for an Event with reason about the named object, found

@@ -303,7 +303,7 @@ func (e *env) teardown(t *testing.T, ns, name string) {
 	})
 }
 
-// testAutoScaling checks SPEC §4 "Replicas" under an HPA against the real
+// testAutoScaling checks the replica rule under an HPA against the real
 // three-way merge: a running workspace whose class gains auto-scaling keeps
 // its replica count and gets an HPA, and a count the HPA chose survives
 // later syncs.

@@ -26,7 +26,7 @@ var usernameMatch = regexp.MustCompile(`^request\.userInfo\.username == "([^"]+)
 
 // TestReporterIdentity checks, for every chart release and both kustomize
 // installs, that the pods' one Kubernetes identity is the reporter's and
-// reaches the reporter alone (SPEC §1: the hook server holds no
+// reaches the reporter alone (the hook server holds no
 // Kubernetes credentials): the pods run as the service account the
 // formspec-reporter ClusterRoleBinding binds and the admission policy
 // matches, in the install's namespace; neither the account nor the pods

@@ -226,8 +226,9 @@ func TestAlertRules(t *testing.T) {
 	}
 	sort.Strings(names)
 	want := []string{
-		"FormspecCertificateExpiresSoon", "FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated", "FormspecHookErrors",
-		"FormspecHookPanics", "FormspecHookSlow", "FormspecHookThrottled",
+		"FormspecCertificateExpiresSoon", "FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated",
+		"FormspecHookAuthFailures", "FormspecHookErrors", "FormspecHookPanics", "FormspecHookSlow", "FormspecHookTLSHandshakeErrors",
+		"FormspecHookThrottled", "FormspecHookTrafficStopped",
 		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
 		"FormspecResourceClaimDenied", "FormspecWorkspacesDegraded",
 	}

@@ -14,7 +14,7 @@ import (
 
 // TestCRDFiles checks what the API server does not: that the kustomization
 // lists every CRD, that each CRD has the names, categories, subresources
-// and printer columns SPEC §2 asks for, and that every field has a
+// and printer columns kubectl shows, and that every field has a
 // description, so that "kubectl explain" is useful all the way down.
 func TestCRDFiles(t *testing.T) {
 	root := repoRoot(t)

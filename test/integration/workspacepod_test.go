@@ -144,7 +144,7 @@ func testWorkspacePod(t *testing.T, c *controlplane.Client) {
 			}),
 		},
 		"TolerationSecondsNotANumber": {
-			reason:   "The hook could not decode a string into a Toleration's int64: the API server refuses it (issue 9, item 8).",
+			reason:   "The hook could not decode a string into a Toleration's int64: the API server refuses it.",
 			obj:      pod(map[string]any{"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": "abc"}}}),
 			wantErrs: []string{"spec.pod.tolerations[0].tolerationSeconds", "must be of type integer"},
 		},

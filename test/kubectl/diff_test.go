@@ -160,11 +160,12 @@ func testDiffErrors(t *testing.T, p *plugin) {
 		code   int
 		stderr string
 	}{
-		"NoCluster":      {reason: "An API server that cannot be reached.", args: []string{"--exit-code", "--server", "https://127.0.0.1:1"}, code: 3, stderr: "kubectl formspec diff: "},
+		"NoCluster":      {reason: "An API server that cannot be reached.", args: []string{"--exit-code", "--default-version", "1.8.2", "--server", "https://127.0.0.1:1"}, code: 3, stderr: "kubectl formspec diff: "},
 		"StrayArgument":  {reason: "diff takes no arguments.", args: []string{"--exit-code", "shop"}, code: 2, stderr: `unexpected arguments ["shop"]`},
-		"ImageDigest":    {reason: "--resource-image is checked as serve checks it: a digest cannot be honoured.", args: []string{"--resource-image", "formahub/formspec-resource@sha256:0"}, code: 2, stderr: "--resource-image: image"},
-		"BadControlURL":  {reason: "--cluster-control-url must be http(s).", args: []string{"--cluster-control-url", "ftp://x"}, code: 2, stderr: "--cluster-control-url must be an http or https URL"},
-		"NoFieldManager": {reason: "The field manager decides what an apply owns.", args: []string{"--field-manager", ""}, code: 2, stderr: "--field-manager must not be empty"},
+		"ImageDigest":    {reason: "--resource-image is checked as serve checks it: a digest cannot be honoured.", args: []string{"--resource-image", "formahub/formspec-resource@sha256:0"}, code: 2, stderr: "--resource-image \"formahub/formspec-resource@sha256:0\" has a digest"},
+		"NoVersion":      {reason: "As serve, diff has no implicit latest: the version the install runs must be given.", args: []string{"--exit-code"}, code: 2, stderr: "--default-version is required"},
+		"BadControlURL":  {reason: "--cluster-control-url must be http(s).", args: []string{"--default-version", "1.8.2", "--cluster-control-url", "ftp://x"}, code: 2, stderr: "--cluster-control-url must be an http or https URL"},
+		"NoFieldManager": {reason: "The field manager decides what an apply owns.", args: []string{"--default-version", "1.8.2", "--field-manager", ""}, code: 2, stderr: "--field-manager must not be empty"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -168,6 +168,18 @@ type ClaimDecision struct {
 	// Since is when the decision last changed (the Ready condition's
 	// lastTransitionTime).
 	Since metav1.Time `json:"since,omitempty"`
+	// Exposed is the claim's CredentialsExposed finding while it is True:
+	// its credentials Secret carries a copy of its own data where anyone
+	// who can read the Secret's metadata sees it. Nil otherwise.
+	Exposed *Finding `json:"exposed,omitempty"`
+}
+
+// Finding is a condition of the user's object that the reporter announces,
+// as the hook wrote it: its reason, and a message that names objects and
+// annotations, never a value.
+type Finding struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
 }
 
 // WorkspaceObservation builds the observation the workspace hook hands over
@@ -220,9 +232,12 @@ func ClaimObservation(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceCl
 		Workspace: claim.Spec.Workspace,
 	}
 	for _, c := range status.Conditions {
-		if c.Type == v1alpha1.ConditionReady {
+		switch {
+		case c.Type == v1alpha1.ConditionReady:
 			d.Granted = c.Status == metav1.ConditionTrue
 			d.Reason, d.Message, d.Since = c.Reason, c.Message, c.LastTransitionTime
+		case c.Type == v1alpha1.ConditionCredentialsExposed && c.Status == metav1.ConditionTrue:
+			d.Exposed = &Finding{Reason: c.Reason, Message: c.Message}
 		}
 	}
 	if d.Granted && status.CredentialsHash != "" {

@@ -158,4 +158,20 @@ func TestClaimObservation(t *testing.T) {
 	if strings.Contains(string(raw), "sha256:1111") {
 		t.Errorf("claim observation carries the credentials hash: %s", raw)
 	}
+	if g1.Exposed != nil {
+		t.Errorf("granted claim without a CredentialsExposed condition: Exposed %+v, want nil", g1.Exposed)
+	}
+
+	// CredentialsExposed is handed over while True, and only then.
+	for status, want := range map[metav1.ConditionStatus]*Finding{
+		metav1.ConditionTrue:  {Reason: "LastAppliedAnnotation", Message: "the Secret carries a copy of its data"},
+		metav1.ConditionFalse: nil,
+	} {
+		st := granted("sha256:1111")
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: "CredentialsExposed", Status: status,
+			Reason: "LastAppliedAnnotation", Message: "the Secret carries a copy of its data", LastTransitionTime: since})
+		if diff := cmp.Diff(want, ClaimObservation(claim, st).Claim.Exposed); diff != "" {
+			t.Errorf("CredentialsExposed=%s: Exposed -want, +got:\n%s", status, diff)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 // Package v1alpha1 holds the Go types of the formspec.dev/v1alpha1 custom
 // resources: ClusterClass, Workspace, Datastore and ResourceClaim. They are
-// the contract of SPEC §2; the CRDs in deploy/crds/ describe the same fields.
+// the contract between users and the hooks; the CRDs in deploy/crds/
+// describe the same fields.
 // The hooks only ever decode these types from Metacontroller's requests and
 // encode their status, so there is no deepcopy or scheme registration.
 package v1alpha1

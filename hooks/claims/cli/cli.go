@@ -58,13 +58,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
-// command is this command's full name, for its usage and errors.
-const command = "formspec-hooks claim"
+// program and command are this command's program and full name, for its
+// usage and errors.
+const (
+	program = "formspec-hooks"
+	command = program + " claim"
+)
 
 const usage = `Usage: formspec-hooks claim <subcommand> [flags]
 
 Subcommands:
-  keygen --out FILE                      make an ed25519 key pair; write the private key to FILE (mode 0600), print the public key
+  keygen --out FILE [--from-hex OLD]     make an ed25519 key pair; write the private key to FILE (PKCS#8 PEM, mode 0600), print the public key
   sign --key FILE [--format v2|v1] [CLAIM]
                                          sign a ResourceClaim (YAML file, or stdin when CLAIM is absent or -), print it signed
   verify --claim FILE --datastore FILE --secret FILE [--now RFC3339]
@@ -87,15 +91,26 @@ func parse(fs *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 }
 
 func keygen(args []string, stdout, stderr io.Writer) error {
-	fs := flags("keygen", "--out FILE", "Make an ed25519 key pair: write the private key to FILE (hex seed, mode 0600)\nand print the public key (hex) for the Datastore's spec.ownerPublicKey.")
-	out := fs.String("out", "", "file to write the private key to (hex seed, mode 0600); must not exist")
+	fs := flags("keygen", "--out FILE [--from-hex OLD]", "Make an ed25519 key pair: write the private key to FILE (PKCS#8 PEM, the form\n`openssl genpkey -algorithm ed25519` writes; mode 0600) and print the public\nkey (hex) for the Datastore's spec.ownerPublicKey. With --from-hex, write the\nkey of OLD, a hex key file of an earlier version, instead of a new one.")
+	out := fs.String("out", "", "file to write the private key to (PKCS#8 PEM, mode 0600); must not exist")
+	fromHex := fs.String("from-hex", "", "convert this hex private key file, written by an earlier keygen, instead of making a new key")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *out == "" || fs.NArg() > 0 {
 		return cliflag.Usagef(fs, "keygen needs --out FILE and no arguments: the private key is only ever written to a file")
 	}
-	pub, priv, err := grant.GenerateKey(nil)
+	var priv ed25519.PrivateKey
+	var err error
+	if *fromHex != "" {
+		priv, err = readOldHexKey(*fromHex, stderr)
+	} else {
+		_, priv, err = grant.GenerateKey(nil)
+	}
+	if err != nil {
+		return err
+	}
+	pemKey, err := grant.MarshalPrivateKey(priv)
 	if err != nil {
 		return err
 	}
@@ -105,20 +120,63 @@ func keygen(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("cannot create key file: %w", err)
 	}
-	if _, err := fmt.Fprintln(f, grant.FormatPrivateKey(priv)); err != nil {
+	if _, err := f.Write(pemKey); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot write key file: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("cannot write key file: %w", err)
 	}
-	fmt.Fprintln(stdout, grant.FormatPublicKey(pub))
+	fmt.Fprintln(stdout, grant.FormatPublicKey(priv.Public().(ed25519.PublicKey)))
 	return nil
+}
+
+// readOldHexKey reads a key file of an earlier keygen for --from-hex. The
+// person says it is a private key, so 64 hexadecimal characters are taken
+// as a seed even when they also encode a public key; the printed public
+// key then tells which it was.
+func readOldHexKey(name string, stderr io.Writer) (ed25519.PrivateKey, error) {
+	text, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read --from-hex file: %w", err)
+	}
+	priv, err := grant.ParsePrivateKey(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("--from-hex %s: %w", name, err)
+	}
+	if _, _, err := grant.ReadPrivateKey(text); errors.Is(err, grant.ErrPublicKey) {
+		fmt.Fprintf(stderr, "warning: %s could also be a public key; if the public key printed is not your Datastore's spec.ownerPublicKey, it was one\n", name)
+	}
+	return priv, nil
+}
+
+// readKey reads --key for sign. The old hex form is still read, with a
+// warning saying how to convert it; a public key is named as such.
+func readKey(name string, stderr io.Writer) (ed25519.PrivateKey, error) {
+	text, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read key file: %w", err)
+	}
+	priv, oldHex, err := grant.ReadPrivateKey(text)
+	switch {
+	case errors.Is(err, grant.ErrPublicKey):
+		hint := ""
+		if _, hexErr := grant.ParsePrivateKey(string(text)); hexErr == nil {
+			// One old hex seed in sixteen also encodes a public key.
+			hint = fmt.Sprintf(" (if it is in fact a private key written by an earlier keygen, convert it: %s claim keygen --from-hex %s --out NEW.pem)", program, name)
+		}
+		return nil, fmt.Errorf("--key %s holds %w; give --key the private key file keygen --out wrote%s", name, err, hint)
+	case err != nil:
+		return nil, fmt.Errorf("--key %s: %w", name, err)
+	case oldHex:
+		fmt.Fprintf(stderr, "warning: %s holds a hex private key, the form of earlier versions; convert it to PKCS#8 PEM with: %s claim keygen --from-hex %s --out NEW.pem\n", name, program, name)
+	}
+	return priv, nil
 }
 
 func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
 	fs := flags("sign", "--key FILE [--format v2|v1] [CLAIM]", "Sign a ResourceClaim (a YAML file, or stdin when CLAIM is absent or -) and print\nit signed. An empty spec.grantedAt is set to the current time.")
-	keyFile := fs.String("key", "", "private key file written by keygen")
+	keyFile := fs.String("key", "", "private key file: PKCS#8 PEM, as keygen or openssl genpkey -algorithm ed25519 write it")
 	format := fs.String("format", v1alpha1.SignatureV2, "signature version: v2 (binds namespaces and expiry) or v1 (the original operator's)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
@@ -129,11 +187,7 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if *format != v1alpha1.SignatureV1 && *format != v1alpha1.SignatureV2 {
 		return cliflag.Usagef(fs, "--format must be v1 or v2, not %q", *format)
 	}
-	keyText, err := os.ReadFile(*keyFile)
-	if err != nil {
-		return fmt.Errorf("cannot read key file: %w", err)
-	}
-	priv, err := grant.ParsePrivateKey(string(keyText))
+	priv, err := readKey(*keyFile, stderr)
 	if err != nil {
 		return err
 	}

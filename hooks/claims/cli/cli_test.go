@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,12 +58,22 @@ func files(t *testing.T) (dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	owner, err := grant.MarshalPrivateKey(claimstest.Owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := grant.MarshalPrivateKey(claimstest.Stranger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, content := range map[string][]byte{
 		"datastore.yaml": ds,
 		"secret.yaml":    sec,
 		"claim.yaml":     []byte(claimYAML),
-		"owner.key":      []byte(grant.FormatPrivateKey(claimstest.Owner) + "\n"),
-		"stranger.key":   []byte(grant.FormatPrivateKey(claimstest.Stranger)),
+		"owner.key":      owner,
+		"owner.pub":      []byte(claimstest.PublicHex(claimstest.Owner) + "\n"),
+		"owner.hex":      []byte(grant.FormatPrivateKey(claimstest.Owner) + "\n"),
+		"stranger.key":   stranger,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
 			t.Fatal(err)
@@ -158,9 +171,9 @@ func TestKeygen(t *testing.T) {
 		t.Errorf("key file mode: -want, +got:\n%s", diff)
 	}
 	text, _ := os.ReadFile(keyFile)
-	priv, err := grant.ParsePrivateKey(string(text))
-	if err != nil {
-		t.Fatalf("key file does not parse: %v", err)
+	priv, oldHex, err := grant.ReadPrivateKey(text)
+	if err != nil || oldHex || !strings.HasPrefix(string(text), "-----BEGIN PRIVATE KEY-----\n") {
+		t.Fatalf("key file is not a PKCS#8 PEM private key (old hex %v): %v", oldHex, err)
 	}
 	if diff := cmp.Diff(claimstest.PublicHex(priv)+"\n", out); diff != "" {
 		t.Errorf("printed public key: -want, +got:\n%s", diff)
@@ -262,5 +275,155 @@ func TestHelpStreams(t *testing.T) {
 				t.Errorf("%s\nstdout %q: want it to start with %q", tc.reason, stdout.String(), tc.wantStdout)
 			}
 		})
+	}
+}
+
+// TestSignKeyFiles: sign reads PKCS#8 PEM keys, reads the old hex seed
+// with a warning that says how to convert it, and refuses a public key
+// given as --key, naming it as one, with nothing on stdout.
+func TestSignKeyFiles(t *testing.T) {
+	dir := files(t)
+	cases := map[string]struct {
+		reason string
+		key    string
+		signed bool
+		// warning is in stderr ("" for no warning at all); err starts
+		// the error ("" for none).
+		warning, err string
+	}{
+		"PEM": {
+			reason: "What keygen writes signs, without a warning.",
+			key:    "owner.key", signed: true,
+		},
+		"OldHex": {
+			reason: "An earlier keygen's hex seed still signs, with a warning giving the command that converts it.",
+			key:    "owner.hex", signed: true,
+			warning: "formspec-hooks claim keygen --from-hex " + filepath.Join(dir, "owner.hex") + " --out NEW.pem",
+		},
+		"PublicKey": {
+			reason: "The public key keygen printed is refused as a public key, and no claim is printed.",
+			key:    "owner.pub", err: "--key " + filepath.Join(dir, "owner.pub") + " holds a public key, not a private key",
+		},
+		"Claim": {
+			reason: "Any other file is refused as no key.",
+			key:    "claim.yaml", err: "--key " + filepath.Join(dir, "claim.yaml") + ": malformed private key",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, err := runCLI(t, claimYAML, "sign", "--key", filepath.Join(dir, tc.key))
+			if signed := strings.Contains(out, "signature: "); signed != tc.signed {
+				t.Errorf("%s\nsigned %v, want %v; stdout %q", tc.reason, signed, tc.signed, out)
+			}
+			if warned := strings.Contains(errOut, "warning: "); warned != (tc.warning != "") || !strings.Contains(errOut, tc.warning) {
+				t.Errorf("%s\nstderr %q, want a warning containing %q", tc.reason, errOut, tc.warning)
+			}
+			if (err != nil) != (tc.err != "") || err != nil && !strings.HasPrefix(err.Error(), tc.err) {
+				t.Errorf("%s\nerror %v, want one starting %q", tc.reason, err, tc.err)
+			}
+		})
+	}
+}
+
+// TestKeygenFromHex: --from-hex writes an earlier keygen's hex key as
+// PKCS#8 PEM, the same key, and says when the file could have been a
+// public key instead.
+func TestKeygenFromHex(t *testing.T) {
+	dir := files(t)
+	cases := map[string]struct {
+		reason      string
+		from        string
+		wantPublic  string
+		wantWarning bool
+	}{
+		"OldSeed": {
+			reason: "The owner's old key file becomes PEM and keeps the owner's public key.",
+			from:   "owner.hex", wantPublic: claimstest.PublicHex(claimstest.Owner),
+		},
+		"PublicKey": {
+			reason: "A file that is also a public key is converted as asked, with a warning to compare the public key printed.",
+			from:   "owner.pub", wantWarning: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "converted.pem")
+			stdout, stderr, err := runCLI(t, "", "keygen", "--from-hex", filepath.Join(dir, tc.from), "--out", out)
+			if err != nil {
+				t.Fatalf("keygen --from-hex: %v", err)
+			}
+			text, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			priv, oldHex, err := grant.ReadPrivateKey(text)
+			if err != nil || oldHex {
+				t.Fatalf("converted file: old hex %v, %v", oldHex, err)
+			}
+			if got := strings.TrimSpace(stdout); got != claimstest.PublicHex(priv) || tc.wantPublic != "" && got != tc.wantPublic {
+				t.Errorf("%s\nprinted public key %s; the converted key's is %s, want %q", tc.reason, got, claimstest.PublicHex(priv), tc.wantPublic)
+			}
+			if warned := strings.Contains(stderr, "could also be a public key"); warned != tc.wantWarning {
+				t.Errorf("%s\nwarning %v (%q), want %v", tc.reason, warned, stderr, tc.wantWarning)
+			}
+		})
+	}
+}
+
+// TestKeysWithOpenSSL: a key openssl makes signs grants the Datastore's key
+// verifies, and openssl reads the key keygen writes and derives the public
+// key keygen printed. It needs openssl, which the tests do not install:
+// TestMarshalPrivateKey holds the format without it.
+func TestKeysWithOpenSSL(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl not found: skipping the interoperability check (TestMarshalPrivateKey checks the format against RFC 8410's example)")
+	}
+	dir := t.TempDir()
+	run := func(args ...string) []byte {
+		t.Helper()
+		out, err := exec.Command(openssl, args...).Output()
+		if err != nil {
+			t.Fatalf("openssl %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+
+	// keygen -> openssl.
+	keyFile := filepath.Join(dir, "keygen.pem")
+	pub, _, err := runCLI(t, "", "keygen", "--out", keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der := run("pkey", "-in", keyFile, "-pubout", "-outform", "DER")
+	if got := hex.EncodeToString(der[len(der)-ed25519.PublicKeySize:]); got != strings.TrimSpace(pub) {
+		t.Errorf("openssl derives public key %s from keygen's file; keygen printed %s", got, pub)
+	}
+
+	// openssl -> sign -> verify.
+	sslKey := filepath.Join(dir, "openssl.pem")
+	run("genpkey", "-algorithm", "ed25519", "-out", sslKey)
+	der = run("pkey", "-in", sslKey, "-pubout", "-outform", "DER")
+	ds := claimstest.Datastore()
+	ds.Spec.OwnerPublicKey, ds.Spec.OwnerPublicKeys = hex.EncodeToString(der[len(der)-ed25519.PublicKeySize:]), nil
+	dsYAML, err := yaml.Marshal(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world := files(t)
+	if err := os.WriteFile(filepath.Join(world, "datastore.yaml"), dsYAML, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signed, errOut, err := runCLI(t, claimYAML, "sign", "--key", sslKey)
+	if err != nil {
+		t.Fatalf("sign with openssl's key: %v\n%s", err, errOut)
+	}
+	claimFile := filepath.Join(dir, "signed.yaml")
+	if err := os.WriteFile(claimFile, []byte(signed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "", "verify", "--claim", claimFile, "--datastore", filepath.Join(world, "datastore.yaml"), "--secret", filepath.Join(world, "secret.yaml"))
+	if err != nil || !strings.HasPrefix(out, "accepted: Granted") {
+		t.Errorf("verify of a claim signed with openssl's key: %v\n%s", err, out)
 	}
 }

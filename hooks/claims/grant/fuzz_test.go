@@ -71,6 +71,31 @@ func FuzzParsePrivateKey(f *testing.F) {
 	})
 }
 
+// FuzzReadPrivateKey: any file either reads as a key or fails with
+// ErrMalformedPrivateKey or ErrPublicKey, without panicking or quoting it.
+func FuzzReadPrivateKey(f *testing.F) {
+	owner, err := grant.MarshalPrivateKey(claimstest.Owner)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(owner)
+	f.Add([]byte(grant.FormatPrivateKey(claimstest.Owner) + "\n"))
+	f.Add([]byte(claimstest.PublicHex(claimstest.Owner)))
+	f.Add([]byte("-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		priv, _, err := grant.ReadPrivateKey(b)
+		switch {
+		case err == nil && len(priv) != ed25519.PrivateKeySize:
+			t.Fatalf("ReadPrivateKey returned %d bytes", len(priv))
+		case err != nil && !errors.Is(err, grant.ErrMalformedPrivateKey) && !errors.Is(err, grant.ErrPublicKey):
+			t.Fatalf("ReadPrivateKey error wraps neither sentinel: %v", err)
+		case err != nil && len(strings.TrimSpace(string(b))) > 8 && strings.Contains(err.Error(), strings.TrimSpace(string(b))):
+			t.Fatalf("ReadPrivateKey error quotes its input")
+		}
+	})
+}
+
 // FuzzVerify checks grant.Verify against plain ed25519.Verify on any key,
 // message and signature: it accepts only what plain verification accepts,
 // and only for a key CheckPublicKey accepts. The seeds are an honest

@@ -100,16 +100,19 @@ func GenerateKey(rand io.Reader) (ed25519.PublicKey, ed25519.PrivateKey, error) 
 }
 
 // FormatPrivateKey writes a private key as the hex of its 32-byte seed,
-// the form ParsePrivateKey reads: the seed is all of the key, and hex keeps
-// it the same shape as the public keys next to it.
+// the form earlier versions of "claim keygen" wrote and ParsePrivateKey
+// reads. Key files are now PKCS#8 PEM (MarshalPrivateKey): as hex, a seed
+// looks just like the public key next to it.
 func FormatPrivateKey(priv ed25519.PrivateKey) string {
 	return hex.EncodeToString(priv.Seed())
 }
 
-// ParsePrivateKey reads a private key file's content: the hex of a 32-byte
-// seed, or of Go's 64-byte private key form (seed then public key), in
-// which case the public half must match the seed. Surrounding whitespace is
-// ignored, since editors add a final newline.
+// ParsePrivateKey reads a private key in the old hex form: the hex of a
+// 32-byte seed, or of Go's 64-byte private key form (seed then public key),
+// in which case the public half must match the seed. Surrounding
+// whitespace is ignored, since editors add a final newline. It cannot tell
+// a seed from a public key; key files are read with ReadPrivateKey, which
+// can.
 func ParsePrivateKey(s string) (ed25519.PrivateKey, error) {
 	s = strings.TrimSpace(s)
 	b, err := hex.DecodeString(s)

@@ -90,12 +90,12 @@ func TestParsePrivateKey(t *testing.T) {
 		in      string
 		wantErr error
 	}{
-		"Seed":         {reason: "The seed is what keygen writes.", in: seedHex + "\n"},
+		"Seed":         {reason: "The seed is what earlier versions of keygen wrote.", in: seedHex + "\n"},
 		"Full":         {reason: "Go's 64-byte form is accepted.", in: fullHex},
 		"Mismatched":   {reason: "A public half from another key is refused.", in: mismatched, wantErr: grant.ErrMalformedPrivateKey},
 		"WrongLength":  {reason: "Neither 32 nor 64 bytes.", in: seedHex[:40], wantErr: grant.ErrMalformedPrivateKey},
 		"NotHex":       {reason: "Not hex.", in: strings.Repeat("q", 64), wantErr: grant.ErrMalformedPrivateKey},
-		"PublicKeyHex": {reason: "A public key has the seed's length; it parses, and signs nothing the Datastore accepts.", in: claimstest.PublicHex(claimstest.Owner)},
+		"PublicKeyHex": {reason: "A public key has the seed's length and parses here; ReadPrivateKey is what refuses it (TestReadPrivateKey).", in: claimstest.PublicHex(claimstest.Owner)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

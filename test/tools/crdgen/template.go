@@ -18,7 +18,7 @@ const coreKey = "x-formspec-core"
 
 // credentialsRule refuses a reference to a Secret whose name ends in
 // -credentials: the suffix of the Secrets the resourceclaim hook writes
-// ("<claim>-credentials", SPEC §2), reserved so that no Workspace reads
+// ("<claim>-credentials"), reserved so that no Workspace reads
 // another workspace's credentials through the passthrough fields.
 var credentialsRule = apiextv1.ValidationRule{
 	Rule:    "!self.endsWith('-credentials')",

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/formspec/formspec-hooks/hooks/testsync"
+)
+
+// demoPorts are the Makefile variables of `make run`'s six ports.
+var demoPorts = []string{"HOOKS_PORT", "METRICS_PORT", "REPORTER_PORT", "REPORTER_METRICS_PORT", "CC_PORT", "CC_ADMIN_PORT"}
+
+// TestMakeRunPorts runs `make run` with each of its six ports set to a
+// free one and checks that every process listens where the variables say
+// and reaches the others there: a fixture posted to the hook port reaches
+// Cluster Control through the reporter.
+func TestMakeRunPorts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: not building and running the demo")
+	}
+	makeBin, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("make not found: .ci/run runs make test, so CI has it; skipping the demo's ports")
+	}
+	port := map[string]string{}
+	args := []string{"--no-print-directory", "run", "BIN=" + t.TempDir()}
+	for _, v := range demoPorts {
+		_, p, _ := strings.Cut(freePort(t), ":")
+		port[v] = p
+		args = append(args, v+"="+p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, makeBin, args...)
+	cmd.Dir = "../.."
+	// make passes SIGTERM on to the recipe, whose EXIT trap stops all
+	// three; its own process group lets the cleanup reach a straggler.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var logs testsync.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("make run:\n%s", logs.String())
+		}
+	})
+
+	client := &http.Client{Timeout: 5 * time.Second}
+	url := func(v, path string) string { return "http://127.0.0.1:" + port[v] + path }
+	get := func(u string) (int, string) {
+		resp, err := client.Get(u)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	// The first run builds the binaries.
+	testsync.WaitWithin(t, 3*time.Minute, "the three processes of make run to be ready", func() bool {
+		a, _ := get(url("METRICS_PORT", "/readyz"))
+		b, _ := get(url("REPORTER_METRICS_PORT", "/readyz"))
+		c, _ := get(url("CC_ADMIN_PORT", "/admin/state"))
+		return a == http.StatusOK && b == http.StatusOK && c == http.StatusOK
+	})
+
+	body, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "workspace", "sync", "steady-ready", "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Post(url("HOOKS_PORT", "/v1/workspace/sync"), "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST a fixture to HOOKS_PORT: %s", resp.Status)
+	}
+	if code, _ := get(url("CC_PORT", "/v1/deploy-status")); code != http.StatusOK {
+		t.Errorf("GET /v1/deploy-status on CC_PORT: %d", code)
+	}
+	if resp, err := client.Post(url("REPORTER_PORT", "/v1/observations"), "application/json", strings.NewReader(`{"observations":[]}`)); err != nil || resp.StatusCode/100 != 2 {
+		t.Errorf("POST /v1/observations on REPORTER_PORT: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	testsync.WaitWithin(t, time.Minute, "Cluster Control, on CC_PORT, to hear of the workspace posted to HOOKS_PORT through REPORTER_PORT", func() bool {
+		_, state := get(url("CC_ADMIN_PORT", "/admin/state"))
+		return strings.Contains(state, `"team-a/acme"`)
+	})
+}
+
+// TestDemoPortsDocumented checks that the Makefile's demo port variables
+// are the six the README names, each with its default.
+func TestDemoPortsDocumented(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := []byte(strings.Join(strings.Fields(string(raw)), " "))
+	var inMakefile, inReadme []string
+	for _, m := range regexp.MustCompile(`(?m)^([A-Z_]+_PORT) +\?= (\d+)$`).FindAllStringSubmatch(string(mk), -1) {
+		inMakefile = append(inMakefile, m[1])
+		if bytes.Contains(readme, []byte("`"+m[1]+"` ("+m[2]+")")) {
+			inReadme = append(inReadme, m[1])
+		}
+	}
+	if diff := cmp.Diff(demoPorts, inMakefile); diff != "" {
+		t.Errorf("port variables of the Makefile: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(inMakefile, inReadme); diff != "" {
+		t.Errorf("port variables the README documents as `NAME` (default): -want (the Makefile's), +got:\n%s", diff)
+	}
+}

@@ -1,0 +1,126 @@
+package helm
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"sigs.k8s.io/yaml"
+)
+
+// TestAlertsTable checks that the table under "Alerts" in
+// docs/troubleshooting.md lists every alert once, in the row that links to
+// the section its runbook_url names: the table is where a person paged at
+// night looks first.
+func TestAlertsTable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "troubleshooting.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "\n## Alerts\n")
+	if !ok {
+		t.Fatal("docs/troubleshooting.md has no section \"Alerts\"")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| (.+) \\| \\[[^]]+\\]\\(#([^)]+)\\) \\|$")
+	name := regexp.MustCompile("`(Formspec[A-Za-z]+)`")
+	inTable := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(table, -1) {
+		for _, n := range name.FindAllStringSubmatch(m[1], -1) {
+			if _, dup := inTable[n[1]]; dup {
+				t.Errorf("the Alerts table lists %s twice", n[1])
+			}
+			inTable[n[1]] = m[2]
+		}
+	}
+	want, got := map[string]string{}, map[string]string{}
+	for _, r := range alertRules(t) {
+		_, anchor, _ := strings.Cut(r.Annotations["runbook_url"], "docs/troubleshooting.md#")
+		want[r.Alert] = anchor
+		got[r.Alert] = inTable[r.Alert]
+	}
+	for n, anchor := range inTable {
+		if _, ok := want[n]; !ok {
+			got[n] = anchor
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("alert -> section of its runbook_url (want) and of its row in the Alerts table (got): -want, +got:\n%s", diff)
+	}
+}
+
+// TestTrafficStoppedWindow checks that FormspecHookTrafficStopped looks
+// for workspace syncs over twice the workspace controller's
+// resyncPeriodSeconds, in the series the hook server labels that
+// controller's sync hook with, so that a change to the controller the
+// alert does not follow fails here. The hook server labels a hook with its
+// path after /v1/, slashes made dashes (hooks/server's HookRoute).
+func TestTrafficStoppedWindow(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", "workspace.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var controller struct {
+		Spec struct {
+			ResyncPeriodSeconds int `json:"resyncPeriodSeconds"`
+			Hooks               struct {
+				Sync struct {
+					Webhook struct {
+						Path string `json:"path"`
+					} `json:"webhook"`
+				} `json:"sync"`
+			} `json:"hooks"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &controller); err != nil {
+		t.Fatal(err)
+	}
+	type window struct {
+		Metric, Hook string
+		Range        time.Duration
+	}
+	want := []window{{
+		Metric: "formspec_hooks_requests_total",
+		Hook:   strings.ReplaceAll(strings.TrimPrefix(controller.Spec.Hooks.Sync.Webhook.Path, "/v1/"), "/", "-"),
+		Range:  2 * time.Duration(controller.Spec.ResyncPeriodSeconds) * time.Second,
+	}}
+	if want[0].Range == 0 || want[0].Hook == "" {
+		t.Fatalf("compositecontrollers/workspace.yaml: no resyncPeriodSeconds or sync path in %+v", controller)
+	}
+	rules := alertRules(t)
+	i := slices.IndexFunc(rules, func(r rulefmt.Rule) bool { return r.Alert == "FormspecHookTrafficStopped" })
+	if i < 0 {
+		t.Fatal("no alert FormspecHookTrafficStopped")
+	}
+	expr, err := promql.ParseExpr(rules[i].Expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []window
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		m, ok := n.(*parser.MatrixSelector)
+		if !ok {
+			return nil
+		}
+		vs := m.VectorSelector.(*parser.VectorSelector)
+		w := window{Metric: vs.Name, Range: m.Range}
+		for _, l := range vs.LabelMatchers {
+			if l.Name == "hook" && l.Type == labels.MatchEqual {
+				w.Hook = l.Value
+			}
+		}
+		got = append(got, w)
+		return nil
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)
+	}
+}
