@@ -43,10 +43,9 @@ const (
 // writes for requests it cannot parse rewritten in the error format.
 type connListener struct {
 	net.Listener
-	tls      *tls.Config
-	timeout  time.Duration
-	refused  func(Refusal, error)
-	maxHeads int
+	tls     *tls.Config
+	timeout time.Duration
+	refused func(Refusal, error)
 }
 
 func (l *connListener) Accept() (net.Conn, error) {

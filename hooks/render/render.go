@@ -275,10 +275,7 @@ func writeRendered(w io.Writer, req *metacontroller.CompositeRequest, resp *meta
 		return err
 	}
 	parent["status"] = st
-	docs := make([]any, 0, len(resp.Children)+1)
-	for _, c := range resp.Children {
-		docs = append(docs, c)
-	}
+	docs := append(make([]any, 0, len(resp.Children)+1), resp.Children...)
 	docs = append(docs, parent)
 	for _, c := range claims {
 		var obj map[string]any

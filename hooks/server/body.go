@@ -181,7 +181,7 @@ func putBodyBuffer(buf []byte) {
 	if buf == nil {
 		return
 	}
-	clear(buf[:len(buf)])
+	clear(buf)
 	c := bodyClass(int64(cap(buf)))
 	if c < 0 || minBodyBuffer<<c != cap(buf) {
 		return

@@ -78,7 +78,8 @@ func TuneMemory() int64 {
 			cur = share
 		}
 	}
-	if cur >= math.MaxInt64 {
+	if cur == math.MaxInt64 {
+		// The runtime's "no limit".
 		return 0
 	}
 	return cur

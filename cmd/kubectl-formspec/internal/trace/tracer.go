@@ -174,7 +174,7 @@ func (t *Tracer) replicaSets(ctx context.Context, d *appsv1.Deployment) ([]*Node
 	}
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("Deployment %s has a bad selector: %w", d.Name, err)
+		return nil, fmt.Errorf("the selector of Deployment %s does not parse: %w", d.Name, err)
 	}
 	opts := metav1.ListOptions{LabelSelector: selector.String()}
 	rsList, err := t.Dynamic.Resource(replicaSets).Namespace(d.Namespace).List(ctx, opts)
