@@ -30,7 +30,7 @@ func TestAlertsTable(t *testing.T) {
 		t.Fatal("docs/troubleshooting.md has no section \"Alerts\"")
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
-	row := regexp.MustCompile("(?m)^\\| (.+) \\| \\[[^]]+\\]\\(#([^)]+)\\) \\|$")
+	row := regexp.MustCompile(`(?m)^\| (.+) \| \[[^]]+\]\(#([^)]+)\) \|$`)
 	name := regexp.MustCompile("`(Formspec[A-Za-z]+)`")
 	inTable := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(table, -1) {
