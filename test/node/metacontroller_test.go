@@ -55,6 +55,9 @@ func TestMetacontrollerOnNode(t *testing.T) {
 
 	c.checkLifecycle(t, tm, ns, name, class)
 
+	c.checkRestartConsumedAfterRollout(t, admin, class)
+	tm.Phase("restart consumed once the slow rollout is done")
+
 	c.checkCredentialsInPod(t, class)
 	tm.Phase("claim credentials in the pod, then revoked")
 }
@@ -98,7 +101,19 @@ func (c *Cluster) checkWorkspaceReady(t *testing.T, ns, name, class string) {
 		ObjectMeta: metav1.ObjectMeta{Name: class},
 		Spec:       v1alpha1.ClusterClassSpec{SLA: "99.9", Scaling: v1alpha1.Scaling{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](2), ScaleToZero: true}},
 	})
-	c.apply(t, &v1alpha1.Workspace{
+	ws := standInWorkspace(ns, name, class)
+	ws.Spec.Config = map[string]string{"LOG_LEVEL": "info"}
+	c.apply(t, ws)
+	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
+	c.waitDeploymentReady(t, ns, name)
+	if got := c.podEnv(t, ns, name); !strings.Contains(got, "WORKSPACE_ID="+name+"\n") || !strings.Contains(got, "LOG_LEVEL=info\n") {
+		t.Errorf("the workspace pod's environment lacks WORKSPACE_ID=%s or LOG_LEVEL=info:\n%s", name, got)
+	}
+}
+
+// standInWorkspace is a Workspace of the stand-in version in class.
+func standInWorkspace(ns, name, class string) *v1alpha1.Workspace {
+	return &v1alpha1.Workspace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.WorkspaceSpec{
@@ -107,13 +122,7 @@ func (c *Cluster) checkWorkspaceReady(t *testing.T, ns, name, class string) {
 			ClusterClass: class,
 			Environment:  "production",
 			Version:      WorkspaceVersion,
-			Config:       map[string]string{"LOG_LEVEL": "info"},
 		},
-	})
-	c.waitWorkspacePhase(t, ns, name, v1alpha1.PhaseReady)
-	c.waitDeploymentReady(t, ns, name)
-	if got := c.podEnv(t, ns, name); !strings.Contains(got, "WORKSPACE_ID="+name+"\n") || !strings.Contains(got, "LOG_LEVEL=info\n") {
-		t.Errorf("the workspace pod's environment lacks WORKSPACE_ID=%s or LOG_LEVEL=info:\n%s", name, got)
 	}
 }
 
@@ -161,18 +170,9 @@ func (c *Cluster) checkCredentialsInPod(t *testing.T, class string) {
 	// Granted a minute ago by the real clock, which the hook checks.
 	claim.Spec.GrantedAt = time.Now().UTC().Add(-time.Minute).Truncate(time.Second).Format(time.RFC3339)
 	c.apply(t, claimstest.SignClaim(claim, claimstest.Owner))
-	c.apply(t, &v1alpha1.Workspace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.WorkspaceSpec{
-			Owner:        "acme-corp",
-			Region:       "ap-southeast-3",
-			ClusterClass: class,
-			Environment:  "production",
-			Version:      WorkspaceVersion,
-			Datastores:   []v1alpha1.DatastoreRef{{Name: ds.Name, Namespace: ds.Namespace, EnvPrefix: envPrefix}},
-		},
-	})
+	ws := standInWorkspace(ns, name, class)
+	ws.Spec.Datastores = []v1alpha1.DatastoreRef{{Name: ds.Name, Namespace: ds.Namespace, EnvPrefix: envPrefix}}
+	c.apply(t, ws)
 	envLine := envPrefix + "password=" + claimstest.Password + "\n"
 	bindingLine := "/bindings/" + claimName + "/password: " + claimstest.Password + "\n"
 	c.waitFor(t, "the claim's credentials inside the pod of Workspace "+ns+"/"+name, func() (bool, string) {
