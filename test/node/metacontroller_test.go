@@ -222,8 +222,9 @@ func (c *Cluster) serviceGet(namespace, ws, path string) (string, error) {
 // manifests do (a StatefulSet in the metacontroller namespace, service
 // account metacontroller), from the image built from METACONTROLLER_BIN,
 // but bound only to the ClusterRole deploy/rbac grants it instead of
-// upstream's wildcard one, and with server-side apply.
-func (c *Cluster) startMetacontroller(t *testing.T) {
+// upstream's wildcard one, and with server-side apply; extraArgs are
+// added to its command line.
+func (c *Cluster) startMetacontroller(t *testing.T, extraArgs ...string) {
 	t.Helper()
 	const ns = "metacontroller"
 	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
@@ -247,11 +248,11 @@ func (c *Cluster) startMetacontroller(t *testing.T) {
 						"name":    "metacontroller",
 						"image":   MetacontrollerImage,
 						"command": []any{"/usr/bin/metacontroller"},
-						"args": []any{
+						"args": append([]any{
 							"--zap-log-level=4",
 							"--discovery-interval=5s",
 							"--apply-strategy=server-side-apply",
-						},
+						}, anySlice(extraArgs)...),
 						"livenessProbe":  probe("/healthz"),
 						"readinessProbe": probe("/readyz"),
 					}},
@@ -267,6 +268,14 @@ func (c *Cluster) startMetacontroller(t *testing.T) {
 		ready := intField(s, "status", "readyReplicas")
 		return ready == 1, fmt.Sprintf("%d ready", ready)
 	}, ns)
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // apply server-side applies a typed object or a map.
