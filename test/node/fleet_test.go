@@ -119,6 +119,9 @@ type fleet struct {
 
 	mu         sync.Mutex
 	workspaces map[string]*fleetWorkspace
+	// restarts are when the API server was restarted: from the stop to
+	// shortly after it was ready again.
+	restarts   [][2]time.Time
 	namespaces []string
 	next       int
 }
@@ -259,6 +262,32 @@ func (f *fleet) steady() map[string]string {
 		out[w.key()] = w.steady()
 	}
 	return out
+}
+
+// restartAPIServer restarts kube-apiserver under the fleet, and returns
+// how long it was gone.
+func (f *fleet) restartAPIServer(t *testing.T) time.Duration {
+	t.Helper()
+	stopped := time.Now()
+	gone := f.c.RestartAPIServer(t)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Metacontroller's log has whole seconds; its clients reconnect
+	// before /readyz passes.
+	f.restarts = append(f.restarts, [2]time.Time{stopped.Add(-time.Second), time.Now().Add(5 * time.Second)})
+	return gone
+}
+
+// apiServerDown reports whether a time falls into an API server restart.
+func (f *fleet) apiServerDown(at time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.restarts {
+		if !at.Before(r[0]) && !at.After(r[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // forget removes workspaces from the fleet (once deleted).
@@ -461,7 +490,7 @@ func startFleet(t *testing.T, mcBin string, extraArchives []string, chart, value
 	tm.Phase("chart installed, hook pods Ready")
 	f.admin = c.startClusterControl(t)
 	c.startMetacontroller(t, "--client-go-qps=100", "--client-go-burst=200")
-	t.Cleanup(func() { c.checkMetacontrollerAllowed(t) })
+	t.Cleanup(func() { c.checkMetacontrollerAllowed(t, f.apiServerDown) })
 	tm.Phase("Cluster Control, Metacontroller Ready")
 	n := fleetSize(t)
 	f.create(t, n)
