@@ -51,7 +51,7 @@ export FORMSPEC_NODE_BIN
 FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
 export FORMSPEC_KSM_BIN
 
-.PHONY: all build image release sync-version run test test-helm test-node node-binaries ksm-binaries crds helm-crds unit fmt vet fixtures load bench clean
+.PHONY: all build image release sync-version run test test-helm test-node test-faults test-upgrade node-binaries ksm-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -151,6 +151,36 @@ test-node: k8s-binaries node-binaries
 	@if [ "$$(id -u)" != 0 ]; then echo "note: not root, so the one-node cluster tests (test/node) skip: they create a bridge, iptables rules, mounts and cgroups; see docs/testing.md"; fi
 	$(MAKE) --no-print-directory release DIST=$(TEST_DIST)
 	cd test/node && FORMSPEC_DIST=$(TEST_DIST) $(GO) test -count=1 -timeout 40m -v ./...
+
+# test-faults runs the fault suite on the one-node cluster (TestFaults in
+# test/node): a fleet of Workspaces with claims (FLEET_WORKSPACES, 50)
+# driven while, one after the other, the hook Deployment is rolled by a
+# helm upgrade, a hook pod and then the reporters are killed with SIGKILL,
+# Metacontroller's pod is deleted in the middle of a teardown,
+# kube-apiserver restarts, Cluster Control is down for OUTAGE (5m), and a
+# Datastore's endpoint Secret is deleted and created again; each asserts
+# what docs/reliability.md says must hold and logs the figures the table
+# quotes. It needs root and METACONTROLLER_BIN (it skips and says why
+# without them), takes about 25 minutes, and is not part of make test.
+FLEET_WORKSPACES ?= 50
+OUTAGE ?= 5m
+test-faults: k8s-binaries node-binaries
+	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the fault suite skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
+	cd test/node && FORMSPEC_FAULTS=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) FORMSPEC_FAULTS_OUTAGE=$(OUTAGE) \
+		$(GO) test -count=1 -timeout 90m -v -run '^TestFaults$$' .
+
+# test-upgrade installs the chart and image of the previous version (the
+# revision test/node/testdata/upgrade-from names, built from git archive
+# outside the repository) with FLEET_WORKSPACES workspaces of every class
+# shape with claims, upgrades to this checkout with helm upgrade
+# --reset-then-reuse-values under Metacontroller, and finds no new
+# ReplicaSet, no recreated credentials Secret, no failed hook call and no
+# Workspace leaving Ready (TestUpgrade in test/node). Root and
+# METACONTROLLER_BIN, like test-faults; about 6 minutes.
+test-upgrade: k8s-binaries node-binaries
+	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the upgrade test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
+	cd test/node && FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
+		$(GO) test -count=1 -timeout 60m -v -run '^TestUpgrade$$' .
 
 # node-binaries builds the kubelet, kube-proxy, kube-scheduler and CoreDNS
 # into $(FORMSPEC_NODE_BIN) unless current (cold: a few minutes); only as

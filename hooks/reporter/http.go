@@ -35,10 +35,26 @@ func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, "cannot decode observations")
 		return
 	}
+	deletions := false
 	for _, obs := range b.Observations {
 		// An invalid observation is counted and skipped; rejecting the batch
 		// would throw away the valid ones beside it.
 		_ = r.Observe(obs)
+		deletions = deletions || obs.WorkspaceDeleted != nil
+	}
+	// The hook server hands a deletion over once: it is acknowledged only
+	// once it is in the tombstone file, or a sidecar killed before the next
+	// periodic save would lose it for good. If the file cannot be written,
+	// the hook server keeps the batch and posts it again (applying it
+	// twice changes nothing).
+	if deletions {
+		if err := r.saveTombstones(); err != nil {
+			if ok, held := r.limiter.allow(logKeyTombstones, r.cfg.now()); ok {
+				r.log.Warn("cannot save tombstones; asking the hook server to hand the deletions over again", "suppressed", held, "err", err)
+			}
+			writeError(w, http.StatusServiceUnavailable, "cannot keep the deletions: the tombstone file cannot be written")
+			return
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

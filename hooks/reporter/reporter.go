@@ -29,6 +29,7 @@ type Reporter struct {
 	// wake nudges the workspace sender when a report becomes pending.
 	wake  chan struct{}
 	ready atomic.Bool
+	tombs tombstoneSaver
 }
 
 // New validates cfg and builds a Reporter.

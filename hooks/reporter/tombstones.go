@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
@@ -105,25 +106,48 @@ func saveTombstones(path string, ts []tombstone) error {
 // a mass deletion writes the file once a second, not once per workspace.
 const tombstoneSaveInterval = time.Second
 
+// tombstoneSaver serializes the writes of the tombstone file, from the
+// periodic saver and from a hand-off that carried deletions, and knows
+// which generation of the tombstones the file holds.
+type tombstoneSaver struct {
+	mu    sync.Mutex
+	saved uint64
+}
+
+// saveTombstones writes the tombstone file if the tombstones changed since
+// it was last written.
+func (r *Reporter) saveTombstones() error {
+	if r.cfg.TombstoneFile == "" {
+		return nil
+	}
+	r.tombs.mu.Lock()
+	defer r.tombs.mu.Unlock()
+	ts, gen := r.st.tombstoneList()
+	if gen == r.tombs.saved {
+		return nil
+	}
+	if err := saveTombstones(r.cfg.TombstoneFile, ts); err != nil {
+		return err
+	}
+	r.tombs.saved = gen
+	return nil
+}
+
 // runTombstoneSaver keeps the tombstone file in step with the state, and
-// writes it a last time when ctx ends.
+// writes it a last time when ctx ends. A deletion handed over by the hook
+// server is written before it is acknowledged (serveObservations); this
+// catches what changes otherwise: an acknowledgement by Cluster Control,
+// a tombstone evicted or restored.
 func (r *Reporter) runTombstoneSaver(ctx context.Context) {
 	if r.cfg.TombstoneFile == "" {
 		return
 	}
-	var saved uint64
 	save := func() {
-		ts, gen := r.st.tombstoneList()
-		if gen == saved {
-			return
-		}
-		if err := saveTombstones(r.cfg.TombstoneFile, ts); err != nil {
+		if err := r.saveTombstones(); err != nil {
 			if ok, held := r.limiter.allow(logKeyTombstones, r.cfg.now()); ok {
 				r.log.Warn("cannot save tombstones; deletions not yet reported may be lost in a restart", "suppressed", held, "err", err)
 			}
-			return
 		}
-		saved = gen
 	}
 	for r.cfg.sleep(ctx, tombstoneSaveInterval) == nil {
 		save()

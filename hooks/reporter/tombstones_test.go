@@ -1,8 +1,11 @@
 package reporter
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +81,69 @@ func TestTombstoneFileAtStart(t *testing.T) {
 				t.Errorf("%s\nNew: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestDeletionDurableOnceAcknowledged posts deletions to the localhost API
+// of a sidecar whose loops do not run (no periodic save): the 204 comes
+// only once the tombstone file holds them, so a sidecar killed right
+// after loses nothing the hook server considers delivered. A file that
+// cannot be written gets a 503, which makes the hook server keep the
+// batch and post it again.
+func TestDeletionDurableOnceAcknowledged(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "tombstones.json")
+	cfg := fastConfig("http://127.0.0.1:1")
+	cfg.TombstoneFile = file
+	r := newReporter(t, cfg)
+	srv := httptest.NewServer(r.LocalHandler())
+	defer srv.Close()
+	post := func(name string) int {
+		t.Helper()
+		body := `{"observations":[{"workspaceDeleted":{"namespace":"team-a","name":"` + name + `"}}]}`
+		resp, err := http.Post(srv.URL+observation.PathObservations, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	saved := func() []string {
+		t.Helper()
+		ts, err := loadTombstones(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tb := range ts {
+			names = append(names, tb.Name)
+		}
+		return names
+	}
+
+	if got := post("shop"); got != http.StatusNoContent {
+		t.Fatalf("POST a deletion: status %d, want %d", got, http.StatusNoContent)
+	}
+	if diff := cmp.Diff([]string{"shop"}, saved()); diff != "" {
+		t.Errorf("tombstone file once the deletion is acknowledged: -want, +got:\n%s", diff)
+	}
+
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := post("blog"); got != http.StatusServiceUnavailable {
+		t.Errorf("POST a deletion the file cannot keep: status %d, want %d", got, http.StatusServiceUnavailable)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := post("blog"); got != http.StatusNoContent {
+		t.Errorf("POST the same deletion again: status %d, want %d", got, http.StatusNoContent)
+	}
+	if diff := cmp.Diff([]string{"blog", "shop"}, saved()); diff != "" {
+		t.Errorf("tombstone file after the deletion was posted again: -want, +got:\n%s", diff)
 	}
 }

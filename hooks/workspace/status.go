@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/internal/conditions"
@@ -30,8 +31,8 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 		st.Replicas = dep.Status.Replicas
 		st.ReadyReplicas = dep.Status.ReadyReplicas
 		st.UpdatedReplicas = dep.Status.UpdatedReplicas
-		st.ArtifactHash = dep.Spec.Template.Annotations[v1alpha1.AnnotationArtifactBinaryHash]
 	}
+	st.ArtifactHash = runningArtifactHash(ws, dep)
 	if o.hasService {
 		st.ServiceName = o.ws.Name
 	}
@@ -157,6 +158,43 @@ func rolloutComplete(dep *appsv1.Deployment) bool {
 		s.UpdatedReplicas >= want &&
 		s.Replicas <= s.UpdatedReplicas &&
 		s.AvailableReplicas >= want
+}
+
+// runningArtifactHash is the artifact binary hash the workspace's pods
+// run, the one a restart_required directive waits for: the reporter
+// reports the directive consumed once status.artifactHash equals its hash,
+// so this must never be merely the hash the template asks for. The
+// observed template's hash counts once the rollout of that template has
+// completed (templateRolledOut); until then the pods still run what they
+// ran before, which is what the Workspace's status already says. On a
+// first rollout that is nothing: the hash stays empty until the first
+// pods are all up. No Deployment observed, no pods, no hash.
+func runningArtifactHash(ws *v1alpha1.Workspace, dep *appsv1.Deployment) string {
+	switch {
+	case dep == nil:
+		return ""
+	case templateRolledOut(dep):
+		return dep.Spec.Template.Annotations[v1alpha1.AnnotationArtifactBinaryHash]
+	}
+	return ws.Status.ArtifactHash
+}
+
+// templateRolledOut reports whether every pod of the Deployment runs its
+// current template: the Deployment controller has seen that template
+// (observedGeneration = generation), every desired replica is updated and
+// ready, and no pod of an older template is left, running or shutting
+// down. It is stricter than rolloutComplete, which judges availability
+// for the Ready condition: a directive's consumption must wait for the
+// last old pod. A workspace scaled to zero runs no pod, so its template is
+// what any pod will run.
+func templateRolledOut(dep *appsv1.Deployment) bool {
+	want := desiredReplicas(dep)
+	s := dep.Status
+	return s.ObservedGeneration == dep.Generation &&
+		s.UpdatedReplicas == want &&
+		s.ReadyReplicas == want &&
+		s.Replicas == s.UpdatedReplicas &&
+		ptr.Deref(s.TerminatingReplicas, 0) == 0
 }
 
 func deadlineExceeded(dep *appsv1.Deployment) bool {

@@ -214,3 +214,87 @@ func TestPhasePrecedence(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusArtifactHash pins the rule a restart directive's consumption
+// rests on: status.artifactHash is the hash the pods run, which is the
+// template's only once its rollout has completed, and until then the
+// hash the status already carried.
+func TestStatusArtifactHash(t *testing.T) {
+	withHash := func(d *appsv1.Deployment, hash string) *appsv1.Deployment {
+		d.Spec.Template.Annotations = map[string]string{v1alpha1.AnnotationArtifactBinaryHash: hash}
+		return d
+	}
+	rolled := appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+	cases := map[string]struct {
+		reason string
+		// previous is the status.artifactHash the Workspace carries.
+		previous string
+		dep      *appsv1.Deployment
+		want     string
+	}{
+		"RolledOut": {
+			reason:   "Every replica updated and ready, no old pod left: the pods run the template's hash.",
+			previous: "sha256:old",
+			dep:      withHash(deployment(3, 2, rolled), "sha256:new"),
+			want:     "sha256:new",
+		},
+		"TemplateNotObservedYet": {
+			reason:   "Metacontroller has just applied the template (generation 4, observed 3): no pod runs it yet.",
+			previous: "sha256:old",
+			dep:      withHash(deployment(4, 2, rolled), "sha256:new"),
+			want:     "sha256:old",
+		},
+		"SomeUpdated": {
+			reason:   "One of two replicas updated: the other still runs the old binary.",
+			previous: "sha256:old",
+			dep:      withHash(deployment(3, 2, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2}), "sha256:new"),
+			want:     "sha256:old",
+		},
+		"UpdatedNotReady": {
+			reason:   "Every replica updated, but one is not ready yet (a slow start): not yet.",
+			previous: "sha256:old",
+			dep:      withHash(deployment(3, 2, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1}), "sha256:new"),
+			want:     "sha256:old",
+		},
+		"OldPodLeft": {
+			reason:   "Updated and ready, but an old pod still counts in status.replicas.",
+			previous: "sha256:old",
+			dep:      withHash(deployment(3, 2, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 3, AvailableReplicas: 3}), "sha256:new"),
+			want:     "sha256:old",
+		},
+		"OldPodTerminating": {
+			reason:   "An old pod still shutting down runs the old binary.",
+			previous: "sha256:old",
+			dep: withHash(deployment(3, 2, appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+				TerminatingReplicas: ptr.To[int32](1)}), "sha256:new"),
+			want: "sha256:old",
+		},
+		"FirstRollout": {
+			reason: "On a first rollout the status carries no hash, and none is reported until the first pods are all up.",
+			dep:    withHash(deployment(1, 2, appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 0}), "sha256:new"),
+			want:   "",
+		},
+		"ScaledToZero": {
+			reason:   "No pod runs, so none runs an old binary: whatever starts runs the template.",
+			previous: "sha256:old",
+			dep:      withHash(deployment(3, 0, appsv1.DeploymentStatus{ObservedGeneration: 3}), "sha256:new"),
+			want:     "sha256:new",
+		},
+		"NoDeployment": {
+			reason:   "No Deployment observed, no pods, no hash.",
+			previous: "sha256:old",
+			want:     "",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := New(Config{Now: func() time.Time { return clock }})
+			ws := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 2, CreationTimestamp: created},
+				Status: v1alpha1.WorkspaceStatus{ArtifactHash: tc.previous}}
+			got := h.status(&observed{ws: ws, deployment: tc.dep}, nil, nil).ArtifactHash
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nstatus.artifactHash: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -77,6 +77,9 @@ type ControlPlane struct {
 	Dir string
 
 	client *Client
+	// apiserver is the running kube-apiserver, which RestartAPIServer
+	// restarts.
+	apiserver *Process
 }
 
 // Client returns a client authenticated as the admin user.
@@ -205,6 +208,7 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 		"--profiling=false",
 	}
 	apiserver := startProcess(t, dir, filepath.Join(bin, "kube-apiserver"), append(apiArgs, cfg.apiServerFlags...)...)
+	cp.apiserver = apiserver
 	cp.client, err = NewClient(cp.URL, cp.Token, cp.CACert)
 	if err != nil {
 		t.Fatalf("cannot create client: %v", err)
@@ -357,28 +361,15 @@ func startProcess(t testing.TB, dir, bin string, args ...string) *Process {
 func startProcessEnv(t testing.TB, dir string, logLines int, env []string, bin string, args ...string) *Process {
 	t.Helper()
 	name := filepath.Base(bin)
-	p := &Process{name: name, log: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
-	logFile, err := os.Create(p.log)
-	if err != nil {
-		t.Fatalf("cannot create %s log: %v", name, err)
-	}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout = logFile
-	p.cmd.Stderr = logFile
-	p.cmd.Dir = dir
+	p := &Process{name: name, log: filepath.Join(dir, name+".log")}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	if len(env) > 0 {
-		p.cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(os.Environ(), env...)
 	}
-	p.cmd.SysProcAttr = sysProcAttr()
-	if err := p.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		t.Fatalf("cannot start %s: %v", name, err)
+	if err := p.start(cmd); err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		_ = logFile.Close()
-		close(p.exited)
-	}()
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
@@ -386,6 +377,38 @@ func startProcessEnv(t testing.TB, dir string, logLines int, env []string, bin s
 		}
 	})
 	return p
+}
+
+// start runs cmd as the process, in its own process group, logging to
+// p.log (appending to what an earlier run of it wrote).
+func (p *Process) start(cmd *exec.Cmd) error {
+	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot create %s log: %w", p.name, err)
+	}
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("cannot start %s: %w", p.name, err)
+	}
+	p.cmd, p.exited, p.err = cmd, make(chan struct{}), nil
+	go func() {
+		p.err = cmd.Wait()
+		_ = logFile.Close()
+		close(p.exited)
+	}()
+	return nil
+}
+
+// restart stops the process and runs it again with the same command line,
+// environment and log; the cleanup that stops it stays as it was.
+func (p *Process) restart() error {
+	p.stop()
+	cmd := exec.Command(p.cmd.Path, p.cmd.Args[1:]...)
+	cmd.Dir, cmd.Env = p.cmd.Dir, p.cmd.Env
+	return p.start(cmd)
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after stopGrace,

@@ -184,9 +184,28 @@ func cases() []fixture {
 	// A new artifact binary: the annotation changes on the workspace.
 	{
 		old := map[string]string{"formspec.dev/artifact-binary-hash": "sha256:1f0c9a"}
-		p := parent("standard", 1, map[string]string{"formspec.dev/artifact-binary-hash": "sha256:7be41d"}, nil, readyStatus(1, 1))
+		st := readyStatus(1, 1)
+		st["artifactHash"] = "sha256:1f0c9a"
+		p := parent("standard", 1, map[string]string{"formspec.dev/artifact-binary-hash": "sha256:7be41d"}, nil, st)
 		kids := running(parent("standard", 1, old, nil, nil), standard, 1)
 		add("sync", "artifact-hash-change", request(p, children(kids...), related(class(standard)), false))
+	}
+	// The new binary is rolling out: the template Metacontroller applied
+	// carries it and one of two pods runs it. status.artifactHash stays
+	// the hash every pod runs, so the restart is not consumed yet.
+	{
+		wanted := map[string]string{"formspec.dev/artifact-binary-hash": "sha256:7be41d"}
+		st := wsStatus(1, "Progressing", 3, 2, 1,
+			cond("Ready", "True", "ReplicasAvailable", "ready"),
+			cond("Progressing", "True", "RollingOut", "rolling"),
+			cond("Degraded", "False", "AsExpected", "no problems observed"))
+		st["artifactHash"] = "sha256:1f0c9a"
+		p := parent("premium", 1, wanted, nil, st)
+		kids := running(p, premium, 2)
+		dep := find(kids, "Deployment")
+		dep["metadata"].(obj)["generation"] = 2
+		dep["status"] = deploymentStatus(2, 3, 1, 2, 2, obj{"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": `ReplicaSet "acme-58d7c9f4b6" is progressing.`, "lastUpdateTime": "2026-01-10T10:00:05Z", "lastTransitionTime": childTime})
+		add("sync", "artifact-hash-rolling", request(p, children(kids...), related(class(premium)), false))
 	}
 
 	// Finalize, first step: HPA and pods still there.

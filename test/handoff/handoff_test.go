@@ -193,22 +193,33 @@ func TestRestartDirectiveRollsPods(t *testing.T) {
 		t.Fatalf("pod template artifact hash: got %q, want the directive's %q", desired, hash)
 	}
 
-	// The Deployment has rolled: the observed template carries the hash.
+	// Metacontroller has applied the new template and the Deployment
+	// controller is rolling it out: generation 2, one pod of the new
+	// template beside the old one. No pod is known to run the hash yet,
+	// so the status must not say it, and the report carrying this state
+	// must not consume the directive.
 	dep := req["children"].(map[string]any)["Deployment.apps/v1"].(map[string]any)["team-a/acme"].(map[string]any)
+	dep["metadata"].(map[string]any)["generation"] = 2
 	tmplMeta := dep["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)
 	tmplMeta["annotations"].(map[string]any)["formspec.dev/artifact-binary-hash"] = hash
+	dep["status"] = map[string]any{"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}
+	rolling, _ := json.Marshal(req)
+	if got := statusHash(t, h.post(t, "/v1/workspace/sync", rolling)); got == hash {
+		t.Fatalf("status.artifactHash while one of two pods runs the new template: got the directive's %q", got)
+	}
+	testsync.WaitFor(t, "Cluster Control to hear of the rollout in progress", func() bool {
+		st := cc.Workspaces()["team-a/acme"].Status
+		return st != nil && st.Replicas == 2
+	})
+	if got := cc.Consumed(); len(got) > 0 {
+		t.Fatalf("the directive was reported consumed while the rollout was in progress: %v", got)
+	}
+
+	// The rollout has completed: the one pod left runs the new template.
+	dep["status"] = map[string]any{"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1}
 	rolled, _ := json.Marshal(req)
-	answer := h.post(t, "/v1/workspace/sync", rolled)
-	var resp struct {
-		Status struct {
-			ArtifactHash string `json:"artifactHash"`
-		} `json:"status"`
-	}
-	if err := json.Unmarshal(answer, &resp); err != nil {
-		t.Fatal(err)
-	}
-	if resp.Status.ArtifactHash != hash {
-		t.Fatalf("status.artifactHash after the rollout: got %q, want %q", resp.Status.ArtifactHash, hash)
+	if got := statusHash(t, h.post(t, "/v1/workspace/sync", rolled)); got != hash {
+		t.Fatalf("status.artifactHash after the rollout: got %q, want %q", got, hash)
 	}
 
 	testsync.WaitFor(t, "Cluster Control to hear the directive was consumed", func() bool { return len(cc.Consumed()) > 0 })
@@ -306,6 +317,20 @@ func TestClaimDecisionEvents(t *testing.T) {
 			t.Errorf("unexpected Event %q (all: %v)", r, reasons)
 		}
 	}
+}
+
+// statusHash returns status.artifactHash of a sync hook's answer.
+func statusHash(t *testing.T, body []byte) string {
+	t.Helper()
+	var resp struct {
+		Status struct {
+			ArtifactHash string `json:"artifactHash"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	return resp.Status.ArtifactHash
 }
 
 func templateHash(t *testing.T, body []byte) string {

@@ -43,7 +43,7 @@ func TestHelmInstall(t *testing.T) {
 	}
 	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
-	t.Cleanup(func() { c.checkMetacontrollerAllowed(t) })
+	t.Cleanup(func() { c.checkMetacontrollerAllowed(t, nil) })
 	tm.Phase("Metacontroller Ready")
 	c.checkNodeHealthReported(t, admin)
 	tm.Phase("node health reported to Cluster Control")

@@ -254,20 +254,31 @@ func untar(path, dir string) error {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	tr := tar.NewReader(f)
+	if err := untarFrom(f, dir); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// untarFrom unpacks a tar stream's files and directories into dir,
+// refusing names that leave it and anything else but a pax global header
+// (git archive writes one, holding the commit).
+func untarFrom(r io.Reader, dir string) error {
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return err
 		}
 		dest := filepath.Join(dir, filepath.FromSlash(h.Name))
 		if !strings.HasPrefix(dest, filepath.Clean(dir)+string(filepath.Separator)) {
-			return fmt.Errorf("%s: %q leaves the archive", path, h.Name)
+			return fmt.Errorf("%q leaves the archive", h.Name)
 		}
 		switch h.Typeflag {
+		case tar.TypeXGlobalHeader:
 		case tar.TypeDir:
 			if err := os.MkdirAll(dest, 0o755); err != nil {
 				return err
@@ -284,7 +295,7 @@ func untar(path, dir string) error {
 				return err
 			}
 		default:
-			return fmt.Errorf("%s: %q is neither a file nor a directory", path, h.Name)
+			return fmt.Errorf("%q is neither a file nor a directory", h.Name)
 		}
 	}
 }

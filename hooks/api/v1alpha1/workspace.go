@@ -175,7 +175,10 @@ type WorkspaceStatus struct {
 	UpdatedReplicas int32 `json:"updatedReplicas"`
 	// ServiceName is the workspace's Service, once observed.
 	ServiceName string `json:"serviceName,omitempty"`
-	// ArtifactHash is the artifact binary hash the running pod template carries.
+	// ArtifactHash is the artifact binary hash every pod of the workspace
+	// runs: the pod template's, once the rollout of that template has
+	// completed, and until then the value it had. A restart_required
+	// directive is consumed when it equals the directive's hash.
 	ArtifactHash string `json:"artifactHash,omitempty"`
 	// Datastores lists the datastores the workspace expects credentials for.
 	Datastores []WorkspaceDatastoreStatus `json:"datastores,omitempty"`

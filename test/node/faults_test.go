@@ -1,0 +1,841 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// EnvOutage is how long TestFaults keeps Cluster Control down (a Go
+// duration; default defaultOutage).
+const EnvOutage = "FORMSPEC_FAULTS_OUTAGE"
+
+// defaultOutage is the documented length of the Cluster Control outage.
+const defaultOutage = 5 * time.Minute
+
+// drivePeriod is how often the driver touches a workspace during a fault:
+// with Metacontroller's resyncs, a steady stream of hook calls for a fault
+// to disturb.
+const drivePeriod = 200 * time.Millisecond
+
+// TestFaults drives a fleet of workspaces (FORMSPEC_FLEET_WORKSPACES, 50
+// by default, every class shape, each with a granted claim) on the
+// one-node cluster, with Metacontroller in a pod and the chart installed
+// through Helm's library, and does one fault after another to it. Each
+// subtest is a row of docs/reliability.md: it asserts what that row says
+// must hold and logs the figures the table quotes. Every fault starts from
+// a converged fleet and leaves one behind.
+func TestFaults(t *testing.T) {
+	mcBin := requireSuite(t, EnvFaults, "test-faults")
+	root := controlplane.RepoRoot(t)
+	repo, tag, _ := strings.Cut(HooksImage, ":")
+	chart := filepath.Join(root, chartDir)
+	f := startFleet(t, mcBin, nil, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag))
+	figs := &figures{}
+	t.Cleanup(func() { t.Logf("figures:\n%s", figs) })
+	for _, fault := range []struct {
+		name string
+		run  func(*testing.T, *fleet, *figures)
+	}{
+		{"HookDeploymentRolled", faultHookDeploymentRolled},
+		{"HookPodKilled", faultHookPodKilled},
+		{"ReporterKilled", faultReporterKilled},
+		{"MetacontrollerDeletedMidTeardown", faultMetacontrollerDeletedMidTeardown},
+		{"APIServerRestarted", faultAPIServerRestarted},
+		{"ClusterControlDown", faultClusterControlDown},
+		{"EndpointSecretRecreated", faultEndpointSecretRecreated},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			f.waitConverged(t, "before the fault", waitTimeout)
+			fault.run(t, f, figs.row(fault.name))
+			f.tm.Phase(fault.name)
+		})
+	}
+}
+
+// figures collects what each fault measured, for docs/reliability.md.
+type figures struct {
+	mu   sync.Mutex
+	name string
+	rows *[]string
+}
+
+func (fg *figures) row(name string) *figures {
+	fg.mu.Lock()
+	defer fg.mu.Unlock()
+	if fg.rows == nil {
+		fg.rows = new([]string)
+	}
+	return &figures{name: name, rows: fg.rows}
+}
+
+// add records one figure of the row.
+func (fg *figures) add(format string, args ...any) {
+	*fg.rows = append(*fg.rows, fg.name+": "+fmt.Sprintf(format, args...))
+}
+
+func (fg *figures) String() string { return strings.Join(*fg.rows, "\n") }
+
+// settle keeps watching for one resync period after a fault is over, so
+// that Metacontroller has synced every workspace at least once since.
+func (f *fleet) settle() { time.Sleep(f.resync) }
+
+// driveDuring runs the driver while fn runs and returns what it did.
+func (f *fleet) driveDuring(fn func()) (touched, failed int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := f.drive(ctx, drivePeriod)
+	fn()
+	cancel()
+	return stop()
+}
+
+// reportUndisturbed logs a window's figures and fails on any disturbance,
+// and on any failed hook call allow (if not nil) does not expect.
+func (f *fleet) reportUndisturbed(t *testing.T, figs *figures, w *window, touched int64, allow func(failedCall) bool) {
+	t.Helper()
+	d := f.requireUndisturbed(t, w, allow)
+	figs.add("%d workspaces watched for %.0f s, %d touched by the driver; failed hook calls %d, left Ready/Idle %d, new ReplicaSets %d, recreated credentials Secrets %d",
+		len(w.steady), time.Since(w.start).Seconds(), touched, len(d.failedCalls), len(d.leftSteady), len(d.newReplicaSets), len(d.recreatedSecrets))
+}
+
+// faultHookDeploymentRolled rolls the hook Deployment the way an operator
+// does, with a helm upgrade that changes one of the hook server's
+// arguments: no hook call may fail, no Workspace leave Ready and no
+// workspace get a new ReplicaSet.
+func faultHookDeploymentRolled(t *testing.T, f *fleet, figs *figures) {
+	w := f.open(t)
+	before := podNames(f.c.hookPods(t))
+	var rolled time.Duration
+	touched, _ := f.driveDuring(func() {
+		f.helm.upgrade(t, f.chart, "extraArgs={--max-inflight=48}")
+		f.c.waitRolledOut(t, hooksNamespace, hooksName)
+		rolled = time.Since(w.start)
+		f.settle()
+	})
+	after := podNames(f.c.hookPods(t))
+	if slices.ContainsFunc(after, func(p string) bool { return slices.Contains(before, p) }) {
+		t.Errorf("the hook pods were not all replaced: before %v, after %v", before, after)
+	}
+	figs.add("hook Deployment rolled (2 new pods) in %.1f s", rolled.Seconds())
+	f.reportUndisturbed(t, figs, w, touched, nil)
+}
+
+func podNames(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// faultHookPodKilled kills every container of one hook pod with SIGKILL,
+// which no drain can soften. No Workspace may leave Ready and no
+// workspace get a new ReplicaSet, as for a roll. Hook calls can fail
+// here, and only these: those in flight on the killed pod, and those
+// Metacontroller's connections carried to its address (a Service endpoint
+// until the kubelet sees the container gone) before its container
+// listened again, refused. Nothing can answer for a killed process;
+// Metacontroller retries each at once, and the other replica answers.
+func faultHookPodKilled(t *testing.T, f *fleet, figs *figures) {
+	w := f.open(t)
+	pod := f.c.hookPods(t)[0]
+	var killed, back time.Time
+	touched, _ := f.driveDuring(func() {
+		killed = time.Now()
+		before := map[string]int32{}
+		for _, ctr := range []string{"hooks", "reporter"} {
+			before[ctr] = f.c.killContainer(t, pod, ctr)
+		}
+		for ctr, n := range before {
+			f.c.waitRestarted(t, pod, ctr, n)
+		}
+		back = time.Now()
+		f.settle()
+	})
+	refused := 0
+	allow := func(fc failedCall) bool {
+		// The log's times are the Metacontroller pod's clock, this node's.
+		ok := !fc.at.Before(killed.Add(-time.Second)) && !fc.at.After(back.Add(time.Second)) && connectionFailure(fc.msg)
+		if ok {
+			refused++
+		}
+		return ok
+	}
+	figs.add("pod %s killed (hooks and reporter containers, SIGKILL), Ready again after %.1f s", pod.Name, back.Sub(killed).Seconds())
+	f.reportUndisturbed(t, figs, w, touched, allow)
+	figs.add("%d of the failed hook calls were refused or cut connections to the killed pod while it was down, each retried by Metacontroller", refused)
+}
+
+// connectionFailure reports whether a hook call failed for want of a
+// server at the other end: refused, reset or closed under it.
+func connectionFailure(msg string) bool {
+	for _, s := range []string{"connection refused", "connection reset by peer", ": EOF", "broken pipe"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// faultReporterKilled kills the reporter container of each hook pod in
+// turn while it holds what Cluster Control has not acknowledged (deletions
+// kept as tombstones, Cluster Control refusing workspace reports
+// meanwhile; directives not yet carried out), and makes more deletions
+// and claim decisions while it is down. None may be lost: each deletion
+// reaches Cluster Control, each claim decision becomes an Event, each
+// directive is written and reported consumed.
+func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
+	members := f.members()
+	byClass := func(class string, skip int) *fleetWorkspace {
+		for _, w := range members {
+			if w.class == class && !w.idle {
+				if skip == 0 {
+					return w
+				}
+				skip--
+			}
+		}
+		t.Fatalf("the fleet has too few running workspaces of class %s", class)
+		return nil
+	}
+	early := []*fleetWorkspace{byClass("fleet-plain", 0), byClass("fleet-hpa", 0)}
+	late := []*fleetWorkspace{byClass("fleet-plain", 1), byClass("fleet-pdb", 0)}
+	restarted := []*fleetWorkspace{byClass("fleet-pdb", 1), byClass("fleet-hpa", 1)}
+	idled := byClass("fleet-zero", 0)
+
+	// Cluster Control refuses workspace reports, so the first deletions
+	// stay with the reporters as tombstones.
+	f.clusterControlAdmin(t, http.MethodPut, "/admin/faults", ccFault{Path: "/v1/workspace-status", Status: http.StatusServiceUnavailable})
+	for _, w := range early {
+		f.deleteWorkspace(t, w)
+	}
+	f.c.waitFor(t, "the reporters holding the first deletions as tombstones", func() (bool, string) {
+		n, err := f.c.reporterMetric(t, "formspec_reporter_tombstones")
+		return err == nil && n >= float64(len(early)), fmt.Sprintf("%v tombstones (%v)", n, err)
+	}, hooksNamespace)
+	tombstones, _ := f.c.reporterMetric(t, "formspec_reporter_tombstones")
+
+	// Directives the reporters have to write and then see carried out.
+	const hash = "sha256:fa17ed"
+	for _, w := range restarted {
+		putDirective(t, f.admin, w.ns, w.name, hash)
+	}
+	f.clusterControlAdmin(t, http.MethodPut, "/admin/directives", ccapi.Directive{Namespace: idled.ns, Name: idled.name, Action: ccapi.ActionIdle})
+
+	// Then the reporters die, one after the other, and while each is down
+	// more is decided. (Killed together, they would take both pods out of
+	// the hook Service until they are back: a pod is ready only with all
+	// its containers.)
+	granted := &fleetWorkspace{ns: early[0].ns, name: "late-claim"}
+	denied := &fleetWorkspace{ns: early[0].ns, name: "stranger-claim"}
+	decisions := []*v1alpha1.ResourceClaim{fleetClaim(granted, claimstest.Owner), fleetClaim(denied, claimstest.Stranger)}
+	killed := time.Now()
+	var down time.Duration
+	for i, p := range f.c.hookPods(t) {
+		died := time.Now()
+		before := f.c.killContainer(t, p, "reporter")
+		f.deleteWorkspace(t, late[i%len(late)])
+		f.c.apply(t, decisions[i%len(decisions)])
+		f.c.waitRestarted(t, p, "reporter", before)
+		down = max(down, time.Since(died))
+	}
+	f.clusterControlAdmin(t, http.MethodDelete, "/admin/faults", nil)
+
+	deleted := append(slices.Clone(early), late...)
+	f.forget(deleted...)
+	f.setIdle(idled, true)
+	start := time.Now()
+	f.c.waitFor(t, "every deletion, claim decision and directive delivered", func() (bool, string) {
+		st, err := clusterControlState(f.admin)
+		if err != nil {
+			return false, err.Error()
+		}
+		var missing []string
+		for _, w := range deleted {
+			if rep, ok := st.Workspaces[w.key()]; !ok || !rep.Deleted {
+				missing = append(missing, "deletion of "+w.key())
+			}
+		}
+		for _, w := range restarted {
+			if len(consumedFor(st, w.ns, w.name)) == 0 {
+				missing = append(missing, "restart of "+w.key())
+			}
+		}
+		if len(consumedFor(st, idled.ns, idled.name)) == 0 {
+			missing = append(missing, "idle of "+idled.key())
+		}
+		for claim, reason := range map[string]string{granted.claim(): "ClaimGranted", denied.claim(): "ClaimDenied"} {
+			if !f.c.hasEvent(t, granted.ns, "ResourceClaim", claim, reason) {
+				missing = append(missing, reason+" Event on "+claim)
+			}
+		}
+		return len(missing) == 0, strings.Join(missing, ", ")
+	}, hooksNamespace)
+	delivered := time.Since(start)
+	for _, w := range []*fleetWorkspace{granted, denied} {
+		if err := f.c.Client().Delete(v1alpha1.APIVersion, "ResourceClaim", w.ns, w.claim()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	figs.add("the reporter of each hook pod killed (SIGKILL) in turn, holding %v tombstones between them, each back (pod Ready) within %.1f s; %d deletions, 2 claim decisions, %d directives all delivered %.1f s after Cluster Control took reports again; %d hook calls failed meanwhile",
+		tombstones, down.Seconds(), len(deleted), len(restarted)+1, delivered.Seconds(), len(f.c.failedHookCalls(t, killed)))
+}
+
+// ccFault is the body of the reference Cluster Control's PUT /admin/faults.
+type ccFault struct {
+	Path   string `json:"path,omitempty"`
+	Status int    `json:"status,omitempty"`
+}
+
+// clusterControlAdmin calls the reference Cluster Control's admin API.
+func (f *fleet) clusterControlAdmin(t *testing.T, method, path string, body any) {
+	t.Helper()
+	var r *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	} else {
+		r = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequest(method, f.admin+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%s %s: status %d", method, path, resp.StatusCode)
+	}
+}
+
+// deleteWorkspace deletes a workspace as kubectl does.
+func (f *fleet) deleteWorkspace(t *testing.T, w *fleetWorkspace) {
+	t.Helper()
+	if err := f.c.Client().DeleteWithPropagation(v1alpha1.APIVersion, "Workspace", w.ns, w.name, "Background"); err != nil {
+		t.Fatalf("cannot delete Workspace %s: %v", w.key(), err)
+	}
+}
+
+// setIdle records that a workspace was idled (or woken).
+func (f *fleet) setIdle(w *fleetWorkspace, idle bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.idle = idle
+}
+
+// hasEvent reports whether an events.k8s.io/v1 Event with reason regards
+// an object, looked up as kubectl events --for does.
+func (c *Cluster) hasEvent(t *testing.T, namespace, kind, name, reason string) bool {
+	t.Helper()
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	sel := "regarding.kind=" + kind + ",regarding.name=" + name + ",reason=" + reason
+	c.getJSON(t, "/apis/events.k8s.io/v1/namespaces/"+namespace+"/events?fieldSelector="+url.QueryEscape(sel), &list)
+	return len(list.Items) > 0
+}
+
+// faultMetacontrollerDeletedMidTeardown deletes a workspace of each class
+// and, once one of them is halfway through its teardown (scaled to zero,
+// its ConfigMap still there), the Metacontroller pod. The new
+// Metacontroller must finish every teardown in order (no pod outlives
+// the ConfigMap it reads), leave nothing of them behind and release
+// their finalizers.
+func faultMetacontrollerDeletedMidTeardown(t *testing.T, f *fleet, figs *figures) {
+	var doomed []*fleetWorkspace
+	for _, cls := range fleetClasses {
+		for _, w := range f.members() {
+			if w.class == cls.Name && !w.idle {
+				doomed = append(doomed, w)
+				break
+			}
+		}
+	}
+	trackers := map[string]*teardown{}
+	for _, w := range doomed {
+		trackers[w.key()] = f.c.trackTeardown(t, w)
+	}
+	start := time.Now()
+	for _, w := range doomed {
+		f.deleteWorkspace(t, w)
+	}
+	f.c.waitFor(t, "a teardown halfway: Deployment scaled to zero, ConfigMap still there", func() (bool, string) {
+		for _, w := range doomed {
+			d, err := f.c.Client().Get("apps/v1", "Deployment", w.ns, w.name)
+			if err != nil {
+				continue
+			}
+			if _, err := f.c.Client().Get("v1", "ConfigMap", w.ns, w.name+"-config"); err == nil && intField(d, "spec", "replicas") == 0 {
+				return true, ""
+			}
+		}
+		return false, "no teardown halfway yet"
+	}, doomed[0].ns)
+	mc := f.c.pod(t, "metacontroller", "metacontroller-0")
+	halfway := time.Since(start)
+	if err := f.c.Client().Delete("v1", "Pod", "metacontroller", "metacontroller-0"); err != nil {
+		t.Fatalf("cannot delete the Metacontroller pod: %v", err)
+	}
+	f.c.waitFor(t, "a new Metacontroller pod Ready", func() (bool, string) {
+		p := f.c.pod(t, "metacontroller", "metacontroller-0")
+		return p.UID != mc.UID && podReady(p), string(p.Status.Phase)
+	}, "metacontroller")
+	mcBack := time.Since(start)
+	for _, w := range doomed {
+		trackers[w.key()].wait(t)
+	}
+	done := time.Since(start)
+	f.forget(doomed...)
+	for _, w := range doomed {
+		tr := trackers[w.key()]
+		if tr.configGone.Before(tr.podsGone) {
+			t.Errorf("%s: its ConfigMap went %v before its last pod", w.key(), tr.podsGone.Sub(tr.configGone))
+		}
+		if tr.serviceGone.Before(tr.podsGone) {
+			t.Errorf("%s: its Service went %v before its last pod", w.key(), tr.podsGone.Sub(tr.serviceGone))
+		}
+		if err := f.c.Client().Delete(v1alpha1.APIVersion, "ResourceClaim", w.ns, w.claim()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the garbage collector still has to remove (ReplicaSets, pods
+	// that have stopped and wait for the kubelet) goes on its own; what
+	// stays is orphaned.
+	f.c.waitFor(t, "nothing left of the deleted workspaces", func() (bool, string) {
+		var left []string
+		for _, w := range doomed {
+			left = append(left, f.c.leftOf(t, w)...)
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	}, doomed[0].ns)
+	figs.add("%d workspaces deleted (one per class); Metacontroller pod deleted %.1f s in, a new one Ready at %.1f s; every teardown done in order at %.1f s, nothing of them left at %.1f s",
+		len(doomed), halfway.Seconds(), mcBack.Seconds(), done.Seconds(), time.Since(start).Seconds())
+}
+
+// teardown records when each part of a deleted workspace disappeared.
+type teardown struct {
+	c                                         *Cluster
+	w                                         *fleetWorkspace
+	podsGone, configGone, serviceGone, wsGone time.Time
+	done                                      chan struct{}
+}
+
+// trackTeardown polls a workspace's parts until it and they are gone.
+func (c *Cluster) trackTeardown(t *testing.T, w *fleetWorkspace) *teardown {
+	tr := &teardown{c: c, w: w, done: make(chan struct{})}
+	go func() {
+		defer close(tr.done)
+		deadline := time.Now().Add(2 * waitTimeout)
+		gone := func(at *time.Time, apiVersion, kind, name string) {
+			if at.IsZero() {
+				if _, err := c.Client().Get(apiVersion, kind, w.ns, name); controlplane.IsNotFound(err) {
+					*at = time.Now()
+				}
+			}
+		}
+		for time.Now().Before(deadline) && (tr.podsGone.IsZero() || tr.configGone.IsZero() || tr.serviceGone.IsZero() || tr.wsGone.IsZero()) {
+			if tr.podsGone.IsZero() {
+				if pods, err := c.podHashes(w.ns, w.name); err == nil && len(pods) == 0 {
+					tr.podsGone = time.Now()
+				}
+			}
+			gone(&tr.configGone, "v1", "ConfigMap", w.name+"-config")
+			gone(&tr.serviceGone, "v1", "Service", w.name)
+			gone(&tr.wsGone, v1alpha1.APIVersion, "Workspace", w.name)
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return tr
+}
+
+// wait waits for the teardown to be over and fails if it did not end.
+func (tr *teardown) wait(t *testing.T) {
+	t.Helper()
+	<-tr.done
+	if tr.podsGone.IsZero() || tr.configGone.IsZero() || tr.serviceGone.IsZero() || tr.wsGone.IsZero() {
+		t.Fatalf("%s: teardown not over within %v: pods gone %v, ConfigMap %v, Service %v, Workspace %v (zero: still there)",
+			tr.w.key(), 2*waitTimeout, tr.podsGone, tr.configGone, tr.serviceGone, tr.wsGone)
+	}
+}
+
+// leftOf lists what is left of a deleted workspace: any object of the
+// kinds it had that carries its label or its name. Its claim's
+// credentials Secret is the claim's, not the workspace's.
+func (c *Cluster) leftOf(t *testing.T, w *fleetWorkspace) []string {
+	t.Helper()
+	sel := url.QueryEscape(v1alpha1.LabelWorkspace + "=" + w.name)
+	var out []string
+	for _, path := range []string{
+		"/apis/apps/v1/namespaces/" + w.ns + "/deployments?labelSelector=" + sel,
+		"/apis/apps/v1/namespaces/" + w.ns + "/replicasets?labelSelector=" + sel,
+		"/api/v1/namespaces/" + w.ns + "/pods?labelSelector=" + sel,
+		"/api/v1/namespaces/" + w.ns + "/services?labelSelector=" + sel,
+		"/api/v1/namespaces/" + w.ns + "/configmaps?labelSelector=" + sel,
+		"/apis/autoscaling/v2/namespaces/" + w.ns + "/horizontalpodautoscalers?labelSelector=" + sel,
+		"/apis/policy/v1/namespaces/" + w.ns + "/poddisruptionbudgets?labelSelector=" + sel,
+	} {
+		var list struct {
+			Kind  string `json:"kind"`
+			Items []struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			} `json:"items"`
+		}
+		c.getJSON(t, path, &list)
+		for _, item := range list.Items {
+			out = append(out, strings.TrimSuffix(list.Kind, "List")+" "+w.ns+"/"+item.Metadata.Name)
+		}
+	}
+	return out
+}
+
+// faultAPIServerRestarted restarts kube-apiserver under the fleet, then
+// changes three workspaces: everything must converge within one resync
+// of the API server being back, the changes applied and every workspace
+// in its steady phase again, Cluster Control told.
+func faultAPIServerRestarted(t *testing.T, f *fleet, figs *figures) {
+	var changed []*fleetWorkspace
+	for _, w := range f.members() {
+		if !w.idle && len(changed) < 3 {
+			changed = append(changed, w)
+		}
+	}
+	w := f.open(t)
+	var gone, converged time.Duration
+	f.driveDuring(func() {
+		gone = f.restartAPIServer(t)
+		back := time.Now()
+		value := "restarted-" + back.Format("150405")
+		for _, ws := range changed {
+			f.c.patch(t, v1alpha1.APIVersion, "Workspace", ws.ns, ws.name, map[string]any{"spec": map[string]any{"config": map[string]any{"FAULT": value}}})
+		}
+		for _, ws := range changed {
+			f.c.waitFor(t, "the change applied to "+ws.key(), func() (bool, string) {
+				cm, err := f.c.Client().Get("v1", "ConfigMap", ws.ns, ws.name+"-config")
+				if err != nil {
+					return false, err.Error()
+				}
+				return stringField(cm, "data", "FAULT") == value, fmt.Sprint(cm["data"])
+			}, ws.ns)
+			f.c.waitRolledOut(t, ws.ns, ws.name)
+		}
+		f.waitConverged(t, "after the API server restart", 2*f.resync+waitTimeout)
+		converged = time.Since(back)
+	})
+	failed := f.c.failedHookCalls(t, w.start)
+	figs.add("kube-apiserver stopped and started again: gone %.1f s; every workspace converged (3 changed, rolled) %.1f s after it was back (one resync: %.0f s); %d syncs failed meanwhile, %d of them hook calls",
+		gone.Seconds(), converged.Seconds(), f.resync.Seconds(), len(failed), hookCalls(failed))
+	if converged > f.resync {
+		t.Errorf("the fleet converged %.1f s after the API server was back, more than one resync (%v)", converged.Seconds(), f.resync)
+	}
+}
+
+// outage is EnvOutage, or defaultOutage.
+func outage(t *testing.T) time.Duration {
+	t.Helper()
+	v := os.Getenv(EnvOutage)
+	if v == "" {
+		return defaultOutage
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive Go duration", EnvOutage, v)
+	}
+	return d
+}
+
+// faultClusterControlDown takes Cluster Control down (connections
+// refused) for the outage while workspaces change: created, deleted,
+// reconfigured, woken. The reporters' memory must stay bounded (below the
+// container's limit, the backlog at most one report per workspace), and
+// within one resync of Cluster Control's return it must hold the latest
+// state of every workspace.
+func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
+	length := outage(t)
+	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": true})
+	start := time.Now()
+	samples := &memorySamples{}
+	ctx, cancel := context.WithCancel(context.Background())
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); f.c.sampleReporterMemory(ctx, samples) }()
+
+	// Every round reconfigures two running workspaces (their pods roll),
+	// wakes an idle one every other round, deletes one (three at most)
+	// and creates one.
+	var deleted []*fleetWorkspace
+	round := func(r int) {
+		var running, idle []*fleetWorkspace
+		for _, w := range f.members() {
+			if w.idle {
+				idle = append(idle, w)
+			} else {
+				running = append(running, w)
+			}
+		}
+		if len(running) < 2 {
+			t.Fatalf("too few running workspaces left to change: %d (make the fleet larger)", len(running))
+		}
+		for i := range 2 {
+			w := running[(2*r+i)%len(running)]
+			f.c.patch(t, v1alpha1.APIVersion, "Workspace", w.ns, w.name, map[string]any{"spec": map[string]any{"config": map[string]any{"OUTAGE": fmt.Sprint(r)}}})
+		}
+		if r%2 == 1 && len(idle) > 0 {
+			f.c.patch(t, v1alpha1.APIVersion, "Workspace", idle[0].ns, idle[0].name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationIdle: nil}}})
+			f.setIdle(idle[0], false)
+		}
+		if len(deleted) < 3 {
+			w := running[len(running)-1]
+			f.deleteWorkspace(t, w)
+			f.forget(w)
+			deleted = append(deleted, w)
+		}
+		f.create(t, 1)
+	}
+	rounds := 0
+	for time.Since(start) < length {
+		round(rounds)
+		rounds++
+		sleepCtx(context.Background(), min(length/5, length-time.Since(start)))
+	}
+	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": false})
+	up := time.Now()
+	delivered := f.waitDelivered(t, deleted, 2*f.resync+waitTimeout)
+	cancel()
+	<-sampled
+	figs.add("Cluster Control down %.0f s while %d rounds of changes were made (%d workspaces now, %d deleted); reporter RSS %s; pending reports at most %v; latest state of every workspace delivered %.1f s after it was back (one resync: %.0f s)",
+		up.Sub(start).Seconds(), rounds, len(f.members()), len(deleted), samples, samples.maxPending, delivered.Seconds(), f.resync.Seconds())
+	if limit := int64(128 << 20); samples.maxRSS >= limit {
+		t.Errorf("a reporter's RSS reached %d MiB, its container's limit", samples.maxRSS>>20)
+	}
+	if tracked := float64(2 * (len(f.members()) + len(deleted))); samples.maxPending > tracked {
+		t.Errorf("the reporters held %v pending reports, more than one per workspace each (%v)", samples.maxPending, tracked)
+	}
+	if delivered > f.resync {
+		t.Errorf("the latest state of every workspace reached Cluster Control %.1f s after it was back, more than one resync (%v)", delivered.Seconds(), f.resync)
+	}
+	f.waitConverged(t, "after the outage", waitTimeout)
+}
+
+// memorySamples are the reporters' RSS and backlog over an outage.
+type memorySamples struct {
+	mu                  sync.Mutex
+	first, last, maxRSS int64
+	n                   int
+	maxPending          float64
+}
+
+func (s *memorySamples) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%.1f MiB at the start, %.1f MiB at the end, at most %.1f MiB (%d samples, largest reporter)",
+		float64(s.first)/(1<<20), float64(s.last)/(1<<20), float64(s.maxRSS)/(1<<20), s.n)
+}
+
+// sampleReporterMemory records the largest reporter's RSS and the
+// reporters' pending reports every 5 s until ctx ends.
+func (c *Cluster) sampleReporterMemory(ctx context.Context, s *memorySamples) {
+	for ctx.Err() == nil {
+		var largest int64
+		for _, p := range containerProcesses("/usr/local/bin/formspec-reporter") {
+			var pid int
+			if _, err := fmt.Sscan(p.pid, &pid); err == nil {
+				if rss, err := processRSS(pid); err == nil {
+					largest = max(largest, rss)
+				}
+			}
+		}
+		pending := 0.0
+		if raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+hooksNamespace+"/pods?labelSelector="+url.QueryEscape("app.kubernetes.io/name="+hooksName), nil); err == nil {
+			var list corev1.PodList
+			if json.Unmarshal(raw, &list) == nil {
+				for _, p := range list.Items {
+					if body, err := get("http://" + p.Status.PodIP + ":9091/metrics"); err == nil {
+						pending += metricValue(body, "formspec_reporter_pending_workspaces")
+					}
+				}
+			}
+		}
+		s.mu.Lock()
+		if s.n == 0 {
+			s.first = largest
+		}
+		s.n++
+		s.last = largest
+		s.maxRSS = max(s.maxRSS, largest)
+		s.maxPending = max(s.maxPending, pending)
+		s.mu.Unlock()
+		sleepCtx(ctx, 5*time.Second)
+	}
+}
+
+// waitDelivered waits until Cluster Control holds the latest state of
+// every workspace (the status the API server has, field for field as the
+// reporter copies it) and the deletion of each deleted one, and returns
+// how long that took.
+func (f *fleet) waitDelivered(t *testing.T, deleted []*fleetWorkspace, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for time.Since(start) < limit {
+		var stale []string
+		st, err := clusterControlState(f.admin)
+		listed, lerr := f.listWorkspaces()
+		switch {
+		case err != nil:
+			stale = append(stale, err.Error())
+		case lerr != nil:
+			stale = append(stale, lerr.Error())
+		default:
+			for key, ws := range listed {
+				rep, ok := st.Workspaces[key]
+				if !ok || rep.Deleted || rep.Status == nil {
+					stale = append(stale, key+": "+describeReport(rep, ok))
+					continue
+				}
+				got, want := *rep.Status, ws.Status
+				if got.Phase != want.Phase || got.ObservedGeneration != want.ObservedGeneration || got.Replicas != want.Replicas ||
+					got.ReadyReplicas != want.ReadyReplicas || got.UpdatedReplicas != want.UpdatedReplicas || got.ArtifactHash != want.ArtifactHash {
+					stale = append(stale, fmt.Sprintf("%s: Cluster Control has %s gen %d %d/%d/%d, the API %s gen %d %d/%d/%d", key,
+						got.Phase, got.ObservedGeneration, got.Replicas, got.ReadyReplicas, got.UpdatedReplicas,
+						want.Phase, want.ObservedGeneration, want.Replicas, want.ReadyReplicas, want.UpdatedReplicas))
+				}
+			}
+			for _, w := range deleted {
+				if rep, ok := st.Workspaces[w.key()]; !ok || !rep.Deleted {
+					stale = append(stale, w.key()+": deletion not delivered")
+				}
+			}
+		}
+		if len(stale) == 0 {
+			return time.Since(start)
+		}
+		slices.Sort(stale)
+		last = strings.Join(firstLines(stale, 10), "\n")
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("Cluster Control did not get the latest state of every workspace within %v:\n%s", limit, last)
+	return 0
+}
+
+// faultEndpointSecretRecreated deletes one namespace's Datastore endpoint
+// Secret and creates it again. The decision is revocation: without the
+// Secret (and the consent its label gives) the Datastore is denied, so
+// are its claims, their credentials Secrets go and the workspaces roll
+// without them, Degraded. Once the Secret is back no pod may be left
+// without its credentials. The other namespaces must not notice.
+func faultEndpointSecretRecreated(t *testing.T, f *fleet, figs *figures) {
+	ns := f.namespaces[0]
+	var affected []*fleetWorkspace
+	var keys []string
+	for _, w := range f.members() {
+		if w.ns == ns {
+			affected = append(affected, w)
+			keys = append(keys, w.key())
+		}
+	}
+	w := f.open(t)
+	if err := f.c.Client().Delete("v1", "Secret", ns, fleetEndpoint); err != nil {
+		t.Fatalf("cannot delete Secret %s/%s: %v", ns, fleetEndpoint, err)
+	}
+	f.c.waitFor(t, "the credentials of "+ns+" revoked", func() (bool, string) {
+		listed, err := f.listWorkspaces()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range affected {
+			ws := listed[a.key()]
+			if ws.Status.Phase != v1alpha1.PhaseDegraded || len(ws.Status.Datastores) != 1 || ws.Status.Datastores[0].State != v1alpha1.DatastoreDenied {
+				return false, fmt.Sprintf("%s: %s %+v", a.key(), ws.Status.Phase, ws.Status.Datastores)
+			}
+			if _, err := f.c.Client().Get("v1", "Secret", ns, a.claim()+"-credentials"); !controlplane.IsNotFound(err) {
+				return false, a.claim() + "-credentials still there"
+			}
+			if !a.idle {
+				if bad := f.c.podsWithCredentials(t, a, true); len(bad) > 0 {
+					return false, fmt.Sprintf("pods still with credentials: %v", bad)
+				}
+			}
+		}
+		return true, ""
+	}, ns)
+	revoked := time.Since(w.start)
+	recreated := time.Now()
+	f.c.apply(t, fleetEndpointSecret(ns))
+	f.c.waitFor(t, "every pod of "+ns+" with its credentials again", func() (bool, string) {
+		listed, err := f.listWorkspaces()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range affected {
+			ws := listed[a.key()]
+			if ws.Status.Phase != a.steady() || len(ws.Status.Datastores) != 1 || ws.Status.Datastores[0].State != v1alpha1.DatastoreInjected {
+				return false, fmt.Sprintf("%s: %s %+v", a.key(), ws.Status.Phase, ws.Status.Datastores)
+			}
+			if !a.idle {
+				if bad := f.c.podsWithCredentials(t, a, false); len(bad) > 0 {
+					return false, fmt.Sprintf("pods without credentials: %v", bad)
+				}
+			}
+		}
+		return true, ""
+	}, ns)
+	restored := time.Since(recreated)
+	d := f.requireUndisturbed(t, w, nil, keys...)
+	figs.add("endpoint Secret of %s deleted: %d workspaces' credentials revoked (Degraded, pods rolled without them) after %.1f s; created again: every pod with its credentials after %.1f s; the other %d workspaces undisturbed (failed hook calls %d)",
+		ns, len(affected), revoked.Seconds(), restored.Seconds(), len(w.steady)-len(affected), len(d.failedCalls))
+}
+
+// podsWithCredentials lists the workspace's running pods that are
+// wrong: with revoked, those that still hold the claim's credentials;
+// otherwise those that do not (the Secret in their envFrom, the password
+// in the environment the stand-in image prints).
+func (c *Cluster) podsWithCredentials(t *testing.T, w *fleetWorkspace, revoked bool) []string {
+	t.Helper()
+	var list corev1.PodList
+	c.getJSON(t, "/api/v1/namespaces/"+w.ns+"/pods?labelSelector="+url.QueryEscape(v1alpha1.LabelWorkspace+"="+w.name), &list)
+	secret := w.claim() + "-credentials"
+	var bad []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		refers := slices.ContainsFunc(p.Spec.Containers[0].EnvFrom, func(e corev1.EnvFromSource) bool {
+			return e.SecretRef != nil && e.SecretRef.Name == secret
+		})
+		switch {
+		case revoked:
+			if refers {
+				bad = append(bad, p.Name)
+			}
+		case !refers || !podReady(p):
+			bad = append(bad, p.Name)
+		default:
+			if env, err := get("http://" + p.Status.PodIP + ":8080/env"); err != nil || !strings.Contains(env, fleetEnvPrefix+"password="+fleetPassword(w.ns)+"\n") {
+				bad = append(bad, p.Name+" (no password in its environment)")
+			}
+		}
+	}
+	if !revoked && len(list.Items) == 0 {
+		bad = append(bad, "no pod")
+	}
+	return bad
+}

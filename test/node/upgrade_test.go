@@ -1,0 +1,171 @@
+package node
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// upgradeFrom is the file naming the git revision TestUpgrade upgrades
+// from, relative to test/node.
+const upgradeFrom = "testdata/upgrade-from"
+
+// previousHooksImage is the image built from that revision, imported
+// beside HooksImage under a tag of its own.
+const previousHooksImage = "ghcr.io/formspec/formspec-hooks:node-test-previous"
+
+// rollsOnUpgrade names each change since the previous revision that makes
+// the hooks render another pod template for some workspaces, with a test
+// of which workspaces it rolls. CHANGELOG.md lists each under "Rolls
+// workspaces" (TestUpgrade checks that the two agree): an upgrade restarts
+// every workspace such a change touches, at once. There is none: the
+// upgrade keeps the workspace image tag the previous install ran
+// (defaultVersion, which that install was given and which
+// --reset-then-reuse-values keeps), and renders the same pod templates.
+var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{}
+
+// TestUpgrade installs the chart and image of the previous version (built
+// from the revision testdata/upgrade-from names) on the one-node cluster
+// with Metacontroller, creates workspaces of every class shape with
+// claims, and upgrades the release to this checkout with helm upgrade
+// --reset-then-reuse-values (Helm's library), the CRDs first, as
+// docs/install.md says, while Metacontroller keeps syncing them. During
+// the upgrade and one resync after it no workspace Deployment may get a
+// new ReplicaSet (but those rollsOnUpgrade names), no credentials Secret
+// be recreated, no hook call fail and no Workspace leave Ready.
+func TestUpgrade(t *testing.T) {
+	mcBin := requireSuite(t, EnvUpgrade, "test-upgrade")
+	root := controlplane.RepoRoot(t)
+	checkChangelogRolls(t, root)
+	rev := previousRevision(t)
+	previous := exportRevision(t, root, rev)
+	work := t.TempDir()
+	img, err := HooksImageFrom(previous, work, Build{Args: map[string]string{"REVISION": rev}})
+	if err != nil {
+		t.Fatalf("cannot build the image of %s: %v", rev, err)
+	}
+	img.Name = previousHooksImage
+	archive := filepath.Join(work, "previous-hooks.tar")
+	if err := img.WriteArchive(archive); err != nil {
+		t.Fatal(err)
+	}
+	repo, oldTag, _ := strings.Cut(previousHooksImage, ":")
+	_, newTag, _ := strings.Cut(HooksImage, ":")
+	f := startFleet(t, mcBin, []string{archive}, filepath.Join(previous, chartDir),
+		fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, oldTag))
+	f.tm.Phase("the previous version (" + rev[:7] + ") installed")
+
+	chart := filepath.Join(root, chartDir)
+	w := f.open(t)
+	var rolled time.Duration
+	touched, _ := f.driveDuring(func() {
+		// Helm creates crds/ on a first install only.
+		f.c.kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(chart, "crds"))
+		f.helm.upgrade(t, chart, "image.tag="+newTag)
+		f.chart = chart
+		f.c.waitRolledOut(t, hooksNamespace, hooksName)
+		rolled = time.Since(w.start)
+		f.resync = max(f.resync, resyncPeriod(t, chart))
+		f.settle()
+	})
+	f.tm.Phase("upgraded, one resync watched")
+	for _, p := range f.c.hookPods(t) {
+		for _, c := range p.Spec.Containers {
+			if c.Image != HooksImage {
+				t.Errorf("hook pod %s container %s runs %s after the upgrade, want %s", p.Name, c.Name, c.Image, HooksImage)
+			}
+		}
+	}
+	var expected []string
+	for _, wk := range f.members() {
+		for _, rolls := range rollsOnUpgrade {
+			if rolls(wk) {
+				expected = append(expected, wk.key())
+				break
+			}
+		}
+	}
+	d := f.requireUndisturbed(t, w, nil, expected...)
+	t.Logf("upgraded from %s: hook pods rolled in %.1f s; %d workspaces watched for %.0f s, %d touched; failed hook calls %d, left Ready/Idle %d, new ReplicaSets %d (%d expected), recreated credentials Secrets %d",
+		rev[:7], rolled.Seconds(), len(w.steady), time.Since(w.start).Seconds(), touched, len(d.failedCalls), len(d.leftSteady), len(d.newReplicaSets), len(expected), len(d.recreatedSecrets))
+}
+
+// previousRevision reads the revision testdata/upgrade-from names.
+func previousRevision(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(upgradeFrom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revs []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			revs = append(revs, line)
+		}
+	}
+	if len(revs) != 1 || !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(revs[0]) {
+		t.Fatalf("%s must name one full commit hash, not %q", upgradeFrom, revs)
+	}
+	return revs[0]
+}
+
+// exportRevision writes the tree of a revision of the repository at root
+// into a new directory outside it (git archive, unpacked here) and
+// returns that directory.
+func exportRevision(t *testing.T, root, rev string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("git", "-C", root, "archive", "--format=tar", rev)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("git archive %s: %v (git is needed, as in any clone)", rev, err)
+	}
+	if err := untarFrom(out, dir); err != nil {
+		t.Fatalf("git archive %s: %v", rev, err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", rev, err, stderr.String())
+	}
+	return dir
+}
+
+// checkChangelogRolls checks that the "Rolls workspaces" heading of
+// CHANGELOG.md's unreleased entry says what rollsOnUpgrade expects:
+// "None." when nothing rolls, and each expected change by name otherwise.
+func checkChangelogRolls(t *testing.T, root string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?s)## \[Unreleased\].*?### Rolls workspaces\n(.*?)\n(?:###|## )`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal(`CHANGELOG.md: no "### Rolls workspaces" heading under "## [Unreleased]"`)
+	}
+	section := strings.TrimSpace(string(m[1]))
+	if len(rollsOnUpgrade) == 0 {
+		if !strings.HasPrefix(section, "None") {
+			t.Errorf("CHANGELOG.md lists changes that roll workspaces, but TestUpgrade expects none (rollsOnUpgrade):\n%s", section)
+		}
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(rollsOnUpgrade)) {
+		if !strings.Contains(section, name) {
+			t.Errorf("CHANGELOG.md's Rolls workspaces does not name %q, which TestUpgrade expects to roll workspaces", name)
+		}
+	}
+}
