@@ -227,7 +227,17 @@ func (w *waker) woken(k types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
-		e.idle = false
+		e.idle, e.idledAt = false, time.Time{}
+	}
+}
+
+// idled records that this reporter's idle set the annotation, so that a
+// request held before the hook shows it idle wakes it again.
+func (w *waker) idled(k types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entries[k]; ok {
+		e.idle = true
 	}
 }
 

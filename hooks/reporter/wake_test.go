@@ -97,6 +97,15 @@ func TestWakeDecide(t *testing.T) {
 			polls:  []poll{{at: 30 * time.Second, count: 4}, {at: 61 * time.Second, count: 4}, {at: 95 * time.Second, count: 4}, {at: 200 * time.Second, count: 4}},
 			want:   []string{"61s idle shop held=0"},
 		},
+		"IdleWakeIdle": {
+			reason: "Idled for inactivity, woken by a request, idled again after another idleAfterSeconds.",
+			first:  wakeObs(false, info),
+			polls: []poll{
+				{at: 61 * time.Second}, {at: 70 * time.Second, held: 1, count: 1}, {at: 72 * time.Second, count: 1},
+				{at: 100 * time.Second, count: 1}, {at: 131 * time.Second, count: 1},
+			},
+			want: []string{"61s idle shop held=0", "70s wake shop held=1", "72s cold_start shop took=2s", "131s idle shop held=0"},
+		},
 		"ActivityPostponesIdle": {
 			reason: "A request between polls moves the count, which counts as activity.",
 			first:  wakeObs(false, info),
@@ -155,8 +164,11 @@ func TestWakeDecide(t *testing.T) {
 						line += fmt.Sprintf(" held=%d", s.held)
 					}
 					got = append(got, line)
-					if s.action == actWake {
+					switch s.action {
+					case actWake:
 						w.woken(s.name)
+					case actIdle:
+						w.idled(s.name)
 					}
 				}
 			}

@@ -144,6 +144,7 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 			break
 		}
 		r.wm.idles.Inc()
+		r.waker.idled(s.name)
 		if r.st.autoScaled(s.name, ccapi.AutoScale{Action: ccapi.AutoScaleIdle, Reason: ccapi.ReasonInactivity, At: ccapi.Stamp(now)}, now) {
 			r.nudge()
 		}
