@@ -498,36 +498,37 @@ func (c *Cluster) checkWokenByRequest(t *testing.T, admin, ns, name string) {
 	}, hooksNamespace)
 }
 
-// reportColdStartMetric prints the reporters' cold-start histograms,
-// scraped from each hook pod's reporter metrics port, and checks that the
-// two wakes were observed.
+// reportColdStartMetric waits for the reporters' cold-start histograms,
+// scraped from each hook pod's reporter metrics port, to count both wakes
+// (the reporter sees the held requests let go at its next poll), and
+// prints them.
 func (c *Cluster) reportColdStartMetric(t *testing.T) {
 	t.Helper()
-	ips, err := c.podIPs(hooksNamespace, "app.kubernetes.io/name=formspec-hooks")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var count, sum float64
-	for _, ip := range ips {
-		body, err := get("http://" + ip + ":9091/metrics")
+	c.waitFor(t, "both wakes in the reporters' cold-start histogram", func() (bool, string) {
+		ips, err := c.podIPs(hooksNamespace, "app.kubernetes.io/name=formspec-hooks")
 		if err != nil {
-			t.Fatal(err)
+			return false, err.Error()
 		}
-		for _, line := range strings.Split(body, "\n") {
-			var v float64
-			switch {
-			case strings.HasPrefix(line, `formspec_reporter_wake_cold_start_seconds_count{result="answered"} `):
-				_, _ = fmt.Sscan(strings.Fields(line)[1], &v)
-				count += v
-			case strings.HasPrefix(line, `formspec_reporter_wake_cold_start_seconds_sum{result="answered"} `):
-				_, _ = fmt.Sscan(strings.Fields(line)[1], &v)
-				sum += v
+		count, sum = 0, 0
+		for _, ip := range ips {
+			body, err := get("http://" + ip + ":9091/metrics")
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, line := range strings.Split(body, "\n") {
+				var v float64
+				switch {
+				case strings.HasPrefix(line, `formspec_reporter_wake_cold_start_seconds_count{result="answered"} `):
+					_, _ = fmt.Sscan(strings.Fields(line)[1], &v)
+					count += v
+				case strings.HasPrefix(line, `formspec_reporter_wake_cold_start_seconds_sum{result="answered"} `):
+					_, _ = fmt.Sscan(strings.Fields(line)[1], &v)
+					sum += v
+				}
 			}
 		}
-	}
-	if count < 2 {
-		t.Errorf("the reporters observed %v answered cold starts, want the 2 wakes", count)
-		return
-	}
+		return count >= 2, fmt.Sprintf("%v answered cold starts", count)
+	}, hooksNamespace)
 	t.Logf("formspec_reporter_wake_cold_start_seconds{result=answered}: %v wakes, %.2fs on average", count, sum/count)
 }
