@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
@@ -75,12 +76,21 @@ func newWakeMetrics(reg *prometheus.Registry, w *waker) *wakeMetrics {
 	return m
 }
 
+// maxWakeWrites bounds the writes to Workspaces the wake loop has in
+// flight: enough for a burst of wakes, few enough for the API server.
+const maxWakeWrites = 16
+
 // runWake polls the interceptors every InterceptorPollInterval and carries
-// out what each poll calls for.
+// out what each poll calls for. Writes go on beside the polls, so that a
+// slow API server neither delays the next poll nor stretches the cold
+// starts it measures.
 func (r *Reporter) runWake(ctx context.Context) {
 	if r.interceptors == nil {
 		return
 	}
+	writes := make(chan struct{}, maxWakeWrites)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		if r.cfg.sleep(ctx, r.cfg.InterceptorPollInterval) != nil {
 			return
@@ -104,7 +114,19 @@ func (r *Reporter) runWake(ctx context.Context) {
 			}
 		}
 		for _, s := range r.waker.decide(snap, r.cfg.now(), r.st.directive) {
-			r.carryOut(ctx, s)
+			if s.action == actColdStart || s.action == actWakeTimeout {
+				r.carryOut(ctx, s)
+				continue
+			}
+			select {
+			case writes <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Go(func() {
+				defer func() { <-writes }()
+				r.carryOut(ctx, s)
+			})
 		}
 	}
 }
