@@ -51,7 +51,7 @@ export FORMSPEC_NODE_BIN
 FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
 export FORMSPEC_KSM_BIN
 
-.PHONY: all build image release sync-version run test test-helm test-node test-faults test-upgrade node-binaries ksm-binaries crds helm-crds unit fmt vet fixtures load bench clean
+.PHONY: all build image release sync-version run test test-helm test-node test-faults test-upgrade node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench clean
 
 all: build
 
@@ -150,6 +150,7 @@ TEST_DIST ?= $(HOME)/.cache/formspec-hooks/dist-test
 test-node: k8s-binaries node-binaries
 	@if [ "$$(id -u)" != 0 ]; then echo "note: not root, so the one-node cluster tests (test/node) skip: they create a bridge, iptables rules, mounts and cgroups; see docs/testing.md"; fi
 	$(MAKE) --no-print-directory release DIST=$(TEST_DIST)
+	@if [ -n "$$METACONTROLLER_BIN" ] && [ "$$(id -u)" = 0 ]; then test/keda-binaries.sh; fi
 	cd test/node && FORMSPEC_DIST=$(TEST_DIST) $(GO) test -count=1 -timeout 40m -v ./...
 
 # test-faults runs the fault suite on the one-node cluster (TestFaults in
@@ -194,6 +195,14 @@ node-binaries:
 ksm-binaries:
 	@test/ksm-binaries.sh
 
+# keda-binaries builds the KEDA HTTP add-on's interceptor v0.15.0 from the
+# pinned module in test/keda/binaries into $(FORMSPEC_KEDA_BIN) unless
+# current (cold: about four minutes). Only test/node's wake-on-request test
+# runs it, with Metacontroller, so test-node builds it only then, before
+# the tests' timeout starts.
+keda-binaries:
+	@test/keda-binaries.sh
+
 # test-helm runs only the chart's tests: render, helm lint, sameness with
 # deploy/, a dry run of every rendered object against the API server, and
 # kube-state-metrics with the chart's config against a real one.
@@ -236,7 +245,7 @@ vet:
 # it with the real clock; review the diff like code.
 fixtures:
 	$(GO) run ./test/fixturegen -out fixtures
-	$(GO) test ./hooks/datastore ./hooks/resourceclaim -run 'TestFixtureRequests$$' -update
+	$(GO) test ./hooks/datastore ./hooks/resourceclaim ./hooks/wake -run 'TestFixtureRequests$$' -update
 	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$' -update
 
 # load posts the Workspace sync fixtures to a running server (make run) and

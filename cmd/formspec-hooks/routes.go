@@ -6,6 +6,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/nodehealth"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/hooks/wake"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
@@ -23,6 +24,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 	})
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink})
+	wk := wake.New()
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	return []server.Route{
 		server.HookRoute("/v1/workspace/sync", ws.Sync),
@@ -32,6 +34,10 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		server.HookRoute("/v1/datastore/customize", ds.Customize),
 		server.HookRoute("/v1/resourceclaim/sync", rc.Sync),
 		server.HookRoute("/v1/resourceclaim/customize", rc.Customize),
+		// The optional wake controller's (compositecontrollers/wake-on-request):
+		// served always, called only where that controller is installed.
+		server.HookRoute("/v1/wake/sync", wk.Sync),
+		server.HookRoute("/v1/wake/customize", wk.Customize),
 		server.HookRoute("/v1/nodes/sync", decorator(nodehealth.NodeHealth(sink))),
 		server.HookRoute("/v1/pods/sync", decorator(nodehealth.WorkspacePods(sink))),
 	}

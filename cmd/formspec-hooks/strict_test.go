@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/hooks/wake"
 )
 
 // typedKinds maps the kinds a hook may emit to their k8s.io/api types.
@@ -23,6 +24,8 @@ var typedKinds = map[string]func() any{
 	"v1/Secret":                              func() any { return &corev1.Secret{} },
 	"autoscaling/v2/HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"policy/v1/PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
+	// The add-on's own type is in test/keda/binaries (TestRoutesDecodeStrictly).
+	wake.RouteAPIVersion + "/" + wake.RouteKind: func() any { return &wake.Route{} },
 }
 
 func decodeStrict(raw []byte, into any) error {

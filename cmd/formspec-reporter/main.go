@@ -84,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.IntVar(&cfg.MaxClaims, "max-claims", def.MaxClaims, "most ResourceClaim decisions remembered to announce their changes as Events")
 	fs.IntVar(&cfg.EventBurst, "event-burst", def.EventBurst, "Events about one object written in a burst before the per-object limit applies")
 	fs.DurationVar(&cfg.EventInterval, "event-interval", def.EventInterval, "after the burst, at most one Event about an object per interval")
+	fs.StringVar(&cfg.InterceptorAdminURL, "interceptor-admin-url", "", "the KEDA HTTP add-on interceptors' admin port, http://host:port, best a headless Service naming every interceptor pod: wake wake-on-request workspaces the interceptors hold requests for, and idle those they see none for (docs/workspaces.md); empty: off")
+	fs.DurationVar(&cfg.InterceptorPollInterval, "interceptor-poll-interval", def.InterceptorPollInterval, "period of the poll of the interceptors' queues: a wake starts within it of the first held request")
 	fs.Float64Var(&cfg.EventQPS, "event-qps", def.EventQPS, fmt.Sprintf("Events per second over all objects (after a burst of %d)", def.EventTotalBurst))
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err

@@ -31,6 +31,7 @@ type AdminState struct {
 	LastNodeHealth *ccapi.NodeHealthReport                `json:"lastNodeHealth,omitempty"`
 	Directives     []ccapi.Directive                      `json:"directives"`
 	Consumed       []Consumption                          `json:"consumed"`
+	AutoScales     []AutoScale                            `json:"autoScales,omitempty"`
 	ClusterClasses []ccapi.ClassUsage                     `json:"clusterClasses"`
 	Requests       int                                    `json:"requests"`
 }
@@ -100,7 +101,7 @@ func (s *Server) AdminHandler() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	admin.Get("/admin/state", func(w http.ResponseWriter, r *http.Request) {
-		st := AdminState{Workspaces: s.Workspaces(), Directives: s.Directives(), Consumed: s.Consumed(),
+		st := AdminState{Workspaces: s.Workspaces(), Directives: s.Directives(), Consumed: s.Consumed(), AutoScales: s.AutoScales(),
 			ClusterClasses: s.ClassUsage(), Requests: len(s.Requests())}
 		if nr := s.NodeReports(); len(nr) > 0 {
 			st.LastNodeHealth = &nr[len(nr)-1]

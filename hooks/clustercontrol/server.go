@@ -80,6 +80,7 @@ type Server struct {
 	wsReports   []ccapi.WorkspaceStatusReport
 	nodeReports []ccapi.NodeHealthReport
 	consumed    []Consumption
+	autoScales  []AutoScale
 	requests    []Request
 	idem        map[string]idemEntry
 	idemOrder   []string
@@ -271,9 +272,26 @@ func (s *Server) applyWorkspace(rep ccapi.WorkspaceStatusReport) {
 			delete(s.directives, k)
 		}
 	}
+	if a := rep.AutoScale; a != nil {
+		s.autoScales = appendBounded(s.autoScales, AutoScale{Namespace: rep.Namespace, Name: rep.Name, AutoScale: *a})
+	}
 	if rep.Deleted {
 		delete(s.directives, k)
 	}
+}
+
+// AutoScale is a wake or idle a reporter decided on its own, as reported.
+type AutoScale struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	ccapi.AutoScale
+}
+
+// AutoScales returns the wakes and idles reporters decided, in order.
+func (s *Server) AutoScales() []AutoScale {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.autoScales)
 }
 
 // remember stores an idempotency key, evicting the oldest beyond the limit.

@@ -59,6 +59,16 @@ type Config struct {
 	// endpoint.
 	LogInterval time.Duration
 
+	// InterceptorAdminURL, when set, is the KEDA HTTP add-on interceptors'
+	// admin port, http://host:port: the reporter wakes wake-on-request
+	// workspaces it holds requests for, and idles those it has seen none
+	// for (wake.go). The host should be a headless Service, resolving to
+	// every interceptor pod.
+	InterceptorAdminURL string
+	// InterceptorPollInterval is the period of the interceptor queue poll:
+	// a wake starts within it of the first held request.
+	InterceptorPollInterval time.Duration
+
 	// MaxWorkspaces bounds the workspaces tracked.
 	MaxWorkspaces int
 	// MaxTombstones bounds the deletions kept until Cluster Control
@@ -127,6 +137,8 @@ var Defaults = Config{
 	BackoffMax:     60 * time.Second,
 	LogInterval:    30 * time.Second,
 
+	InterceptorPollInterval: 200 * time.Millisecond,
+
 	MaxWorkspaces: 10000,
 	MaxTombstones: 5000,
 	MaxNodes:      5000,
@@ -152,6 +164,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, d.BackoffBase)
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, d.BackoffMax)
 	cfg.LogInterval = cmp.Or(cfg.LogInterval, d.LogInterval)
+	cfg.InterceptorPollInterval = cmp.Or(cfg.InterceptorPollInterval, d.InterceptorPollInterval)
 	cfg.MaxWorkspaces = cmp.Or(cfg.MaxWorkspaces, d.MaxWorkspaces)
 	cfg.MaxTombstones = cmp.Or(cfg.MaxTombstones, d.MaxTombstones)
 	cfg.MaxNodes = cmp.Or(cfg.MaxNodes, d.MaxNodes)

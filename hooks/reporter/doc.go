@@ -29,6 +29,10 @@
 //     token.go and tls.go: the credentials it is made with.
 //   - kube.go: the writes to Kubernetes, directives patched onto
 //     Workspaces; events.go: the Events about users' objects.
+//   - wake.go: wake on request, what to do about each wake-on-request
+//     workspace after a poll of the interceptors (no I/O); wakeloop.go:
+//     the poll loop, its writes, Events and metrics; interceptor.go: one
+//     poll of every interceptor's admin queue.
 //   - tombstones.go: the tombstone file, which keeps unacknowledged
 //     deletions across a restart.
 //   - http.go: the localhost API for the hook server and the ops handler

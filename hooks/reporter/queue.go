@@ -24,6 +24,7 @@ type pendingReport struct {
 	workspace types.NamespacedName
 	version   uint64
 	consumed  *ccapi.DirectiveConsumed
+	autoScale *ccapi.AutoScale
 	body      []byte
 	key       string
 }
@@ -53,7 +54,7 @@ func (s *state) next() (pendingReport, bool) {
 			e.dirty = false
 			continue
 		}
-		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, body: body, key: idempotencyKey(body)}, true
+		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, autoScale: e.autoScale, body: body, key: idempotencyKey(body)}, true
 	}
 	// Let the backing array go once drained, so a burst does not pin it.
 	s.queue = nil
@@ -68,6 +69,7 @@ func reportBody(e *wsEntry) ([]byte, error) {
 		ReportedAt:        ccapi.Stamp(e.reportedAt),
 		Deleted:           e.deleted,
 		DirectiveConsumed: e.consumed,
+		AutoScale:         e.autoScale,
 	}
 	if !e.deleted {
 		rep.Status = new(ccapi.WorkspaceStatus)
@@ -98,6 +100,9 @@ func (s *state) finish(p pendingReport, o outcome) {
 	// Sent, or rejected for good: either way this version is done.
 	if o == sent && p.consumed != nil && e.consumed != nil && *e.consumed == *p.consumed {
 		e.consumed = nil
+	}
+	if o == sent && p.autoScale != nil && e.autoScale != nil && *e.autoScale == *p.autoScale {
+		e.autoScale = nil
 	}
 	if e.version != p.version {
 		return

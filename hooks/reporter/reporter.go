@@ -9,6 +9,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 )
@@ -30,6 +31,11 @@ type Reporter struct {
 	wake  chan struct{}
 	ready atomic.Bool
 	tombs tombstoneSaver
+	// waker, wm and interceptors serve wake on request (wake.go); the
+	// poller is nil without an InterceptorAdminURL.
+	waker        *waker
+	wm           *wakeMetrics
+	interceptors *interceptorPoller
 }
 
 // New validates cfg and builds a Reporter.
@@ -75,6 +81,13 @@ func New(cfg Config) (*Reporter, error) {
 		claimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.m = newMetrics(r.st, files)
+	r.waker = newWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
+	r.wm = newWakeMetrics(r.m.reg, r.waker)
+	if cfg.InterceptorAdminURL != "" {
+		if r.interceptors, err = newInterceptorPoller(cfg.InterceptorAdminURL, min(cfg.RequestTimeout, time.Second)); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.TombstoneFile != "" {
 		ts, err := loadTombstones(cfg.TombstoneFile)
 		switch {
@@ -112,9 +125,11 @@ func (r *Reporter) Observe(obs observation.Observation) error {
 	case obs.Workspace != nil:
 		r.m.observations.WithLabelValues("workspace").Inc()
 		pending, evs = r.st.observeWorkspace(obs.Workspace, now)
+		r.waker.observe(obs.Workspace, now)
 	case obs.WorkspaceDeleted != nil:
 		r.m.observations.WithLabelValues("workspace_deleted").Inc()
 		pending, evs = r.st.deleteWorkspace(obs.WorkspaceDeleted, now)
+		r.waker.forget(types.NamespacedName{Namespace: obs.WorkspaceDeleted.Namespace, Name: obs.WorkspaceDeleted.Name})
 	case obs.Node != nil:
 		r.m.observations.WithLabelValues("node").Inc()
 		r.st.observeNode(obs.Node, now)

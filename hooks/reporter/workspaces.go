@@ -29,6 +29,9 @@ type wsEntry struct {
 	// consumed is a directive this workspace carried out whose
 	// consumption Cluster Control has not acknowledged yet.
 	consumed *ccapi.DirectiveConsumed
+	// autoScale is a wake or idle the reporter decided (wake.go) that
+	// Cluster Control has not acknowledged yet.
+	autoScale *ccapi.AutoScale
 	// version counts changes; a send acknowledges only the version it
 	// carried, so a change during the send is not lost. reportedAt is fixed
 	// per version, so every retry of one version has the same bytes and the
@@ -137,7 +140,7 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 	if ref.UID != "" {
 		e.uid = ref.UID
 	}
-	e.statusJS, e.deleted, e.consumed, e.observedAt = nil, true, nil, now
+	e.statusJS, e.deleted, e.consumed, e.autoScale, e.observedAt = nil, true, nil, nil, now
 	s.tombstones++
 	s.tombstoneGen++
 	s.bump(k, e, now)

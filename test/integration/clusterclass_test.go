@@ -36,8 +36,11 @@ func testClusterClass(t *testing.T, c *controlplane.Client) {
 				MaxReplicas:                    ptr(int32(10)),
 				ScaleToZero:                    true,
 				TargetCPUUtilizationPercentage: ptr(int32(100)),
+				IdleAfterSeconds:               600,
+				WakeTimeoutSeconds:             ptr(int32(45)),
+				MaxHeldRequests:                ptr(int32(200)),
 			},
-			Features: []string{v1alpha1.FeatureAutoScaling, "gpu"},
+			Features: []string{v1alpha1.FeatureAutoScaling, v1alpha1.FeatureWakeOnRequest, "gpu"},
 		},
 	}).(map[string]any)
 
@@ -131,6 +134,26 @@ func testClusterClass(t *testing.T, c *controlplane.Client) {
 			reason:   "pricing is a free-form object, not a scalar.",
 			obj:      with(t, base, fields{"spec.pricing": "cheap"}),
 			wantErrs: []string{"spec.pricing", "must be of type object"},
+		},
+		"WakeOnRequest": {
+			reason: "wake-on-request with scale-to-zero and its settings is valid.",
+			obj: with(t, base, fields{"spec.features": []any{"wake-on-request"}, "spec.scaling.scaleToZero": true,
+				"spec.scaling.idleAfterSeconds": 900, "spec.scaling.wakeTimeoutSeconds": 60, "spec.scaling.maxHeldRequests": 100}),
+		},
+		"WakeWithoutScaleToZero": {
+			reason:   "Only an idle workspace is woken, so wake-on-request needs scaleToZero.",
+			obj:      with(t, base, fields{"spec.features": []any{"wake-on-request"}}),
+			wantErrs: []string{"spec.scaling", "scaling.scaleToZero must be true with the wake-on-request feature"},
+		},
+		"IdleAfterWithoutWake": {
+			reason:   "idleAfterSeconds needs the interceptor's view of requests, so the feature.",
+			obj:      with(t, base, fields{"spec.scaling.scaleToZero": true, "spec.scaling.idleAfterSeconds": 60}),
+			wantErrs: []string{"spec.scaling.idleAfterSeconds", "scaling.idleAfterSeconds needs the wake-on-request feature"},
+		},
+		"MaxHeldZero": {
+			reason:   "A cap of zero would refuse every request of a sleeping workspace.",
+			obj:      with(t, base, fields{"spec.features": []any{"wake-on-request"}, "spec.scaling.scaleToZero": true, "spec.scaling.maxHeldRequests": 0}),
+			wantErrs: []string{"spec.scaling.maxHeldRequests", "greater than or equal to 1"},
 		},
 		"NameTooLongForALabel": {
 			reason:   "Workspaces carry the class name in a label, so it is at most 63 characters.",

@@ -47,6 +47,15 @@ func TestAPIServer(t *testing.T) {
 	t.Run("ResourceClaim", func(t *testing.T) { testResourceClaim(t, c) })
 	t.Run("Status", func(t *testing.T) { testStatus(t, c) })
 	t.Run("Manifests", func(t *testing.T) { testManifests(t, c) })
+	// The wake controller's routes are checked against the KEDA HTTP
+	// add-on's own CRDs, from the module cache.
+	keda, err := controlplane.KEDAHTTPCRDs(t)
+	if err != nil {
+		t.Fatalf("cannot check the wake fixtures' routes: %v", err)
+	}
+	if err := c.InstallCRDs(keda...); err != nil {
+		t.Fatalf("cannot install the KEDA HTTP add-on's CRDs: %v", err)
+	}
 	t.Run("FixtureChildren", func(t *testing.T) { testFixtureChildren(t, c) })
 }
 

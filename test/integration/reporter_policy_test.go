@@ -14,7 +14,8 @@ import (
 // TestReporterPolicy installs deploy/reporter (service account, RBAC and
 // the ValidatingAdmissionPolicy) on a real API server and acts as the
 // reporter, with a token the API server issued for its service account:
-// the two directive annotations can be written and removed, an Event can
+// the two directive annotations and the wake's overflow annotation can be
+// written and removed, an Event can
 // be created, and every other change to a Workspace is refused, whether
 // RBAC or the policy refuses it. The same changes by another user pass,
 // so the policy narrows the reporter only.
@@ -79,6 +80,12 @@ func TestReporterPolicy(t *testing.T) {
 			patch: annotations(map[string]any{"formspec.dev/idle": "true"})},
 		{name: "WakeDirective", reason: "wake removes formspec.dev/idle",
 			patch: annotations(map[string]any{"formspec.dev/idle": nil})},
+		{name: "WakeOverflow", reason: "the cap on held requests sets formspec.dev/wake-overflow",
+			patch: annotations(map[string]any{"formspec.dev/wake-overflow": "true"})},
+		{name: "WakeOverflowFalse", reason: "formspec.dev/wake-overflow is \"true\" or absent",
+			patch: annotations(map[string]any{"formspec.dev/wake-overflow": "false"}), wantCode: http.StatusForbidden},
+		{name: "WakeOverflowEnds", reason: "the end of the wake removes it",
+			patch: annotations(map[string]any{"formspec.dev/wake-overflow": nil})},
 		{name: "Spec", reason: "the spec is the user's",
 			patch: map[string]any{"spec": map[string]any{"owner": "mallory"}}, wantCode: http.StatusForbidden},
 		{name: "SpecWithAnnotation", reason: "an allowed annotation does not carry a spec change through",

@@ -135,6 +135,33 @@ type WorkspaceStatusReport struct {
 	// DirectiveConsumed, when set, says the workspace now does what a
 	// directive asked for.
 	DirectiveConsumed *DirectiveConsumed `json:"directiveConsumed,omitempty"`
+	// AutoScale, when set, says the reporter itself woke or idled the
+	// workspace, and why. Older reporters never send it.
+	AutoScale *AutoScale `json:"autoScale,omitempty"`
+}
+
+// AutoScale actions and reasons: the reporter wakes a wake-on-request
+// workspace when a request for it is held, and idles one the interceptor
+// has seen no request for during its class's idleAfterSeconds.
+const (
+	AutoScaleWake    = "wake"
+	AutoScaleIdle    = "idle"
+	ReasonRequest    = "request"
+	ReasonInactivity = "inactivity"
+)
+
+// AutoScale is a wake or an idle the reporter decided on its own, without
+// a directive. Cluster Control's directives still win: the reporter neither
+// wakes a workspace Cluster Control has told to idle nor idles one it has
+// a directive for.
+type AutoScale struct {
+	// Action is "wake" or "idle".
+	Action string `json:"action"`
+	// Reason is "request" (a request was held for the idle workspace) or
+	// "inactivity" (no request during idleAfterSeconds).
+	Reason string `json:"reason"`
+	// At is when the reporter decided.
+	At time.Time `json:"at"`
 }
 
 // WorkspaceStatus is the part of a Workspace's status Cluster Control uses,

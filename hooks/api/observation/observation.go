@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // PathObservations is the reporter's localhost endpoint taking a POSTed
@@ -134,6 +135,20 @@ type ClassInfo struct {
 	// MaxWorkspaces is the class's placement limit (0: none), reported, not
 	// enforced.
 	MaxWorkspaces int32 `json:"maxWorkspaces"`
+	// Wake is set when the class's workspaces wake on request: what the
+	// reporter needs to wake, cap and idle them.
+	Wake *WakeInfo `json:"wake,omitempty"`
+}
+
+// WakeInfo is a wake-on-request class's settings, with defaults applied.
+type WakeInfo struct {
+	// IdleAfterSeconds idles a workspace the interceptor has seen no
+	// request for this long; 0: never.
+	IdleAfterSeconds int32 `json:"idleAfterSeconds,omitempty"`
+	// TimeoutSeconds is how long the interceptor holds a request.
+	TimeoutSeconds int32 `json:"timeoutSeconds"`
+	// MaxHeldRequests is the cap on requests held while the workspace wakes.
+	MaxHeldRequests int32 `json:"maxHeldRequests"`
 }
 
 // PodPlacement is where one workspace pod runs.
@@ -212,6 +227,14 @@ func (o Observation) WithClass(class *v1alpha1.ClusterClass) Observation {
 	}
 	ws := *o.Workspace
 	ws.Class = &ClassInfo{Name: class.Name, MaxWorkspaces: class.Spec.MaxWorkspaces}
+	if class.WakesOnRequest() {
+		sc := class.Spec.Scaling
+		ws.Class.Wake = &WakeInfo{
+			IdleAfterSeconds: sc.IdleAfterSeconds,
+			TimeoutSeconds:   ptr.Deref(sc.WakeTimeoutSeconds, v1alpha1.DefaultWakeTimeoutSeconds),
+			MaxHeldRequests:  ptr.Deref(sc.MaxHeldRequests, v1alpha1.DefaultMaxHeldRequests),
+		}
+	}
 	o.Workspace = &ws
 	return o
 }

@@ -13,6 +13,11 @@ const (
 	AnnotationIdle = "formspec.dev/idle"
 	// AnnotationArtifactBinaryHash changes to trigger a rolling restart.
 	AnnotationArtifactBinaryHash = "formspec.dev/artifact-binary-hash"
+	// AnnotationWakeOverflow set to "true" by the reporter says that a
+	// waking workspace holds as many requests as its class allows: the
+	// wake controller then has the interceptor refuse further ones with
+	// 503 until the workspace is ready. The reporter removes it.
+	AnnotationWakeOverflow = "formspec.dev/wake-overflow"
 )
 
 // Labels and annotations the workspace hook puts on a workspace's children.

@@ -1,0 +1,295 @@
+package reporter
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Wake on request: the interceptor holds requests for a workspace of a
+// wake-on-request class while it has no ready pod; the reporter polls the
+// interceptors' queues and decides here what to do about each such
+// workspace. This file decides, without I/O; wakeloop.go polls and writes.
+//
+//   - A held request for an idle workspace wakes it (formspec.dev/idle is
+//     removed), unless Cluster Control has an idle directive for it: its
+//     directives win.
+//   - While it wakes, once it holds the class's maxHeldRequests, the
+//     workspace is annotated formspec.dev/wake-overflow and the interceptor
+//     answers further requests with 503 until the wake ends.
+//   - The wake ends at the first poll at which at most half of the peak of
+//     held requests are still held (they are all let go together when a pod
+//     turns ready, and a client or two giving up must not end it early).
+//     Its cold start, from the poll that first saw a held request to that
+//     one, is observed unless the class's wake timeout has passed, in which
+//     case the interceptor answered them 504 and the wake timed out.
+//   - A workspace the interceptors have seen no request for during the
+//     class's idleAfterSeconds is idled, unless Cluster Control has any
+//     directive for it, and only when every interceptor answered every poll
+//     of that time: one that cannot be asked might be serving it.
+
+// wakeAction is one thing the wake loop has to do.
+type wakeAction int
+
+const (
+	actWake wakeAction = iota
+	actIdle
+	actOverflowOn
+	actOverflowOff
+	actColdStart
+	actWakeTimeout
+)
+
+// wakeStep is one action for one workspace.
+type wakeStep struct {
+	action wakeAction
+	name   types.NamespacedName
+	uid    types.UID
+	// held is the requests held when the step was decided.
+	held int
+	// took is the cold start, for actColdStart and actWakeTimeout.
+	took time.Duration
+}
+
+// wakeEntry is what the reporter knows of one wake-on-request workspace.
+type wakeEntry struct {
+	info        observation.WakeInfo
+	uid         types.UID
+	idle        bool
+	terminating bool
+
+	// count is the route's summed RequestCount at the last complete poll;
+	// a change, or a held request, is activity.
+	count        int64
+	countKnown   bool
+	lastActivity time.Time
+	// idledAt is when this reporter idled the workspace, so that it does
+	// not do it again before the hook shows it idle.
+	idledAt time.Time
+
+	// A wake this reporter started: when the first held request was seen,
+	// the most held since, and whether it set the overflow annotation.
+	wakeAt   time.Time
+	peak     int
+	overflow bool
+}
+
+// waker holds the wake-on-request workspaces, bounded like the state's
+// workspaces.
+type waker struct {
+	limit int
+	drop  func(reason string)
+
+	mu      sync.Mutex
+	entries map[types.NamespacedName]*wakeEntry
+	// lastIncomplete is the last poll at which some interceptor did not
+	// answer.
+	lastIncomplete time.Time
+}
+
+func newWaker(limit int, start time.Time, drop func(string)) *waker {
+	// Until a complete poll, nothing may be idled.
+	return &waker{limit: limit, drop: drop, entries: map[types.NamespacedName]*wakeEntry{}, lastIncomplete: start}
+}
+
+// observe records a workspace observation: a wake-on-request workspace is
+// tracked, any other forgotten.
+func (w *waker) observe(o *observation.WorkspaceStatus, now time.Time) {
+	k := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if o.Class == nil || o.Class.Wake == nil {
+		delete(w.entries, k)
+		return
+	}
+	e, ok := w.entries[k]
+	if !ok {
+		if len(w.entries) >= w.limit {
+			w.drop(dropWorkspaceLimit)
+			return
+		}
+		// The reporter has not watched it before: its inactivity counts
+		// from now.
+		e = &wakeEntry{lastActivity: now}
+		w.entries[k] = e
+	}
+	e.info, e.uid, e.terminating = *o.Class.Wake, o.UID, o.Terminating
+	if o.Idle != e.idle {
+		e.idle = o.Idle
+		if !o.Idle {
+			e.idledAt = time.Time{}
+		}
+	}
+}
+
+// forget drops a deleted workspace.
+func (w *waker) forget(k types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.entries, k)
+}
+
+// routeKey is the interceptor's queue key of a workspace's route.
+func routeKey(k types.NamespacedName) string { return k.Namespace + "/" + k.Name }
+
+// directiveOf says which directive Cluster Control holds for a workspace
+// ("" for none).
+type directiveOf func(types.NamespacedName) string
+
+// decide turns one poll into steps, in workspace order. The steps it
+// returns are already reflected in the entries: a wake is under way, an
+// idle sent; done corrects them with what the API server said.
+func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf) []wakeStep {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	complete := snap.complete()
+	if !complete {
+		w.lastIncomplete = now
+	}
+	var steps []wakeStep
+	for _, k := range slices.SortedFunc(maps.Keys(w.entries), compareNames) {
+		e := w.entries[k]
+		c, listed := snap.routes[routeKey(k)]
+		if c.Concurrency > 0 || (listed && complete && e.countKnown && c.RequestCount != e.count) {
+			e.lastActivity = now
+		}
+		if listed && complete {
+			e.count, e.countKnown = c.RequestCount, true
+		}
+		step := func(a wakeAction) wakeStep { return wakeStep{action: a, name: k, uid: e.uid, held: c.Concurrency} }
+		if e.terminating {
+			e.wakeAt = time.Time{}
+			continue
+		}
+		if e.wakeAt.IsZero() {
+			if c.Concurrency > 0 && e.idle && directive(k) != ccapi.ActionIdle {
+				e.wakeAt, e.peak = now, c.Concurrency
+				steps = append(steps, step(actWake))
+			} else if w.idleDue(e, now, complete) && directive(k) == "" {
+				e.idledAt = now
+				steps = append(steps, step(actIdle))
+				continue
+			}
+		}
+		if e.wakeAt.IsZero() {
+			continue
+		}
+		e.peak = max(e.peak, c.Concurrency)
+		took := now.Sub(e.wakeAt)
+		if c.Concurrency <= e.peak/2 {
+			s := step(actColdStart)
+			if took >= time.Duration(e.info.TimeoutSeconds)*time.Second {
+				s.action = actWakeTimeout
+			}
+			s.took = took
+			steps = append(steps, s)
+			if e.overflow {
+				steps = append(steps, step(actOverflowOff))
+				e.overflow = false
+			}
+			e.wakeAt, e.peak = time.Time{}, 0
+			continue
+		}
+		if !e.overflow && c.Concurrency >= int(e.info.MaxHeldRequests) {
+			e.overflow = true
+			steps = append(steps, step(actOverflowOn))
+		}
+	}
+	return steps
+}
+
+// idleDue reports whether a workspace has gone without a request for its
+// class's idleAfterSeconds, as every interceptor could tell all along.
+func (w *waker) idleDue(e *wakeEntry, now time.Time, complete bool) bool {
+	after := time.Duration(e.info.IdleAfterSeconds) * time.Second
+	return after > 0 && complete && !e.idle && e.idledAt.IsZero() &&
+		now.Sub(e.lastActivity) >= after && now.Sub(w.lastIncomplete) >= after
+}
+
+// wokenElsewhere records that a wake found the workspace no longer idle
+// (another reporter, Cluster Control or a person woke it first): this
+// reporter does not follow that wake.
+func (w *waker) wokenElsewhere(k types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entries[k]; ok {
+		e.idle, e.wakeAt, e.peak = false, time.Time{}, 0
+	}
+}
+
+// woken records that this reporter's wake removed the annotation.
+func (w *waker) woken(k types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entries[k]; ok {
+		e.idle, e.idledAt = false, time.Time{}
+	}
+}
+
+// idled records that this reporter's idle set the annotation, so that a
+// request held before the hook shows it idle wakes it again.
+func (w *waker) idled(k types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entries[k]; ok {
+		e.idle = true
+	}
+}
+
+// idleFailed undoes an idle that could not be written, so that the next
+// poll tries again.
+func (w *waker) idleFailed(k types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entries[k]; ok {
+		e.idledAt = time.Time{}
+	}
+}
+
+// wakeFailed undoes a wake that could not be written.
+func (w *waker) wakeFailed(k types.NamespacedName) {
+	w.wokenElsewhere(k)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entries[k]; ok {
+		e.idle = true
+	}
+}
+
+// tracked is how many wake-on-request workspaces the reporter follows.
+func (w *waker) tracked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.entries)
+}
+
+// directive returns the action of the directive Cluster Control holds for
+// a workspace, consumed or not, as of its last answer.
+func (s *state) directive(k types.NamespacedName) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.directives[k]; ok {
+		return d.Action
+	}
+	return s.applied[k].Action
+}
+
+// autoScaled queues a report to Cluster Control saying the reporter woke or
+// idled a workspace, and why. A workspace the state does not hold yet gets
+// it with its first status.
+func (s *state) autoScaled(k types.NamespacedName, as ccapi.AutoScale, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.workspaces[k]
+	if !ok || e.deleted || e.statusJS == nil {
+		return false
+	}
+	e.autoScale = &as
+	s.bump(k, e, now)
+	return true
+}
