@@ -41,7 +41,7 @@ func TestServeBinaryDistrustsUnreadableFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not building and starting the server binary")
 	}
-	built := filepath.Join(buildBinaries(t), "formspec-hooks")
+	built := unprivilegedCopy(t, filepath.Join(buildBinaries(t), "formspec-hooks"))
 	cases := map[string]struct {
 		reason    string
 		file      string // in the server's directory
@@ -114,11 +114,29 @@ type unprivilegedServer struct {
 // startUnprivileged starts a copy of the built binary with TLS and a token
 // file ("t0ken"), all in a directory of its own, as nobody if the test
 // runs as root.
-func startUnprivileged(t *testing.T, built string) *unprivilegedServer {
+// unprivilegedCopy copies the binary at built into a directory that the
+// unprivileged user may enter (buildBinaries' directory is root's alone),
+// once, before the cases run side by side: a binary written while another
+// case forks would be held open for writing by that child, and exec would
+// fail with "text file busy".
+func unprivilegedCopy(t *testing.T, built string) string {
 	t.Helper()
-	// The server's files: in a directory it may enter, readable by it.
-	// buildBinaries' directory is root's alone, so it gets a copy of the
-	// binary too.
+	dir := unprivilegedDir(t)
+	bin, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.Base(built))
+	if err := os.WriteFile(path, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// unprivilegedDir makes a temporary directory the unprivileged user may
+// enter and read, removed when t ends.
+func unprivilegedDir(t *testing.T) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "formspec-unreadable-")
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +145,13 @@ func startUnprivileged(t *testing.T, built string) *unprivilegedServer {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+func startUnprivileged(t *testing.T, bin string) *unprivilegedServer {
+	t.Helper()
+	// The server's files: in a directory it may enter, readable by it.
+	dir := unprivilegedDir(t)
 	ca, err := controlplane.NewCA("formspec-test-ca")
 	if err != nil {
 		t.Fatal(err)
@@ -135,16 +160,11 @@ func startUnprivileged(t *testing.T, built string) *unprivilegedServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, err := os.ReadFile(built)
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := map[string]struct {
 		content []byte
 		mode    os.FileMode
 	}{
 		"tokens": {[]byte("t0ken\n"), 0o644}, "tls.crt": {certPEM, 0o644}, "tls.key": {keyPEM, 0o644},
-		"formspec-hooks": {bin, 0o755},
 	}
 	for name, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), f.content, f.mode); err != nil {
@@ -161,7 +181,7 @@ func startUnprivileged(t *testing.T, built string) *unprivilegedServer {
 	args := append([]string{"serve"}, runFlags(t, s.listen, s.metrics)...)
 	args = append(args, "--log-format", "json", "--auth-token-file", filepath.Join(dir, "tokens"),
 		"--tls-cert-file", filepath.Join(dir, "tls.crt"), "--tls-key-file", filepath.Join(dir, "tls.key"))
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "formspec-hooks"), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
