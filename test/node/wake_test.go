@@ -98,7 +98,7 @@ func TestWakeOnRequest(t *testing.T) {
 	tm.Phase("chart with wakeOnRequest and the interceptor Ready")
 	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
-	t.Cleanup(func() { c.checkMetacontrollerAllowed(t) })
+	t.Cleanup(func() { c.checkMetacontrollerAllowed(t, nil) })
 	tm.Phase("Metacontroller Ready")
 
 	const ns, name, class = "wake-ws", "sleepy", "on-demand"
