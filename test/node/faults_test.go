@@ -664,13 +664,10 @@ func (c *Cluster) sampleReporterMemory(ctx context.Context, s *memorySamples) {
 			}
 		}
 		pending := 0.0
-		if raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+hooksNamespace+"/pods?labelSelector="+url.QueryEscape("app.kubernetes.io/name="+hooksName), nil); err == nil {
-			var list corev1.PodList
-			if json.Unmarshal(raw, &list) == nil {
-				for _, p := range list.Items {
-					if body, err := get("http://" + p.Status.PodIP + ":9091/metrics"); err == nil {
-						pending += metricValue(body, "formspec_reporter_pending_workspaces")
-					}
+		if pods, err := c.listPods(hooksNamespace, "app.kubernetes.io/name="+hooksName); err == nil {
+			for _, p := range pods {
+				if body, err := get("http://" + p.Status.PodIP + ":9091/metrics"); err == nil {
+					pending += metricValue(body, "formspec_reporter_pending_workspaces")
 				}
 			}
 		}

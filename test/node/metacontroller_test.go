@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -336,25 +335,14 @@ func (c *Cluster) waitWorkspacePhase(t *testing.T, namespace, name, phase string
 // kubelet removes it, and counts as gone (so does the Deployment's
 // terminatingReplicas).
 func (c *Cluster) pods(namespace, ws string) ([]string, error) {
-	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(v1alpha1.LabelWorkspace+"="+ws), nil)
+	pods, err := c.listPods(namespace, v1alpha1.LabelWorkspace+"="+ws)
 	if err != nil {
 		return nil, err
 	}
-	var list struct {
-		Items []struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-			Status   struct {
-				Phase string `json:"phase"`
-			} `json:"status"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, err
-	}
 	var out []string
-	for _, p := range list.Items {
-		if p.Status.Phase != "Succeeded" && p.Status.Phase != "Failed" {
-			out = append(out, p.Metadata.Name)
+	for _, p := range pods {
+		if !finished(p) {
+			out = append(out, p.Name)
 		}
 	}
 	return out, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
@@ -197,6 +198,25 @@ func (c *Cluster) getJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(raw, v); err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
+}
+
+// listPods lists the pods of a namespace that a label selector selects.
+func (c *Cluster) listPods(namespace, selector string) ([]corev1.Pod, error) {
+	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(selector), nil)
+	if err != nil {
+		return nil, err
+	}
+	var list corev1.PodList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// finished reports whether all of a pod's containers have stopped for
+// good: it is Succeeded or Failed until the kubelet removes it.
+func finished(p corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // window is what a fault's check compares with: when it opened, and the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -107,17 +106,13 @@ func (c *Cluster) checkRestartConsumedAfterRollout(t *testing.T, admin, class st
 // not finished, terminating ones included: a pod shutting down still runs
 // its binary.
 func (c *Cluster) podHashes(namespace, ws string) (map[string]string, error) {
-	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(v1alpha1.LabelWorkspace+"="+ws), nil)
+	pods, err := c.listPods(namespace, v1alpha1.LabelWorkspace+"="+ws)
 	if err != nil {
 		return nil, err
 	}
-	var list corev1.PodList
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, err
-	}
 	out := map[string]string{}
-	for _, p := range list.Items {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+	for _, p := range pods {
+		if !finished(p) {
 			out[p.Name] = p.Annotations[v1alpha1.AnnotationArtifactBinaryHash]
 		}
 	}

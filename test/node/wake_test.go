@@ -20,7 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -295,23 +294,12 @@ func (c *Cluster) waitRouted(t *testing.T, ns, name string) {
 
 // podIPs lists the IPs of the running pods a label selector selects.
 func (c *Cluster) podIPs(namespace, selector string) ([]string, error) {
-	raw, err := c.Client().Do("GET", "/api/v1/namespaces/"+namespace+"/pods?labelSelector="+url.QueryEscape(selector), nil)
+	pods, err := c.listPods(namespace, selector)
 	if err != nil {
 		return nil, err
 	}
-	var list struct {
-		Items []struct {
-			Status struct {
-				PodIP string `json:"podIP"`
-				Phase string `json:"phase"`
-			} `json:"status"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, err
-	}
 	var ips []string
-	for _, p := range list.Items {
+	for _, p := range pods {
 		if p.Status.Phase == "Running" && p.Status.PodIP != "" {
 			ips = append(ips, p.Status.PodIP)
 		}
@@ -334,7 +322,6 @@ func (c *Cluster) watchPodReadiness(t *testing.T, ns, name string) *podTimes {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	t.Cleanup(func() { close(done); <-stopped })
-	path := "/api/v1/namespaces/" + ns + "/pods?labelSelector=" + url.QueryEscape(v1alpha1.LabelWorkspace+"="+name)
 	go func() {
 		defer close(stopped)
 		tick := time.NewTicker(50 * time.Millisecond)
@@ -345,31 +332,18 @@ func (c *Cluster) watchPodReadiness(t *testing.T, ns, name string) *podTimes {
 				return
 			case <-tick.C:
 			}
-			raw, err := c.Client().Do("GET", path, nil)
+			pods, err := c.listPods(ns, v1alpha1.LabelWorkspace+"="+name)
 			if err != nil {
-				continue
-			}
-			var list struct {
-				Items []struct {
-					Metadata metav1.ObjectMeta `json:"metadata"`
-					Status   struct {
-						Conditions []struct{ Type, Status string } `json:"conditions"`
-					} `json:"status"`
-				} `json:"items"`
-			}
-			if json.Unmarshal(raw, &list) != nil {
 				continue
 			}
 			now := time.Now()
 			pt.mu.Lock()
-			for _, p := range list.Items {
-				if _, ok := pt.seen[p.Metadata.Name]; !ok {
-					pt.seen[p.Metadata.Name] = now
+			for _, p := range pods {
+				if _, ok := pt.seen[p.Name]; !ok {
+					pt.seen[p.Name] = now
 				}
-				for _, cond := range p.Status.Conditions {
-					if _, ok := pt.ready[p.Metadata.Name]; !ok && cond.Type == "Ready" && cond.Status == "True" {
-						pt.ready[p.Metadata.Name] = now
-					}
+				if _, ok := pt.ready[p.Name]; !ok && podReady(p) {
+					pt.ready[p.Name] = now
 				}
 			}
 			pt.mu.Unlock()
@@ -485,12 +459,8 @@ func (c *Cluster) checkWokenByRequest(t *testing.T, admin, ns, name string) {
 		return false, string(raw)
 	}, ns)
 	c.waitFor(t, "the wake reported to Cluster Control with its reason", func() (bool, string) {
-		body, err := get(admin + "/admin/state")
+		st, err := clusterControlState(admin)
 		if err != nil {
-			return false, err.Error()
-		}
-		var st clustercontrol.AdminState
-		if err := json.Unmarshal([]byte(body), &st); err != nil {
 			return false, err.Error()
 		}
 		for _, a := range st.AutoScales {
