@@ -45,10 +45,11 @@ func (q queueSnapshot) complete() bool { return q.interceptors > 0 && q.answered
 
 // interceptorPoller asks every interceptor replica for its queue. The
 // admin URL's host is resolved on each poll, so a headless Service names
-// every replica as they come and go. Replicas are asked independently: one
-// that does not answer costs its own timeout and nothing else (the add-on's
-// own scaler restarts its whole stream when one interceptor is
-// unreachable; this poller has no stream to restart).
+// every replica as they come and go. Replicas are asked side by side: one
+// that does not answer holds the poll up by at most the timeout, makes it
+// partial (no idle, no wake ended) and stops no wake (the add-on's own
+// scaler restarts its whole stream when one interceptor is unreachable;
+// this poller has no stream to restart).
 type interceptorPoller struct {
 	base    *url.URL
 	http    *http.Client
@@ -75,10 +76,13 @@ func (p *interceptorPoller) poll(ctx context.Context) (queueSnapshot, error) {
 	host := p.base.Hostname()
 	addrs := []string{host}
 	if net.ParseIP(host) == nil {
-		var err error
-		if addrs, err = p.lookup(ctx, host); err != nil {
+		lctx, cancel := context.WithTimeout(ctx, p.timeout)
+		all, err := p.lookup(lctx, host)
+		cancel()
+		if err != nil {
 			return queueSnapshot{}, fmt.Errorf("cannot resolve the interceptors' admin host %s: %w", host, err)
 		}
+		addrs = oneFamily(all)
 	}
 	snap := queueSnapshot{routes: map[string]routeCount{}, interceptors: len(addrs)}
 	var mu sync.Mutex
@@ -106,6 +110,23 @@ func (p *interceptorPoller) poll(ctx context.Context) (queueSnapshot, error) {
 	}
 	wg.Wait()
 	return snap, firstErr
+}
+
+// oneFamily keeps the IPv4 addresses of a lookup when it has any, the
+// others otherwise: in a dual-stack cluster a headless Service names each
+// replica once per family, and asking one twice would count its held
+// requests twice.
+func oneFamily(addrs []string) []string {
+	var v4 []string
+	for _, a := range addrs {
+		if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
+			v4 = append(v4, a)
+		}
+	}
+	if len(v4) > 0 {
+		return v4
+	}
+	return addrs
 }
 
 func (p *interceptorPoller) get(ctx context.Context, hostPort string) (map[string]routeCount, error) {

@@ -102,8 +102,12 @@ func saveTombstones(path string, ts []tombstone) error {
 	return nil
 }
 
-// tombstoneSaveInterval is how often changed tombstones are written out:
-// a mass deletion writes the file once a second, not once per workspace.
+// tombstoneSaveInterval is how often the periodic saver writes out
+// tombstones that changed otherwise (delivered, expired). A hand-off batch
+// that carries deletions writes the file itself before it is acknowledged,
+// so a mass deletion costs one write per batch, not one per workspace; a
+// file that cannot be written makes the batch fail, and the hook server
+// hands it over again, rather than holding a deletion in memory only.
 const tombstoneSaveInterval = time.Second
 
 // tombstoneSaver serializes the writes of the tombstone file, from the

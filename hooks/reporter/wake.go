@@ -19,19 +19,38 @@ import (
 //   - A held request for an idle workspace wakes it (formspec.dev/idle is
 //     removed), unless Cluster Control has an idle directive for it: its
 //     directives win.
-//   - While it wakes, once it holds the class's maxHeldRequests, the
-//     workspace is annotated formspec.dev/wake-overflow and the interceptor
-//     answers further requests with 503 until the wake ends.
-//   - The wake ends at the first poll at which at most half of the peak of
-//     held requests are still held (they are all let go together when a pod
-//     turns ready, and a client or two giving up must not end it early).
-//     Its cold start, from the poll that first saw a held request to that
-//     one, is observed unless the class's wake timeout has passed, in which
-//     case the interceptor answered them 504 and the wake timed out.
-//   - A workspace the interceptors have seen no request for during the
-//     class's idleAfterSeconds is idled, unless Cluster Control has any
-//     directive for it, and only when every interceptor answered every poll
-//     of that time: one that cannot be asked might be serving it.
+//   - The cap is level-triggered, the same for every reporter whoever woke
+//     the workspace: while it has no ready pod and holds the class's
+//     maxHeldRequests, it should carry formspec.dev/wake-overflow, and the
+//     interceptor answers further requests with 503; once it has a ready
+//     pod, or holds at most half the cap, it should not. A reporter writes
+//     the annotation when the workspace's last observation differs, again
+//     after wakeRetry if the observation still does, so that one left
+//     behind by a reporter that died is taken away by the others.
+//   - The wake ends at the first complete poll at which at most half of the
+//     peak of held requests are still held (they are all let go together
+//     when a pod turns ready, and a client or two giving up must not end
+//     it early). Its cold start, from the poll that first saw a held
+//     request to that one, is observed unless the class's wake timeout has
+//     passed, in which case the interceptor answered them 504 and the wake
+//     timed out. Requests the interceptor has forwarded stay counted until
+//     their answers end (a slow handler, a stream), so a wake still held
+//     wakeRetry past its timeout ends too: answered when a pod had turned
+//     ready, its cold start then up to when the reporter saw it ready.
+//   - A partial poll, where some interceptor did not answer, can start a
+//     wake but ends none and moves no cap: what it lacks is not a request
+//     let go.
+//   - A workspace the interceptors list a route for, and have seen no
+//     request for during the class's idleAfterSeconds, is idled, unless
+//     Cluster Control has any directive for it, and only when every
+//     interceptor answered every poll of that time: one that cannot be
+//     asked might be serving it. A workspace whose route no interceptor
+//     lists could not be woken, and is never idled.
+//   - A write that fails is tried again after wakeRetry, not at every poll.
+
+// wakeRetry is how long a failed write waits before it is tried again, and
+// how long a wake may stay counted past its timeout.
+const wakeRetry = 10 * time.Second
 
 // wakeAction is one thing the wake loop has to do.
 type wakeAction int
@@ -62,21 +81,34 @@ type wakeEntry struct {
 	uid         types.UID
 	idle        bool
 	terminating bool
+	// ready is the pods the last observation counted ready; overflowSeen
+	// whether it carried formspec.dev/wake-overflow.
+	ready        int32
+	overflowSeen bool
 
 	// count is the route's summed RequestCount at the last complete poll;
-	// a change, or a held request, is activity.
+	// a change, or a held request, is activity. countKnown is set once a
+	// complete poll listed the route.
 	count        int64
 	countKnown   bool
 	lastActivity time.Time
 	// idledAt is when this reporter idled the workspace, so that it does
 	// not do it again before the hook shows it idle.
 	idledAt time.Time
+	// retryAt holds back a wake or an idle after a failed write.
+	retryAt time.Time
+
+	// overflowWant is the cap's state at the last complete poll;
+	// overflowWrote is the value this reporter last wrote, at overflowAt.
+	overflowWant  bool
+	overflowWrote bool
+	overflowAt    time.Time
 
 	// A wake this reporter started: when the first held request was seen,
-	// the most held since, and whether it set the overflow annotation.
-	wakeAt   time.Time
-	peak     int
-	overflow bool
+	// the most held since, and when a pod was first seen ready.
+	wakeAt  time.Time
+	peak    int
+	readyAt time.Time
 }
 
 // waker holds the wake-on-request workspaces, bounded like the state's
@@ -119,6 +151,10 @@ func (w *waker) observe(o *observation.WorkspaceStatus, now time.Time) {
 		w.entries[k] = e
 	}
 	e.info, e.uid, e.terminating = *o.Class.Wake, o.UID, o.Terminating
+	e.ready, e.overflowSeen = o.ReadyReplicas, o.WakeOverflow
+	if !e.wakeAt.IsZero() && e.readyAt.IsZero() && o.ReadyReplicas > 0 {
+		e.readyAt = now
+	}
 	if o.Idle != e.idle {
 		e.idle = o.Idle
 		if !o.Idle {
@@ -166,48 +202,76 @@ func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf)
 			e.wakeAt = time.Time{}
 			continue
 		}
-		if e.wakeAt.IsZero() {
+		if e.wakeAt.IsZero() && !now.Before(e.retryAt) {
 			if c.Concurrency > 0 && e.idle && directive(k) != ccapi.ActionIdle {
-				e.wakeAt, e.peak = now, c.Concurrency
+				e.wakeAt, e.peak, e.readyAt = now, c.Concurrency, time.Time{}
 				steps = append(steps, step(actWake))
 			} else if w.idleDue(e, now, complete) && directive(k) == "" {
 				e.idledAt = now
 				steps = append(steps, step(actIdle))
-				continue
 			}
+		}
+		if !complete {
+			continue
+		}
+		if s, ok := w.overflow(e, c.Concurrency, now); ok {
+			steps = append(steps, step(s))
 		}
 		if e.wakeAt.IsZero() {
 			continue
 		}
 		e.peak = max(e.peak, c.Concurrency)
 		took := now.Sub(e.wakeAt)
-		if c.Concurrency <= e.peak/2 {
-			s := step(actColdStart)
-			if took >= time.Duration(e.info.TimeoutSeconds)*time.Second {
+		timeout := time.Duration(e.info.TimeoutSeconds) * time.Second
+		s := step(actColdStart)
+		switch {
+		case c.Concurrency <= e.peak/2:
+			if took >= timeout {
 				s.action = actWakeTimeout
 			}
-			s.took = took
-			steps = append(steps, s)
-			if e.overflow {
-				steps = append(steps, step(actOverflowOff))
-				e.overflow = false
-			}
-			e.wakeAt, e.peak = time.Time{}, 0
+		case took >= timeout+wakeRetry && !e.readyAt.IsZero():
+			// Still counted long after the timeout, with a pod ready:
+			// what the interceptor counts are forwarded requests whose
+			// answers have not ended.
+			took = e.readyAt.Sub(e.wakeAt)
+		case took >= timeout+wakeRetry:
+			s.action = actWakeTimeout
+		default:
 			continue
 		}
-		if !e.overflow && c.Concurrency >= int(e.info.MaxHeldRequests) {
-			e.overflow = true
-			steps = append(steps, step(actOverflowOn))
-		}
+		s.took = took
+		steps = append(steps, s)
+		e.wakeAt, e.peak, e.readyAt = time.Time{}, 0, time.Time{}
 	}
 	return steps
+}
+
+// overflow decides the cap for one workspace at a complete poll: the step
+// that writes formspec.dev/wake-overflow, if its last observation is not
+// what the cap wants and this reporter has not just written that.
+func (w *waker) overflow(e *wakeEntry, held int, now time.Time) (wakeAction, bool) {
+	limit := int(e.info.MaxHeldRequests)
+	switch {
+	case e.ready > 0 || held <= limit/2:
+		e.overflowWant = false
+	case held >= limit:
+		e.overflowWant = true
+	}
+	if e.overflowWant == e.overflowSeen || (e.overflowWant == e.overflowWrote && now.Sub(e.overflowAt) < wakeRetry) {
+		return 0, false
+	}
+	e.overflowAt, e.overflowWrote = now, e.overflowWant
+	if e.overflowWant {
+		return actOverflowOn, true
+	}
+	return actOverflowOff, true
 }
 
 // idleDue reports whether a workspace has gone without a request for its
 // class's idleAfterSeconds, as every interceptor could tell all along.
 func (w *waker) idleDue(e *wakeEntry, now time.Time, complete bool) bool {
 	after := time.Duration(e.info.IdleAfterSeconds) * time.Second
-	return after > 0 && complete && !e.idle && e.idledAt.IsZero() &&
+	return after > 0 && complete && e.countKnown && !e.idle && e.idledAt.IsZero() &&
 		now.Sub(e.lastActivity) >= after && now.Sub(w.lastIncomplete) >= after
 }
 
@@ -241,23 +305,23 @@ func (w *waker) idled(k types.NamespacedName) {
 	}
 }
 
-// idleFailed undoes an idle that could not be written, so that the next
-// poll tries again.
-func (w *waker) idleFailed(k types.NamespacedName) {
+// idleFailed undoes an idle that could not be written; it is tried again
+// after wakeRetry.
+func (w *waker) idleFailed(k types.NamespacedName, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
-		e.idledAt = time.Time{}
+		e.idledAt, e.retryAt = time.Time{}, now.Add(wakeRetry)
 	}
 }
 
-// wakeFailed undoes a wake that could not be written.
-func (w *waker) wakeFailed(k types.NamespacedName) {
-	w.wokenElsewhere(k)
+// wakeFailed undoes a wake that could not be written: the workspace is
+// still idle, and the wake is tried again after wakeRetry.
+func (w *waker) wakeFailed(k types.NamespacedName, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
-		e.idle = true
+		e.idle, e.wakeAt, e.peak, e.retryAt = true, time.Time{}, 0, now.Add(wakeRetry)
 	}
 }
 
@@ -280,8 +344,9 @@ func (s *state) directive(k types.NamespacedName) string {
 }
 
 // autoScaled queues a report to Cluster Control saying the reporter woke or
-// idled a workspace, and why. A workspace the state does not hold yet gets
-// it with its first status.
+// idled a workspace, and why. It reports false, and queues nothing, for a
+// workspace the state holds no status of: Cluster Control learns of it
+// from its first status, which shows it idle or not.
 func (s *state) autoScaled(k types.NamespacedName, as ccapi.AutoScale, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,14 +36,21 @@ func wakeObs(idle bool, info observation.WakeInfo) *observation.WorkspaceStatus 
 
 // poll is one poll of the interceptors in a TestWakeDecide case.
 type poll struct {
-	at        time.Duration
-	held      int
-	count     int64
-	partial   bool
+	at      time.Duration
+	held    int
+	count   int64
+	partial bool
+	// unlisted leaves the workspace's route out of the interceptors' queues.
+	unlisted  bool
 	directive string
+	// ready, when set, is observed as the workspace's ready pods before
+	// the poll.
+	ready *int32
 	// observe, when set, is observed before the poll.
 	observe *observation.WorkspaceStatus
 }
+
+func ready(n int32) *int32 { return &n }
 
 func TestWakeDecide(t *testing.T) {
 	info := observation.WakeInfo{IdleAfterSeconds: 60, TimeoutSeconds: 30, MaxHeldRequests: 5}
@@ -51,8 +59,11 @@ func TestWakeDecide(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		first  *observation.WorkspaceStatus
-		polls  []poll
-		want   []string
+		// lost fails every idle and keeps overflow writes from the
+		// observations, as writes the API server did not take.
+		lost  bool
+		polls []poll
+		want  []string
 	}{
 		"WakeAndColdStart": {
 			reason: "A held request wakes the idle workspace; the cold start runs to the poll that sees it answered.",
@@ -71,13 +82,71 @@ func TestWakeDecide(t *testing.T) {
 			polls:  []poll{{at: time.Second, held: 2, directive: ccapi.ActionIdle}},
 		},
 		"OverflowAndBack": {
-			reason: "Reaching maxHeldRequests while waking refuses further requests until the wake ends.",
+			reason: "Reaching maxHeldRequests while waking refuses further requests until a pod is ready.",
 			first:  wakeObs(true, info),
 			polls: []poll{
 				{at: time.Second, held: 2}, {at: 2 * time.Second, held: 5}, {at: 3 * time.Second, held: 7},
-				{at: 4 * time.Second, held: 3},
+				{at: 4 * time.Second, held: 3, ready: ready(1)},
 			},
-			want: []string{"1s wake shop held=2", "2s overflow_on shop held=5", "4s cold_start shop took=3s", "4s overflow_off shop held=3"},
+			want: []string{"1s wake shop held=2", "2s overflow_on shop held=5", "4s overflow_off shop held=3", "4s cold_start shop took=3s"},
+		},
+		"OverflowWithoutOwnWake": {
+			reason: "The cap holds for a workspace without a ready pod whoever woke it.",
+			first:  wakeObs(false, noIdle),
+			polls:  []poll{{at: time.Second, held: 5}, {at: 2 * time.Second, held: 4}, {at: 3 * time.Second, held: 2}},
+			want:   []string{"1s overflow_on shop held=5", "3s overflow_off shop held=2"},
+		},
+		"LeftoverOverflowIsTakenAway": {
+			reason: "An annotation a dead reporter left is taken away, so that an idle workspace holds requests again.",
+			first: func() *observation.WorkspaceStatus {
+				o := wakeObs(true, info)
+				o.WakeOverflow = true
+				return o
+			}(),
+			polls: []poll{{at: time.Second}, {at: 2 * time.Second}, {at: 3 * time.Second, held: 1}},
+			want:  []string{"1s overflow_off shop held=0", "3s wake shop held=1"},
+		},
+		"LostOverflowWriteIsRetried": {
+			reason: "While the observation does not show the cap, it is written again after wakeRetry, not at every poll.",
+			first:  wakeObs(false, noIdle),
+			lost:   true,
+			polls:  []poll{{at: time.Second, held: 6}, {at: 2 * time.Second, held: 6}, {at: 11 * time.Second, held: 6}},
+			want:   []string{"1s overflow_on shop held=6", "11s overflow_on shop held=6"},
+		},
+		"ReadyWorkspaceHasNoCap": {
+			reason: "With a ready pod the interceptor forwards at once: many requests in flight are no overflow.",
+			first:  wakeObs(false, noIdle),
+			polls:  []poll{{at: time.Second, held: 9, ready: ready(1)}},
+		},
+		"PartialPollEndsNothing": {
+			reason: "What a partial poll lacks is not a request let go: the wake goes on to the next complete poll.",
+			first:  wakeObs(true, info),
+			polls:  []poll{{at: time.Second, held: 2}, {at: 2 * time.Second, partial: true}, {at: 3 * time.Second}},
+			want:   []string{"1s wake shop held=2", "3s cold_start shop took=2s"},
+		},
+		"ForwardedRequestsEndTheWake": {
+			reason: "A request still counted long after the timeout, with a pod ready, was forwarded: the cold start ends when the pod was seen ready.",
+			first:  wakeObs(true, info),
+			polls:  []poll{{at: time.Second, held: 1}, {at: 3 * time.Second, held: 1, ready: ready(1)}, {at: 35 * time.Second, held: 1}, {at: 41 * time.Second, held: 1}},
+			want:   []string{"1s wake shop held=1", "41s cold_start shop took=2s"},
+		},
+		"NoPodLongPastTimeout": {
+			reason: "Still counted past the timeout and no pod ever ready: the wake timed out.",
+			first:  wakeObs(true, info),
+			polls:  []poll{{at: time.Second, held: 1}, {at: 35 * time.Second, held: 1}, {at: 41 * time.Second, held: 1}},
+			want:   []string{"1s wake shop held=1", "41s wake_timeout shop took=40s"},
+		},
+		"UnlistedRouteIsNotIdled": {
+			reason: "A workspace no interceptor has a route for could not be woken again: it is never idled.",
+			first:  wakeObs(false, info),
+			polls:  []poll{{at: 61 * time.Second, unlisted: true}, {at: 200 * time.Second, unlisted: true}},
+		},
+		"FailedIdleWaitsToRetry": {
+			reason: "An idle that cannot be written is tried again after wakeRetry, not at every poll.",
+			first:  wakeObs(false, info),
+			lost:   true,
+			polls:  []poll{{at: 61 * time.Second}, {at: 62 * time.Second}, {at: 71 * time.Second}},
+			want:   []string{"61s idle shop held=0", "71s idle shop held=0"},
 		},
 		"HalfStillHeld": {
 			reason: "A client giving up does not end the wake: more than half the peak is still held.",
@@ -146,13 +215,22 @@ func TestWakeDecide(t *testing.T) {
 			start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			w := newWaker(10, start, func(string) {})
 			w.observe(tc.first, start)
+			// cur is the workspace as the hook last showed it.
+			cur := *tc.first
 			var got []string
 			for _, p := range tc.polls {
 				now := start.Add(p.at)
+				if p.ready != nil {
+					cur.ReadyReplicas = *p.ready
+					w.observe(&cur, now)
+				}
 				if p.observe != nil {
 					w.observe(p.observe, now)
 				}
 				snap := queueSnapshot{routes: map[string]routeCount{routeKey(shop): {Concurrency: p.held, RequestCount: p.count}}, interceptors: 2, answered: 2}
+				if p.unlisted {
+					snap.routes = map[string]routeCount{}
+				}
 				if p.partial {
 					snap.answered = 1
 				}
@@ -164,11 +242,16 @@ func TestWakeDecide(t *testing.T) {
 						line += fmt.Sprintf(" held=%d", s.held)
 					}
 					got = append(got, line)
-					switch s.action {
-					case actWake:
+					switch {
+					case s.action == actWake:
 						w.woken(s.name)
-					case actIdle:
+					case s.action == actIdle && tc.lost:
+						w.idleFailed(s.name, now)
+					case s.action == actIdle:
 						w.idled(s.name)
+					case (s.action == actOverflowOn || s.action == actOverflowOff) && !tc.lost:
+						cur.WakeOverflow = s.action == actOverflowOn
+						w.observe(&cur, now)
 					}
 				}
 			}
@@ -275,4 +358,50 @@ func histogramCount(t *testing.T, r *Reporter, result string) uint64 {
 		}
 	}
 	return 0
+}
+
+// TestPollAsksEachReplicaOnce resolves the admin host to a replica's IPv4
+// and IPv6 addresses, as a dual-stack headless Service does: the replica
+// is asked once, so its held requests count once.
+func TestPollAsksEachReplicaOnce(t *testing.T) {
+	fi := &fakeInterceptor{counts: map[string]routeCount{"team-a/shop": {Concurrency: 2, RequestCount: 7}}}
+	srv := httptest.NewServer(fi)
+	t.Cleanup(srv.Close)
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newInterceptorPoller("http://interceptor-admin.keda:"+port, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.lookup = func(context.Context, string) ([]string, error) { return []string{"::1", "127.0.0.1"}, nil }
+	snap, err := p.poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := queueSnapshot{routes: map[string]routeCount{"team-a/shop": {Concurrency: 2, RequestCount: 7}}, interceptors: 1, answered: 1}
+	if diff := cmp.Diff(want, snap, cmp.AllowUnexported(queueSnapshot{})); diff != "" {
+		t.Errorf("-want, +got:\n%s", diff)
+	}
+}
+
+func TestOneFamily(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     []string
+		want   []string
+	}{
+		"DualStack": {reason: "IPv4 wins when both are there.", in: []string{"fd00::5", "10.0.0.5", "fd00::6", "10.0.0.6"}, want: []string{"10.0.0.5", "10.0.0.6"}},
+		"IPv6Only":  {reason: "An IPv6-only cluster keeps its addresses.", in: []string{"fd00::5"}, want: []string{"fd00::5"}},
+		"IPv4Only":  {reason: "Nothing to drop.", in: []string{"10.0.0.5"}, want: []string{"10.0.0.5"}},
+		"NoAnswers": {reason: "An empty lookup stays empty.", in: nil, want: nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, oneFamily(tc.in)); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
 }

@@ -52,7 +52,7 @@ func newWakeMetrics(reg *prometheus.Registry, w *waker) *wakeMetrics {
 		}),
 		overflows: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "formspec_reporter_wake_overflows_total",
-			Help: "Wakes during which the workspace held its class's maxHeldRequests, so that further requests were refused with 503.",
+			Help: "Times this reporter switched on the cap of a wake-on-request workspace without a ready pod that held its class's maxHeldRequests, so that further requests were refused with 503.",
 		}),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_reporter_interceptor_polls_total",
@@ -156,12 +156,12 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 			r.waker.wokenElsewhere(s.name)
 		default:
 			r.wm.wakes.WithLabelValues("error").Inc()
-			r.waker.wakeFailed(s.name)
+			r.waker.wakeFailed(s.name, now)
 			r.warnWakeWrite(s, err)
 		}
 	case actIdle:
 		if err := r.patchAnnotations(ctx, s.name, types.MergePatchType, annotationPatch(v1alpha1.AnnotationIdle, "true")); err != nil {
-			r.waker.idleFailed(s.name)
+			r.waker.idleFailed(s.name, now)
 			r.warnWakeWrite(s, err)
 			break
 		}

@@ -34,7 +34,7 @@ type RouteSpec struct {
 	// as the target has no ready endpoint instead of holding them.
 	ColdStart *ColdStart `json:"coldStart,omitempty"`
 	// Timeouts bound how long a request is held.
-	Timeouts RouteTimeouts `json:"timeouts,omitempty"`
+	Timeouts RouteTimeouts `json:"timeouts,omitzero"`
 	// Rules match requests by host.
 	Rules []RoutingRule `json:"rules,omitempty"`
 	// ScalingMetric is required by the CRD. Nothing here reads it: the

@@ -21,11 +21,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 

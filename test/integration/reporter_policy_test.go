@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,28 @@ func TestReporterPolicy(t *testing.T) {
 	if spec := got["spec"].(map[string]any); spec["owner"] != "team-a" || spec["clusterClass"] != "standard" {
 		t.Errorf("spec changed: %v", spec)
 	}
+
+	t.Run("ValueSetByOthersMayStay", func(t *testing.T) {
+		// Someone else's formspec.dev/wake-overflow: "false" must not
+		// block the reporter's other writes, such as a restart directive.
+		if _, err := admin.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/wake-overflow": "false", "formspec.dev/idle": "no"})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:77aa"})); err != nil {
+			t.Errorf("a restart directive beside values the reporter may not write: refused: %v", err)
+		}
+		_, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/idle": "maybe"}))
+		if !strings.Contains(fmt.Sprint(err), "formspec-reporter-workspace-annotations") {
+			t.Errorf("changing formspec.dev/idle to another value than \"true\": got %v, want a refusal by the policy", err)
+		}
+		if _, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/wake-overflow": nil, "formspec.dev/idle": nil})); err != nil {
+			t.Errorf("removing both: refused: %v", err)
+		}
+	})
 
 	t.Run("OthersUnaffected", func(t *testing.T) {
 		if _, err := admin.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",

@@ -97,6 +97,9 @@ type WorkspaceStatus struct {
 	WantedArtifactHash string `json:"wantedArtifactHash,omitempty"`
 	// Idle is true when the workspace carries formspec.dev/idle: "true".
 	Idle bool `json:"idle,omitempty"`
+	// WakeOverflow is true when it carries formspec.dev/wake-overflow:
+	// "true", so that the reporters can take away one that nobody needs.
+	WakeOverflow bool `json:"wakeOverflow,omitempty"`
 	// Terminating is true once the workspace has a deletion timestamp.
 	Terminating bool `json:"terminating,omitempty"`
 	// Class is the ClusterClass the hook saw, when it saw one.
@@ -215,6 +218,7 @@ func WorkspaceObservation(ws *v1alpha1.Workspace, status *v1alpha1.WorkspaceStat
 		Datastores:         status.Datastores,
 		WantedArtifactHash: ws.Annotations[v1alpha1.AnnotationArtifactBinaryHash],
 		Idle:               ws.Annotations[v1alpha1.AnnotationIdle] == "true",
+		WakeOverflow:       ws.Annotations[v1alpha1.AnnotationWakeOverflow] == "true",
 		Terminating:        ws.DeletionTimestamp != nil,
 	}}
 }
