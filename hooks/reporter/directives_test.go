@@ -76,7 +76,7 @@ func TestDirectives(t *testing.T) {
 			if tc.ws != nil {
 				st.observeWorkspace(tc.ws, t0)
 				p, _ := st.next()
-				st.finish(p, sent)
+				st.finish(p, sent, t0)
 			}
 			st.setDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Second))
 			var wantWrites []ccapi.Directive

@@ -106,7 +106,7 @@ func (r *Reporter) runWorkspaceSender(ctx context.Context) {
 			for {
 				if p, ok := r.st.next(); ok {
 					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.body, key: p.key,
-						done: func(res result) { r.st.finish(p, res.outcome) }}, true
+						done: func(res result) { r.st.finish(p, res.outcome, r.cfg.now()) }}, true
 				}
 				select {
 				case <-ctx.Done():

@@ -107,7 +107,7 @@ func newMetrics(st *state, files []credential) *metrics {
 		}))
 	}
 	// Pre-create the drop series so a dashboard shows 0, not "no data".
-	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropInvalid, dropRejected} {
+	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropAutoScaleLimit, dropInvalid, dropRejected} {
 		m.dropped.WithLabelValues(r)
 	}
 	for _, r := range []string{"recorded", "rate_limited"} {

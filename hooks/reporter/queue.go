@@ -54,11 +54,20 @@ func (s *state) next() (pendingReport, bool) {
 			e.dirty = false
 			continue
 		}
-		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, autoScale: e.autoScale, body: body, key: idempotencyKey(body)}, true
+		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, autoScale: firstAutoScale(e), body: body, key: idempotencyKey(body)}, true
 	}
 	// Let the backing array go once drained, so a burst does not pin it.
 	s.queue = nil
 	return pendingReport{}, false
+}
+
+// firstAutoScale is the wake or idle a report of e carries: the oldest not
+// yet acknowledged.
+func firstAutoScale(e *wsEntry) *ccapi.AutoScale {
+	if len(e.autoScales) == 0 {
+		return nil
+	}
+	return &e.autoScales[0]
 }
 
 func reportBody(e *wsEntry) ([]byte, error) {
@@ -69,7 +78,7 @@ func reportBody(e *wsEntry) ([]byte, error) {
 		ReportedAt:        ccapi.Stamp(e.reportedAt),
 		Deleted:           e.deleted,
 		DirectiveConsumed: e.consumed,
-		AutoScale:         e.autoScale,
+		AutoScale:         firstAutoScale(e),
 	}
 	if !e.deleted {
 		rep.Status = new(ccapi.WorkspaceStatus)
@@ -81,7 +90,7 @@ func reportBody(e *wsEntry) ([]byte, error) {
 }
 
 // finish records how sending p went.
-func (s *state) finish(p pendingReport, o outcome) {
+func (s *state) finish(p pendingReport, o outcome, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.workspaces[p.workspace]
@@ -101,8 +110,15 @@ func (s *state) finish(p pendingReport, o outcome) {
 	if o == sent && p.consumed != nil && e.consumed != nil && *e.consumed == *p.consumed {
 		e.consumed = nil
 	}
-	if o == sent && p.autoScale != nil && e.autoScale != nil && *e.autoScale == *p.autoScale {
-		e.autoScale = nil
+	if o == sent && p.autoScale != nil && len(e.autoScales) > 0 && e.autoScales[0] == *p.autoScale {
+		e.autoScales = e.autoScales[1:]
+		if len(e.autoScales) == 0 {
+			e.autoScales = nil
+		} else if e.version == p.version {
+			// The next one goes in a report of its own.
+			s.bump(p.workspace, e, now)
+			return
+		}
 	}
 	if e.version != p.version {
 		return

@@ -4,8 +4,10 @@ import (
 	"testing"
 	"time"
 
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestWorkspaceCoalescing checks change detection, latest-wins and what a
@@ -22,7 +24,7 @@ func TestWorkspaceCoalescing(t *testing.T) {
 	p, _ := st.next()
 	// A change while the first report is in flight must survive its ack.
 	st.observeWorkspace(wsStatus("shop", "Degraded", ""), t0.Add(2*time.Second))
-	st.finish(p, sent)
+	st.finish(p, sent, t0)
 	if got := st.counts().Pending; got != 1 {
 		t.Fatalf("pending after acking an outdated report: got %d, want 1", got)
 	}
@@ -30,11 +32,11 @@ func TestWorkspaceCoalescing(t *testing.T) {
 	if !ok || p2.key == p.key {
 		t.Fatalf("next report: ok=%v, same key as the first=%v", ok, p2.key == p.key)
 	}
-	st.finish(p2, sent)
+	st.finish(p2, sent, t0)
 	st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "shop"}, t0.Add(3*time.Second))
 	p3, _ := st.next()
 	// A failed send keeps the tombstone, with the same bytes for the retry.
-	st.finish(p3, retry)
+	st.finish(p3, retry, t0)
 	if got := st.counts().Tombstones; got != 1 {
 		t.Fatalf("tombstones after a failed send: got %d, want 1", got)
 	}
@@ -42,8 +44,45 @@ func TestWorkspaceCoalescing(t *testing.T) {
 	if p4.key != p3.key {
 		t.Errorf("a retried deletion changed its Idempotency-Key")
 	}
-	st.finish(p4, sent)
+	st.finish(p4, sent, t0)
 	if diff := cmp.Diff(counts{}, st.counts()); diff != "" {
 		t.Errorf("a delivered deletion should forget the workspace (-want, +got):\n%s", diff)
+	}
+}
+
+// TestAutoScalesEachReported checks that a wake and the idle that follows
+// it before Cluster Control takes either are both reported, in order, one
+// report each, and that a failed send keeps the one it carried.
+func TestAutoScalesEachReported(t *testing.T) {
+	st := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
+	k := types.NamespacedName{Namespace: "ns", Name: "shop"}
+	st.observeWorkspace(&observation.WorkspaceStatus{Namespace: k.Namespace, Name: k.Name, Phase: "Idle", Idle: true}, t0)
+	p, _ := st.next()
+	st.finish(p, sent, t0)
+	wake := ccapi.AutoScale{Action: ccapi.AutoScaleWake, Reason: ccapi.ReasonRequest, At: ccapi.Stamp(t0.Add(time.Second))}
+	idle := ccapi.AutoScale{Action: ccapi.AutoScaleIdle, Reason: ccapi.ReasonInactivity, At: ccapi.Stamp(t0.Add(9 * time.Second))}
+	st.autoScaled(k, wake, t0.Add(time.Second))
+	st.autoScaled(k, idle, t0.Add(9*time.Second))
+
+	var got []string
+	for i := 0; i < 5; i++ {
+		p, ok := st.next()
+		if !ok {
+			break
+		}
+		if p.autoScale == nil {
+			got = append(got, "none")
+		} else {
+			got = append(got, p.autoScale.Action)
+		}
+		o := sent
+		if i == 0 {
+			// The first send fails: the wake goes again.
+			o = retry
+		}
+		st.finish(p, o, t0.Add(10*time.Second))
+	}
+	if diff := cmp.Diff([]string{"wake", "wake", "idle"}, got); diff != "" {
+		t.Errorf("reports, by the autoScale each carried: -want, +got:\n%s", diff)
 	}
 }

@@ -19,6 +19,7 @@ const (
 	dropPodLimit       = "pod_limit"
 	dropClaimLimit     = "claim_limit"
 	dropDirectiveLimit = "directive_limit"
+	dropAutoScaleLimit = "autoscale_limit"
 	dropInvalid        = "invalid"
 	dropRejected       = "rejected"
 )

@@ -343,6 +343,10 @@ func (s *state) directive(k types.NamespacedName) string {
 	return s.applied[k].Action
 }
 
+// maxAutoScales bounds the wakes and idles a workspace keeps for Cluster
+// Control while it does not take them.
+const maxAutoScales = 8
+
 // autoScaled queues a report to Cluster Control saying the reporter woke or
 // idled a workspace, and why. It reports false, and queues nothing, for a
 // workspace the state holds no status of: Cluster Control learns of it
@@ -354,7 +358,13 @@ func (s *state) autoScaled(k types.NamespacedName, as ccapi.AutoScale, now time.
 	if !ok || e.deleted || e.statusJS == nil {
 		return false
 	}
-	e.autoScale = &as
+	if len(e.autoScales) >= maxAutoScales {
+		// Cluster Control has been away through many wakes and idles:
+		// the oldest matter least.
+		e.autoScales = e.autoScales[1:]
+		s.drop(dropAutoScaleLimit)
+	}
+	e.autoScales = append(e.autoScales, as)
 	s.bump(k, e, now)
 	return true
 }

@@ -29,9 +29,12 @@ type wsEntry struct {
 	// consumed is a directive this workspace carried out whose
 	// consumption Cluster Control has not acknowledged yet.
 	consumed *ccapi.DirectiveConsumed
-	// autoScale is a wake or idle the reporter decided (wake.go) that
-	// Cluster Control has not acknowledged yet.
-	autoScale *ccapi.AutoScale
+	// autoScales are the wakes and idles the reporter decided (wake.go)
+	// that Cluster Control has not acknowledged yet, oldest first, at most
+	// maxAutoScales: a report carries the first, and once it is sent the
+	// next goes, so a wake followed by an idle during an outage reaches
+	// Cluster Control as both.
+	autoScales []ccapi.AutoScale
 	// version counts changes; a send acknowledges only the version it
 	// carried, so a change during the send is not lost. reportedAt is fixed
 	// per version, so every retry of one version has the same bytes and the
@@ -140,7 +143,7 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 	if ref.UID != "" {
 		e.uid = ref.UID
 	}
-	e.statusJS, e.deleted, e.consumed, e.autoScale, e.observedAt = nil, true, nil, nil, now
+	e.statusJS, e.deleted, e.consumed, e.autoScales, e.observedAt = nil, true, nil, nil, now
 	s.tombstones++
 	s.tombstoneGen++
 	s.bump(k, e, now)

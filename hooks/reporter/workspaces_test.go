@@ -20,7 +20,7 @@ func TestResync(t *testing.T) {
 	st.observeWorkspace(wsStatus("blog", "Ready", ""), t0)
 	for range 2 {
 		p, _ := st.next()
-		st.finish(p, sent)
+		st.finish(p, sent, t0)
 	}
 	st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "blog"}, t0.Add(time.Minute))
 	if got := st.resync(t0.Add(10 * time.Minute)); got != 1 {

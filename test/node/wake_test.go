@@ -98,6 +98,13 @@ func TestWakeOnRequest(t *testing.T) {
 	admin := c.startClusterControl(t)
 	c.startMetacontroller(t)
 	t.Cleanup(func() { c.checkMetacontrollerAllowed(t, nil) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			// What the reporters decided is the first thing to read.
+			t.Logf("reporter logs:\n%s", c.kubectl(t, "-n", hooksNamespace, "logs", "-l", "app.kubernetes.io/name="+hooksName,
+				"-c", "reporter", "--prefix", "--tail=100"))
+		}
+	})
 	tm.Phase("Metacontroller Ready")
 
 	const ns, name, class = "wake-ws", "sleepy", "on-demand"
