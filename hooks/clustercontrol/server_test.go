@@ -253,9 +253,13 @@ func TestDownRefusesConnections(t *testing.T) {
 // TestDelayOutlastsTimeouts holds a workspace-status request longer than
 // the server's read and write timeouts: the fault must still end in an
 // answer, with the body read after the stall, not in a cut connection.
+//
+// The timeouts are a second, not less: the read timeout also bounds the
+// time from accepting the connection to the handler, which a busy machine
+// can stretch past a few tens of milliseconds.
 func TestDelayOutlastsTimeouts(t *testing.T) {
-	s := New(Options{HTTP: httpserve.Config{ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}})
-	s.SetFault(ccapi.PathWorkspaceStatus, Fault{Delay: 300 * time.Millisecond, Times: 1})
+	s := New(Options{HTTP: httpserve.Config{ReadTimeout: time.Second, WriteTimeout: time.Second}})
+	s.SetFault(ccapi.PathWorkspaceStatus, Fault{Delay: 1500 * time.Millisecond, Times: 1})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
