@@ -50,8 +50,9 @@ const (
 	// (default 1), alternating which goes first; the figures printed are
 	// the medians of the rounds.
 	EnvScaleRounds = "FORMSPEC_E2E_SCALE_ROUNDS"
-	// EnvScaleProfile names a directory for a CPU profile of the hook
-	// server over the first profileFor of each convergence.
+	// EnvScaleProfile names a directory for CPU profiles of the hook
+	// server and Metacontroller over the first profileFor of each
+	// convergence, and of the hook server in the steady state.
 	EnvScaleProfile = "FORMSPEC_E2E_SCALE_PROFILE"
 )
 
@@ -278,8 +279,11 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 	if variant == variantTrivial {
 		cfg.startHooks = startTrivialHook
 	}
+	var mcPprof string
 	if opts.profile != "" {
 		cfg.hookArgs = append(cfg.hookArgs, "--pprof")
+		mcPprof = "127.0.0.1:" + strconv.Itoa(controlplane.FreePorts(t, 1)[0])
+		cfg.mcArgs = append(cfg.mcArgs, "--pprof-address="+mcPprof)
 	}
 	e := startEnvWith(t, cfg)
 	steady := opts.steady
@@ -433,6 +437,7 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 	logf("creating %d Workspaces (%d with a claim) in %d namespaces, %d nodes", n, f.claims(), f.namespaces(), f.nodes())
 	if opts.profile != "" {
 		go saveProfile(t, e.hookMetrics, filepath.Join(opts.profile, fmt.Sprintf("%s-converge-%d.pprof", variant, n)), profileFor)
+		go saveProfile(t, "http://"+mcPprof, filepath.Join(opts.profile, fmt.Sprintf("%s-metacontroller-converge-%d.pprof", variant, n)), profileFor)
 	}
 	must(parallel(n, scaleWriters, func(i int) error {
 		if f.hasClaim(i) {
@@ -517,11 +522,12 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 	return res
 }
 
-// saveProfile writes a CPU profile of the hook server over d to path.
-func saveProfile(t *testing.T, metrics, path string, d time.Duration) {
-	resp, err := http.Get(metrics + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(d.Seconds())))
+// saveProfile writes a CPU profile over d, from the /debug/pprof of the
+// process served at base, to path.
+func saveProfile(t *testing.T, base, path string, d time.Duration) {
+	resp, err := http.Get(base + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(d.Seconds())))
 	if err != nil {
-		t.Errorf("cannot profile the hook server: %v", err)
+		t.Errorf("cannot profile %s: %v", base, err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -530,7 +536,7 @@ func saveProfile(t *testing.T, metrics, path string, d time.Duration) {
 		err = os.WriteFile(path, raw, 0o644)
 	}
 	if err != nil {
-		t.Errorf("cannot save the hook server's profile: %v", err)
+		t.Errorf("cannot save the profile of %s: %v", base, err)
 	}
 }
 
