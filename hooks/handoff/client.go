@@ -22,6 +22,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// DefaultLinger is Options.Linger's default. Every sync hands over the
+// state it observed, and a short linger posts about once per burst of
+// syncs: under Metacontroller with 300 Workspaces a linger of 50ms made
+// 215 POSTs to the reporter while the fleet converged and 56 a minute in
+// the steady state, a second 111 and 16 (make scale). A second delays
+// nothing anyone waits for: the reporter reports node health every 15 s,
+// and what is deleted or decided is posted at once.
+const DefaultLinger = time.Second
+
 // Options tunes a Client. Zero values take the defaults noted per field.
 type Options struct {
 	// QueueSize bounds the observations waiting to be posted (default 1024).
@@ -34,11 +43,13 @@ type Options struct {
 	// BatchBytes caps the encoded observations per POST (default 1 MiB, an
 	// eighth of what the sidecar accepts).
 	BatchBytes int
-	// Linger is how long Run waits, once an observation is queued, for
-	// more to gather before it posts (default 50ms), unless a whole batch
-	// is already queued; a busy server then posts about one batch per
-	// Linger rather than one per round trip, and the statuses of one object
-	// synced many times meanwhile are merged into one. Negative: no wait.
+	// Linger is how long Run waits, once a state (a workspace status, a
+	// node, a pod placement) is queued, for more to gather before it posts
+	// (default 1s), unless a whole batch is already queued; a server then
+	// posts about one batch per Linger rather than one per round trip or
+	// per sync, and the states of one object synced many times meanwhile
+	// are merged into one. A deletion or a claim decision is posted
+	// without waiting: no later sync repeats it. Negative: no wait.
 	Linger time.Duration
 	// PostTimeout bounds one POST to the sidecar (default 2s).
 	PostTimeout time.Duration
@@ -84,6 +95,8 @@ type Client struct {
 	// posting is the last seq of the batch being posted (0: none); what is
 	// up to it is never replaced.
 	posting uint64
+	// urgent counts the queued observations posted without lingering.
+	urgent  int
 	waiting chan struct{} // nudges Run when the queue gains an observation
 
 	dropped   atomic.Uint64
@@ -106,7 +119,7 @@ func New(baseURL string, opts Options) (*Client, error) {
 	setDefault(&opts.BatchSize, 128)
 	setDefault(&opts.BatchBytes, 1<<20)
 	if opts.Linger == 0 {
-		opts.Linger = 50 * time.Millisecond
+		opts.Linger = DefaultLinger
 	}
 	setDefault(&opts.PostTimeout, 2*time.Second)
 	setDefault(&opts.RetryDelay, time.Second)
@@ -227,15 +240,15 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 }
 
-// linger waits up to Linger for a whole batch to gather, and reports
-// false if ctx ends meanwhile.
+// linger waits up to Linger for a whole batch to gather, or for an
+// observation that does not wait, and reports false if ctx ends meanwhile.
 func (c *Client) linger(ctx context.Context) bool {
-	if c.opts.Linger < 0 || c.full() {
+	if c.opts.Linger < 0 || c.ready() {
 		return true
 	}
 	t := time.NewTimer(c.opts.Linger)
 	defer t.Stop()
-	for !c.full() {
+	for !c.ready() {
 		select {
 		case <-ctx.Done():
 			return false

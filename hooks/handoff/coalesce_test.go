@@ -446,6 +446,42 @@ func TestLinger(t *testing.T) {
 	}
 }
 
+// TestLingerUrgent shows a deletion and a claim decision ending the linger
+// at once, taking the states queued before them along: no later sync
+// repeats them, so they are not left to wait in a queue a restart loses.
+func TestLingerUrgent(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		urgent observation.Observation
+		want   []string
+	}{
+		"Deletion": {
+			reason: "a deletion is told once, by the finalize hook",
+			urgent: wsDeleted("ns", "gone", "u1"),
+			want:   []string{"workspace ns/ws-1  ready=0", "deleted ns/gone u1"},
+		},
+		"ClaimDecision": {
+			reason: "a claim decision becomes an Event",
+			urgent: claim("ns", "c", "u2", "Granted"),
+			want:   []string{"workspace ns/ws-1  ready=0", "claim ns/c u2 Granted"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			open := make(chan struct{})
+			close(open)
+			srv, got := batchSidecar(t, open, nil)
+			// A linger of an hour would never post the state alone.
+			c := running(t, srv.URL, Options{Linger: time.Hour})
+			c.Send(status(1))
+			c.Send(tc.urgent)
+			if diff := cmp.Diff(tc.want, receiveBatch(t, got)); diff != "" {
+				t.Errorf("%s: posted (-want, +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 // TestLingerOff shows a negative Linger posting a lone observation without
 // waiting for more (a linger of an hour would never post it).
 func TestLingerOff(t *testing.T) {
@@ -464,7 +500,7 @@ func TestLingerDefault(t *testing.T) {
 	for _, tc := range []struct {
 		set, want time.Duration
 	}{
-		{set: 0, want: 50 * time.Millisecond},
+		{set: 0, want: DefaultLinger},
 		{set: 10 * time.Millisecond, want: 10 * time.Millisecond},
 		{set: -1, want: -1},
 	} {

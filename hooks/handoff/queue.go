@@ -21,6 +21,9 @@ type queued struct {
 	// milestones are a workspace status's; a status replaces only one with
 	// the same, so that the reporter sees every transition it announces.
 	milestones observation.Milestones
+	// urgent marks what Run posts without lingering: a deletion or a claim
+	// decision, which no later sync repeats.
+	urgent bool
 }
 
 // deletion reports whether q is a workspace deletion.
@@ -70,6 +73,7 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 	case obs.Pod != nil:
 		q.key = nameKey(kindPod, "", types.NamespacedName{Namespace: obs.Pod.Namespace, Name: obs.Pod.Name})
 	}
+	q.urgent = obs.WorkspaceDeleted != nil || obs.Claim != nil
 	// A claim decision is never replaced: each one is a decision the
 	// reporter records as an Event (granted, denied, rotated), and a denial
 	// must not vanish because a grant followed it quickly.
@@ -145,6 +149,9 @@ func (c *Client) push(q queued) {
 	q.seq = c.seq
 	c.queue = append(c.queue, q)
 	c.bytes += len(q.raw)
+	if q.urgent {
+		c.urgent++
+	}
 	switch {
 	case q.deletion():
 		c.deleted[q.workspace] = q.seq
@@ -173,6 +180,9 @@ func (c *Client) index(seq uint64) (int, bool) {
 func (c *Client) forget(i int) {
 	q := &c.queue[i]
 	c.bytes -= len(q.raw)
+	if q.urgent {
+		c.urgent--
+	}
 	switch {
 	case q.deletion():
 		if c.deleted[q.workspace] == q.seq {
@@ -232,11 +242,12 @@ func (c *Client) PendingBytes() int {
 	return c.bytes
 }
 
-// full reports whether the queue holds a whole batch.
-func (c *Client) full() bool {
+// ready reports whether Run should post without lingering: the queue holds
+// a whole batch, or an observation no later sync repeats.
+func (c *Client) ready() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.queue) >= c.opts.BatchSize || c.bytes >= c.opts.BatchBytes
+	return len(c.queue) >= c.opts.BatchSize || c.bytes >= c.opts.BatchBytes || c.urgent > 0
 }
 
 // peek returns up to BatchSize observations, within BatchBytes, from the

@@ -337,6 +337,9 @@ func StartProcess(t testing.TB, cfg ProcessConfig, bin string, args ...string) *
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.exited }
 
+// Pid is the process's ID, for reading its usage from /proc.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // LogPath is the file holding the process's stdout and stderr.
 func (p *Process) LogPath() string { return p.log }
 

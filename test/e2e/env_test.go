@@ -42,6 +42,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,9 +75,9 @@ type env struct {
 	c     *controlplane.Client
 	hooks *controlplane.Process
 	mc    *controlplane.Process
-	// hookMetrics is the hook server's metrics listener,
-	// http://127.0.0.1:<port>.
-	hookMetrics string
+	// hookMetrics and mcMetrics are the hook server's and Metacontroller's
+	// metrics listeners, http://127.0.0.1:<port>.
+	hookMetrics, mcMetrics string
 	// install is what the tests read from deploy/ and compositecontrollers/.
 	install install
 	// proxy stands in for cluster DNS and the hook Service.
@@ -92,6 +93,23 @@ type env struct {
 	reporterPort int
 }
 
+// envConfig changes what startEnvWith starts; its zero value is the
+// environment of the end-to-end tests.
+type envConfig struct {
+	// hookArgs are added to the hook server's command line, after the
+	// tests' own: a flag given again overrides.
+	hookArgs []string
+	// mcArgs are added to Metacontroller's command line in the same way.
+	mcArgs []string
+	// startHooks, when set, starts something else in the hook server's
+	// place: a server of the hooks on listen, its metrics and /readyz on
+	// metricsListen, with the serving certificate and key of the install.
+	startHooks func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process
+	// editController, when set, may change each controller definition
+	// before it is applied.
+	editController func(t *testing.T, obj controlplane.Object)
+}
+
 // startEnv brings up the control plane, installs the CRDs, creates the
 // Secrets the documented install expects (playing cert-manager and the
 // user), builds and starts the hook server with the TLS and token flags of
@@ -99,7 +117,10 @@ type env struct {
 // as compositecontrollers/ has them, and starts Metacontroller with
 // server-side apply and the test's CONNECT proxy as HTTPS_PROXY. It skips
 // the test when a prerequisite is missing.
-func startEnv(t *testing.T) *env {
+func startEnv(t *testing.T) *env { return startEnvWith(t, envConfig{}) }
+
+// startEnvWith is startEnv, changed by cfg.
+func startEnvWith(t *testing.T, cfg envConfig) *env {
 	t.Helper()
 	mcBin := os.Getenv(EnvMetacontrollerBin)
 	if mcBin == "" {
@@ -143,22 +164,29 @@ func startEnv(t *testing.T) *env {
 	ports := controlplane.FreePorts(t, 5)
 	hookPort, hookMetricsPort, reporterPort, mcMetricsPort, mcHealthPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 	e.hookMetrics = "http://127.0.0.1:" + strconv.Itoa(hookMetricsPort)
+	e.mcMetrics = "http://127.0.0.1:" + strconv.Itoa(mcMetricsPort)
 	e.reporterPort = reporterPort
 
-	bin := buildHooks(t, root, e.dir)
-	args := append([]string{"serve",
-		"--listen=127.0.0.1:" + strconv.Itoa(hookPort),
-		"--metrics-listen=127.0.0.1:" + strconv.Itoa(hookMetricsPort),
-		"--cluster-control-url=" + controlClusterURL,
-		"--default-version=1.8.2",
-		// Nothing listens there unless a test starts a reporter: the
-		// hand-off fails quietly and keeps what it could not hand over,
-		// which is what the hooks must tolerate.
-		"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
-		"--shutdown-delay=0",
-		"--log-level=debug",
-	}, serverFileFlags(t, e.c, e.install.deployment, filepath.Join(e.dir, "mounts"))...)
-	e.hooks = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir, LogLines: 200}, bin, args...)
+	hookListen, hookMetricsListen := "127.0.0.1:"+strconv.Itoa(hookPort), "127.0.0.1:"+strconv.Itoa(hookMetricsPort)
+	fileFlags := serverFileFlags(t, e.c, e.install.deployment, filepath.Join(e.dir, "mounts"))
+	if cfg.startHooks != nil {
+		e.hooks = cfg.startHooks(t, e, hookListen, hookMetricsListen, fileFlagValue(fileFlags, "tls-cert-file"), fileFlagValue(fileFlags, "tls-key-file"))
+	} else {
+		bin := buildHooks(t, root, e.dir)
+		args := append([]string{"serve",
+			"--listen=" + hookListen,
+			"--metrics-listen=" + hookMetricsListen,
+			"--cluster-control-url=" + controlClusterURL,
+			"--default-version=1.8.2",
+			// Nothing listens there unless a test starts a reporter: the
+			// hand-off fails quietly and keeps what it could not hand
+			// over, which is what the hooks must tolerate.
+			"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
+			"--shutdown-delay=0",
+			"--log-level=debug",
+		}, fileFlags...)
+		e.hooks = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir, LogLines: 200}, bin, append(args, cfg.hookArgs...)...)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := e.hooks.WaitReady(ctx, func() bool { return httpOK(e.hookMetrics + "/readyz") }); err != nil {
@@ -167,6 +195,9 @@ func startEnv(t *testing.T) *env {
 
 	e.proxy = startServiceProxy(t, map[string]string{serviceHost(e.install.service): "127.0.0.1:" + strconv.Itoa(hookPort)})
 	for _, obj := range e.install.controllers {
+		if cfg.editController != nil {
+			cfg.editController(t, obj)
+		}
 		if _, err := e.c.Apply(obj, fieldManager); err != nil {
 			t.Fatalf("cannot apply %v %s: %v", obj["kind"], objName(obj), err)
 		}
@@ -191,6 +222,7 @@ func startEnv(t *testing.T) *env {
 		"--client-go-burst=200",
 		"--zap-log-level=4",
 	}
+	e.mcArgs = append(e.mcArgs, cfg.mcArgs...)
 	// The API server is on loopback, which Go never proxies; NO_PROXY
 	// says so again in case the environment says otherwise.
 	e.mcEnv = []string{"HTTPS_PROXY=" + e.proxy.URL(), "HTTP_PROXY=" + e.proxy.URL(), "NO_PROXY=127.0.0.1,localhost"}
@@ -224,6 +256,16 @@ func (e *env) restartMetacontroller(t *testing.T, change func()) {
 	e.mc.Stop()
 	change()
 	e.startMetacontroller(t, os.Getenv(EnvMetacontrollerBin))
+}
+
+// fileFlagValue is the value of --name=value among flags.
+func fileFlagValue(flags []string, name string) string {
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, "--"+name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // randomToken is a bearer token as docs/security.md makes one.

@@ -35,36 +35,19 @@ import (
 // copy of its data is announced on its claim.
 func TestReporter(t *testing.T) {
 	e := startEnv(t)
-	root := repoRoot(t)
 	const ns, name, className = "e2e-reporter", "shop", "e2e-reporter-zero"
 	key := ns + "/" + name
 
-	// The reporter's identity, as deploy/ installs it.
-	e.namespace(t, "formspec-system")
-	for _, f := range globYAML(t, filepath.Join(root, "deploy", "reporter")) {
-		if _, err := e.c.ApplyYAMLFile(f, fieldManager, false); err != nil {
-			t.Fatalf("cannot apply %s: %v", f, err)
-		}
-	}
-	token := serviceAccountToken(t, e.c, "formspec-system", "formspec-reporter")
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "reporter.kubeconfig")
-	writeKubeconfig(t, kubeconfig, e.cp, token)
-	asReporter, err := controlplane.NewClient(e.cp.URL, token, e.cp.CACert)
+	ri := e.installReporter(t)
+	asReporter, err := controlplane.NewClient(e.cp.URL, ri.token, e.cp.CACert)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	cc := startClusterControl(t)
-	reporterBin := buildCommand(t, root, dir, "formspec-reporter")
 	metricsPort := controlplane.FreePorts(t, 1)[0]
 	startReporter := func() *controlplane.Process {
-		p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: dir, LogLines: 200}, reporterBin,
-			"--cluster-control-url=http://"+cc.addr,
-			"--listen=127.0.0.1:"+strconv.Itoa(e.reporterPort),
-			"--metrics-listen=127.0.0.1:"+strconv.Itoa(metricsPort),
-			"--kubeconfig="+kubeconfig,
-			"--reporter-name=reporter-e2e",
+		return ri.start(t, e, cc.addr, metricsPort,
 			"--deploy-status-interval=200ms",
 			"--node-health-interval=1s",
 			"--resync-interval=2s",
@@ -72,12 +55,6 @@ func TestReporter(t *testing.T) {
 			"--backoff-max=500ms",
 			"--log-level=debug",
 		)
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		defer cancel()
-		if err := p.WaitReady(ctx, func() bool { return httpOK("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/readyz") }); err != nil {
-			t.Fatalf("the reporter did not become ready: %v", err)
-		}
-		return p
 	}
 	rep := startReporter()
 
@@ -205,6 +182,51 @@ func TestReporter(t *testing.T) {
 	e.restartMetacontroller(t, e.applyStrategy("dynamic-apply"))
 	t.Run("CredentialsExposed", func(t *testing.T) { testExposedEvent(t, e) })
 	e.restartMetacontroller(t, e.applyStrategy("server-side-apply"))
+}
+
+// reporterInstall is the reporter sidecar as deploy/ installs it: its
+// ServiceAccount, RBAC and admission policy applied, a kubeconfig with the
+// account's token, and the binary built.
+type reporterInstall struct {
+	bin, kubeconfig, token, dir string
+}
+
+func (e *env) installReporter(t *testing.T) reporterInstall {
+	t.Helper()
+	root := repoRoot(t)
+	e.namespace(t, "formspec-system")
+	for _, f := range globYAML(t, filepath.Join(root, "deploy", "reporter")) {
+		if _, err := e.c.ApplyYAMLFile(f, fieldManager, false); err != nil {
+			t.Fatalf("cannot apply %s: %v", f, err)
+		}
+	}
+	ri := reporterInstall{dir: t.TempDir()}
+	ri.token = serviceAccountToken(t, e.c, "formspec-system", "formspec-reporter")
+	ri.kubeconfig = filepath.Join(ri.dir, "reporter.kubeconfig")
+	writeKubeconfig(t, ri.kubeconfig, e.cp, ri.token)
+	ri.bin = buildCommand(t, root, ri.dir, "formspec-reporter")
+	return ri
+}
+
+// start runs the reporter where the hook server hands observations over
+// (e.reporterPort), reporting to the Cluster Control at ccAddr, its
+// metrics on metricsPort, with args added to its command line, and waits
+// until it is ready.
+func (ri reporterInstall) start(t *testing.T, e *env, ccAddr string, metricsPort int, args ...string) *controlplane.Process {
+	t.Helper()
+	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: ri.dir, LogLines: 200}, ri.bin, append([]string{
+		"--cluster-control-url=http://" + ccAddr,
+		"--listen=127.0.0.1:" + strconv.Itoa(e.reporterPort),
+		"--metrics-listen=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--kubeconfig=" + ri.kubeconfig,
+		"--reporter-name=reporter-e2e",
+	}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := p.WaitReady(ctx, func() bool { return httpOK("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/readyz") }); err != nil {
+		t.Fatalf("the reporter did not become ready: %v", err)
+	}
+	return p
 }
 
 // eventFor checks for an Event with reason about the named object, found

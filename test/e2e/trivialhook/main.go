@@ -1,0 +1,212 @@
+// Command trivialhook is the floor TestScale measures the hook server
+// against: it serves every path of the controller definitions in
+// compositecontrollers/, over TLS as the hook server does, and answers each
+// with the least a working hook could: a Workspace sync gets constant
+// children named after the parent and a status of its generation; every
+// other hook gets an empty answer. It decodes no more of a request than
+// that needs, checks no token and hands nothing to a reporter.
+//
+// So that both put the same objects in the API server, a workspace of the
+// class named by --pdb-class also gets a PodDisruptionBudget and one of
+// --hpa-class a HorizontalPodAutoscaler, as the hooks give the classes
+// TestScale creates, and the workspace customize hook asks for what the
+// hooks' asks for (the ClusterClass, and the ResourceClaims of the
+// namespace when the workspace lists datastores), so that Metacontroller
+// watches and sends the same related objects.
+//
+// It counts what it served as formspec_hooks_requests_total{hook,code}, the
+// hook server's metric, on --metrics-listen, with the process collector.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:8443", "address of the hooks (TLS)")
+	metricsListen := flag.String("metrics-listen", "127.0.0.1:9090", "address of /metrics and /readyz")
+	certFile := flag.String("tls-cert-file", "", "PEM serving certificate")
+	keyFile := flag.String("tls-key-file", "", "PEM serving key")
+	pdbClass := flag.String("pdb-class", "", "ClusterClass whose workspaces also get a PodDisruptionBudget")
+	hpaClass := flag.String("hpa-class", "", "ClusterClass whose workspaces also get a HorizontalPodAutoscaler")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *listen, *metricsListen, *certFile, *keyFile, classes{pdb: *pdbClass, hpa: *hpaClass}); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// classes name the ClusterClasses whose workspaces get an extra child.
+type classes struct{ pdb, hpa string }
+
+func run(ctx context.Context, listen, metricsListen, certFile, keyFile string, cl classes) error {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return fmt.Errorf("cannot load the serving certificate: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "formspec_hooks_requests_total",
+		Help: "Hook requests answered, by hook and HTTP status code.",
+	}, []string{"hook", "code"})
+	reg.MustRegister(requests, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+
+	mux := http.NewServeMux()
+	handle := func(path string, answer func(body []byte) ([]byte, error)) {
+		name := strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-")
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(r.Body)
+			var out []byte
+			if err == nil {
+				out, err = answer(body)
+			}
+			if err != nil {
+				requests.WithLabelValues(name, "400").Inc()
+				http.Error(w, "bad request", http.StatusBadRequest)
+				return
+			}
+			requests.WithLabelValues(name, "200").Inc()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(out)
+		})
+	}
+	empty := func([]byte) ([]byte, error) { return []byte(`{}`), nil }
+	handle("/v1/workspace/sync", cl.workspaceSync)
+	handle("/v1/workspace/customize", workspaceCustomize)
+	handle("/v1/workspace/finalize", func([]byte) ([]byte, error) { return []byte(`{"children":[],"finalized":true}`), nil })
+	for _, p := range []string{"/v1/datastore/sync", "/v1/datastore/customize", "/v1/resourceclaim/sync",
+		"/v1/resourceclaim/customize", "/v1/nodes/sync", "/v1/pods/sync"} {
+		handle(p, empty)
+	}
+
+	ln, err := tls.Listen("tcp", listen, &tls.Config{
+		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		// HTTP/1.1, as the hook server speaks.
+		NextProtos: []string{"http/1.1"},
+	})
+	if err != nil {
+		return err
+	}
+	mln, err := net.Listen("tcp", metricsListen)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	ops := http.NewServeMux()
+	ops.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// The profiler, as the hook server's --pprof serves it, for
+	// TestScale's profiles of both.
+	ops.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	ops.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	opsSrv := &http.Server{Handler: ops, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	errs := make(chan error, 2)
+	go func() { errs <- srv.Serve(ln) }()
+	go func() { errs <- opsSrv.Serve(mln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errs:
+		return err
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = opsSrv.Shutdown(shutdown)
+	return srv.Shutdown(shutdown)
+}
+
+// parent is all of a request the trivial hook reads.
+type parent struct {
+	Parent struct {
+		Metadata struct {
+			Name       string `json:"name"`
+			Namespace  string `json:"namespace"`
+			Generation int64  `json:"generation"`
+		} `json:"metadata"`
+		Spec struct {
+			ClusterClass string            `json:"clusterClass"`
+			Datastores   []json.RawMessage `json:"datastores"`
+		} `json:"spec"`
+	} `json:"parent"`
+}
+
+func decode(body []byte) (parent, error) {
+	var p parent
+	err := json.Unmarshal(body, &p)
+	return p, err
+}
+
+// workspaceSync answers constant children: a ConfigMap, a Service and a
+// Deployment, and the class's extra child.
+func (cl classes) workspaceSync(body []byte) ([]byte, error) {
+	p, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	m := p.Parent.Metadata
+	children := []string{configMap, service, deployment}
+	switch p.Parent.Spec.ClusterClass {
+	case "":
+	case cl.pdb:
+		children = append(children, pdb)
+	case cl.hpa:
+		children = append(children, hpa)
+	}
+	answer := `{"status":{"observedGeneration":{generation},"phase":"Ready"},"children":[` + strings.Join(children, ",") + `]}`
+	return []byte(strings.NewReplacer("{name}", m.Name, "{namespace}", m.Namespace,
+		"{generation}", strconv.FormatInt(m.Generation, 10)).Replace(answer)), nil
+}
+
+// The children, {name} and {namespace} to be replaced.
+const (
+	configMap  = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"{name}-config","namespace":"{namespace}"},"data":{"k":"v"}}`
+	service    = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"{name}","namespace":"{namespace}"},"spec":{"selector":{"formspec.dev/workspace":"{name}"},"ports":[{"name":"http","port":80,"targetPort":8080}]}}`
+	deployment = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"{name}","namespace":"{namespace}"},"spec":{"replicas":1,"selector":{"matchLabels":{"formspec.dev/workspace":"{name}"}},` +
+		`"template":{"metadata":{"labels":{"formspec.dev/workspace":"{name}"}},"spec":{"containers":[{"name":"resource","image":"formahub/formspec-resource:latest"}]}}}}`
+	pdb = `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"{name}","namespace":"{namespace}"},"spec":{"maxUnavailable":1,"selector":{"matchLabels":{"formspec.dev/workspace":"{name}"}}}}`
+	hpa = `{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"{name}","namespace":"{namespace}"},"spec":{"minReplicas":1,"maxReplicas":5,` +
+		`"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"{name}"}}}`
+)
+
+// workspaceCustomize asks for what the hooks' customize asks for.
+func workspaceCustomize(body []byte) ([]byte, error) {
+	p, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	type rule struct {
+		APIVersion    string          `json:"apiVersion"`
+		Resource      string          `json:"resource"`
+		Namespace     string          `json:"namespace,omitempty"`
+		Names         []string        `json:"names,omitempty"`
+		LabelSelector *map[string]any `json:"labelSelector,omitempty"`
+	}
+	rules := []rule{}
+	if c := p.Parent.Spec.ClusterClass; c != "" {
+		rules = append(rules, rule{APIVersion: "formspec.dev/v1alpha1", Resource: "clusterclasses", Names: []string{c}})
+	}
+	if len(p.Parent.Spec.Datastores) > 0 {
+		rules = append(rules, rule{APIVersion: "formspec.dev/v1alpha1", Resource: "resourceclaims",
+			Namespace: p.Parent.Metadata.Namespace, LabelSelector: &map[string]any{}})
+	}
+	return json.Marshal(map[string]any{"relatedResources": rules})
+}
