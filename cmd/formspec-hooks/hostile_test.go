@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,30 +51,34 @@ func related(req map[string]any, key string) map[string]any {
 	return req["related"].(map[string]any)[key].(map[string]any)
 }
 
-// manyClaims is the credentials-mixed Workspace sync with n more
-// ResourceClaims in its namespace, each padded with pad bytes of
-// annotations, as a tenant can create them.
-func manyClaims(t testing.TB, n, pad int) []byte {
+// withFillers is a fixture's request with n copies of its first related
+// object of kind (in key order), each given its name and key by fill.
+func withFillers(t testing.TB, fixture, kind string, n int, fill func(obj map[string]any, i int) (key string)) []byte {
 	t.Helper()
-	req := fixtureRequest(t, "workspace/sync/credentials-mixed")
-	claims := related(req, "ResourceClaim.formspec.dev/v1alpha1")
-	var proto map[string]any
-	for _, c := range claims {
-		proto = c.(map[string]any)
-		break
-	}
+	req := fixtureRequest(t, fixture)
+	objs := related(req, kind)
+	proto := objs[slices.Min(slices.Collect(maps.Keys(objs)))]
 	for i := range n {
 		c := copyJSON(t, proto)
-		md := c["metadata"].(map[string]any)
-		md["name"] = fmt.Sprintf("filler-%d", i)
-		md["annotations"] = map[string]any{"note": strings.Repeat("x", pad)}
-		claims[fmt.Sprintf("team-a/filler-%d", i)] = c
+		c["metadata"].(map[string]any)["name"] = fmt.Sprintf("filler-%d", i)
+		objs[fill(c, i)] = c
 	}
 	raw, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// manyClaims is the credentials-mixed Workspace sync with n more
+// ResourceClaims in its namespace, each padded with pad bytes of
+// annotations, as a tenant can create them.
+func manyClaims(t testing.TB, n, pad int) []byte {
+	t.Helper()
+	return withFillers(t, "workspace/sync/credentials-mixed", "ResourceClaim.formspec.dev/v1alpha1", n, func(c map[string]any, i int) string {
+		c["metadata"].(map[string]any)["annotations"] = map[string]any{"note": strings.Repeat("x", pad)}
+		return fmt.Sprintf("team-a/filler-%d", i)
+	})
 }
 
 // manyOwnerKeys is the granted-v2 ResourceClaim sync whose Datastore lists
@@ -190,25 +196,10 @@ func TestDecodedCost(t *testing.T) {
 // labelled for its Datastore, each holding size bytes of data.
 func manySecrets(t testing.TB, n, size int) []byte {
 	t.Helper()
-	req := fixtureRequest(t, "resourceclaim/sync/granted-v2")
-	secrets := related(req, "Secret.v1")
-	var proto map[string]any
-	for _, s := range secrets {
-		proto = s.(map[string]any)
-		break
-	}
-	for i := range n {
-		s := copyJSON(t, proto)
-		md := s["metadata"].(map[string]any)
-		md["name"] = fmt.Sprintf("filler-%d", i)
+	return withFillers(t, "resourceclaim/sync/granted-v2", "Secret.v1", n, func(s map[string]any, i int) string {
 		s["data"] = map[string]any{"blob": strings.Repeat("QUFB", size/4)}
-		secrets[fmt.Sprintf("%s/filler-%d", md["namespace"], i)] = s
-	}
-	raw, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+		return fmt.Sprintf("%s/filler-%d", s["metadata"].(map[string]any)["namespace"], i)
+	})
 }
 
 // BenchmarkWorstCase prints what the costliest requests within the limits
