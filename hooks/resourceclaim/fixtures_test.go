@@ -93,10 +93,6 @@ func (s scene) granted() scene {
 		Conditions: []metav1.Condition{
 			{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonGranted, Message: msg},
 			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonGranted, Message: msg},
-			{
-				Type: v1alpha1.ConditionCredentialsExposed, Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since,
-				Reason: v1alpha1.ReasonNoCopy, Message: "the credentials Secret carries no copy of its data in its annotations",
-			},
 		},
 	}
 	s.attachment = &corev1.Secret{
@@ -213,11 +209,7 @@ func syncRequests(t *testing.T) map[string]any {
 		// still does; the copy is not repeated anywhere in the answer.
 		"granted-credentials-exposed": func() scene {
 			s := world().granted().exposed()
-			for i, c := range s.claim.Status.Conditions {
-				if c.Type == v1alpha1.ConditionCredentialsExposed {
-					s.claim.Status.Conditions[i] = exposedCondition(c.LastTransitionTime)
-				}
-			}
+			s.claim.Status.Conditions = append(s.claim.Status.Conditions, exposedCondition(s.claim.Status.Conditions[0].LastTransitionTime))
 			return s
 		}().request(t),
 		// The Secret of the earlier grant is observed and left out of the

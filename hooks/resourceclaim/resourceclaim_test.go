@@ -309,10 +309,11 @@ type sink []observation.Observation
 func (s *sink) Send(o observation.Observation) { *s = append(*s, o) }
 
 // TestCredentialsExposed: while a claim is granted and its credentials
-// Secret is observed, CredentialsExposed says whether the Secret carries
-// Metacontroller's last-applied annotation (a copy of its data), and each
-// sync that finds it counts it; a denied claim's Secret is being deleted
-// and gets no verdict. The annotation's value reaches nothing.
+// Secret is observed carrying Metacontroller's last-applied annotation (a
+// copy of its data), CredentialsExposed is True and each sync that finds it
+// counts it; a Secret without the copy gets no condition, nor does a
+// denied claim's Secret, which is being deleted. The annotation's value
+// reaches nothing.
 func TestCredentialsExposed(t *testing.T) {
 	now := claimstest.Now
 	since := metav1.NewTime(now.Add(-50 * time.Minute))
@@ -329,9 +330,9 @@ func TestCredentialsExposed(t *testing.T) {
 		want   want
 	}{
 		"NoCopy": {
-			reason: "Under server-side apply the Secret carries no copy.",
+			reason: "Under server-side apply the Secret carries no copy, and the claim no condition.",
 			scene:  func() scene { return world().granted() },
-			want:   want{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoCopy, Transition: since, Counts: "resourceclaim/granted/Granted", Attachments: 1},
+			want:   want{Counts: "resourceclaim/granted/Granted", Attachments: 1},
 		},
 		"FirstFound": {
 			reason: "Under dynamic apply it does; the condition turns True now, and the finding is counted.",
@@ -345,7 +346,7 @@ func TestCredentialsExposed(t *testing.T) {
 			reason: "On later syncs it keeps its transition time and is counted again.",
 			scene: func() scene {
 				s := world().granted().exposed()
-				s.claim.Status.Conditions[2] = exposedCondition(since)
+				s.claim.Status.Conditions = append(s.claim.Status.Conditions, exposedCondition(since))
 				return s
 			},
 			want: want{
@@ -354,13 +355,13 @@ func TestCredentialsExposed(t *testing.T) {
 			},
 		},
 		"Fixed": {
-			reason: "Once the Secret is recreated without the copy, the condition turns False now.",
+			reason: "Once the Secret is recreated without the copy, the condition goes.",
 			scene: func() scene {
 				s := world().granted()
-				s.claim.Status.Conditions[2] = exposedCondition(since)
+				s.claim.Status.Conditions = append(s.claim.Status.Conditions, exposedCondition(since))
 				return s
 			},
-			want: want{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoCopy, Transition: metav1.NewTime(now), Counts: "resourceclaim/granted/Granted", Attachments: 1},
+			want: want{Counts: "resourceclaim/granted/Granted", Attachments: 1},
 		},
 		"NotYetCreated": {
 			reason: "Before Metacontroller created the Secret there is nothing to judge.",
@@ -394,6 +395,45 @@ func TestCredentialsExposed(t *testing.T) {
 				t.Errorf("%s\nSync(): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestGrantedStatusIsFinal: the status the first sync of a claim writes
+// is the one every later sync answers, with the Secret Metacontroller then
+// created observed, under server-side apply. Metacontroller writes a
+// decorator's status only when it changed, and each change of a claim makes
+// it match the claim against every Workspace, so a second status would
+// cost a write and a pass over the fleet per claim.
+func TestGrantedStatusIsFinal(t *testing.T) {
+	h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }})
+	first := world()
+	resp, err := h.Sync(t.Context(), first.request(t))
+	if err != nil {
+		t.Fatalf("first Sync(): %v", err)
+	}
+	written := resp.Status.(*v1alpha1.ResourceClaimStatus)
+	if len(resp.Attachments) != 1 {
+		t.Fatalf("first Sync() answered %d attachments, want the credentials Secret", len(resp.Attachments))
+	}
+
+	// The next sync: the claim carries what the first wrote, and the
+	// Secret exists as Metacontroller created it.
+	next := world().granted()
+	next.claim.Status = *written
+	resp, err = h.Sync(t.Context(), next.request(t))
+	if err != nil {
+		t.Fatalf("second Sync(): %v", err)
+	}
+	want, err := json.Marshal(written)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(resp.Status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the status changed once the credentials Secret was observed, which costs a second write:\nfirst:  %s\nsecond: %s", want, got)
 	}
 }
 

@@ -150,7 +150,7 @@ func TestKubeStateMetrics(t *testing.T) {
 		`kube_formspec_resourceclaim_info{datastore="cache",namespace="team-a",permission="read",resourceclaim="broken-cache",workspace="broken"} 1`,
 		`kube_formspec_resourceclaim_info{datastore="orders",datastore_namespace="data",namespace="team-a",permission="readwrite",resourceclaim="ready-orders",workspace="ready"} 1`,
 		`kube_formspec_resourceclaim_info{datastore="orders",datastore_namespace="data",namespace="team-b",permission="read",resourceclaim="pending",workspace="new"} 1`,
-		`kube_formspec_resourceclaim_status_condition{condition="CredentialsExposed",namespace="team-a",reason="NoCopy",resourceclaim="ready-orders",workspace="ready"} 0`,
+		`kube_formspec_resourceclaim_status_condition{condition="CredentialsExposed",namespace="team-a",reason="LastAppliedAnnotation",resourceclaim="ready-orders",workspace="ready"} 1`,
 		`kube_formspec_resourceclaim_status_condition{condition="Denied",namespace="team-a",reason="Granted",resourceclaim="ready-orders",workspace="ready"} 0`,
 		`kube_formspec_resourceclaim_status_condition{condition="Denied",namespace="team-a",reason="InvalidSignature",resourceclaim="broken-cache",workspace="broken"} 1`,
 		`kube_formspec_resourceclaim_status_condition{condition="Ready",namespace="team-a",reason="Granted",resourceclaim="ready-orders",workspace="ready"} 1`,
@@ -505,7 +505,7 @@ func createFleet(t *testing.T, c *controlplane.Client) {
 	}{
 		{"team-a", "ready-orders", "ready", v1alpha1.DatastoreClaimRef{Name: "orders", Namespace: "data"}, v1alpha1.PermissionReadWrite,
 			&v1alpha1.ResourceClaimStatus{Binding: &v1alpha1.Binding{Name: "ready-orders-credentials"},
-				Conditions: conditions(claimConditions, state{yes, v1alpha1.ReasonGranted}, state{no, v1alpha1.ReasonGranted}, state{no, v1alpha1.ReasonNoCopy})}},
+				Conditions: conditions(claimConditions, state{yes, v1alpha1.ReasonGranted}, state{no, v1alpha1.ReasonGranted}, state{yes, v1alpha1.ReasonLastAppliedAnnotation})}},
 		{"team-a", "broken-cache", "broken", v1alpha1.DatastoreClaimRef{Name: "cache"}, v1alpha1.PermissionRead,
 			&v1alpha1.ResourceClaimStatus{
 				Conditions: conditions(claimConditions, state{no, v1alpha1.ReasonInvalidSignature}, state{yes, v1alpha1.ReasonInvalidSignature})}},

@@ -13,9 +13,10 @@ const (
 
 // Condition types of a ResourceClaim, besides ConditionReady and
 // ConditionDenied. A workspace injects a claim's credentials only while
-// Ready is True. CredentialsExposed is reported while the claim is granted
-// and its credentials Secret has been observed: True when the Secret
-// carries a copy of its own data in an annotation.
+// Ready is True. CredentialsExposed is there, True, while the claim is
+// granted and its credentials Secret is seen carrying a copy of its own
+// data in an annotation; a claim whose Secret carries none has no such
+// condition.
 const ConditionCredentialsExposed = "CredentialsExposed"
 
 // Reasons a ResourceClaim is granted or denied. They are the reasons of the
@@ -37,13 +38,11 @@ const (
 	ReasonExpired                 = "Expired"
 )
 
-// Reasons of the CredentialsExposed condition.
+// The reason of the CredentialsExposed condition.
 const (
 	// ReasonLastAppliedAnnotation: the credentials Secret carries
 	// Metacontroller's last-applied annotation, a copy of its data.
 	ReasonLastAppliedAnnotation = "LastAppliedAnnotation"
-	// ReasonNoCopy: it carries none.
-	ReasonNoCopy = "NoCopy"
 )
 
 // LabelResourceClaim on a credentials Secret names the claim it belongs to.
