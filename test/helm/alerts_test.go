@@ -124,3 +124,62 @@ func TestTrafficStoppedWindow(t *testing.T) {
 		t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)
 	}
 }
+
+// TestResyncPeriodValue checks that workspaceResyncPeriodSeconds sets the
+// workspace controller's resyncPeriodSeconds and that
+// FormspecHookTrafficStopped follows it: its window and its for are twice
+// the period, and its description says so; the defaults render the 60 s
+// and 2 minutes of compositecontrollers/ and files/prometheus-rules.yaml.
+func TestResyncPeriodValue(t *testing.T) {
+	cases := map[string]struct {
+		values string
+		period float64
+		window time.Duration
+		says   string
+	}{
+		"Default": {values: "", period: 60, window: 2 * time.Minute, says: "in 2 minutes, twice"},
+		"Raised":  {values: "workspaceResyncPeriodSeconds: 300\n", period: 300, window: 10 * time.Minute, says: "in 10 minutes, twice"},
+		"Odd":     {values: "workspaceResyncPeriodSeconds: 90\n", period: 90, window: 3 * time.Minute, says: "in 3 minutes, twice"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := monitoring
+			r.values += "\n" + tc.values
+			var period any
+			for _, obj := range render(t, r).objects {
+				if obj["kind"] == "CompositeController" && get(obj, "metadata.name") == "formspec-workspace" {
+					period = get(obj, "spec.resyncPeriodSeconds")
+				}
+			}
+			if period != tc.period {
+				t.Errorf("formspec-workspace resyncPeriodSeconds = %v, want %v", period, tc.period)
+			}
+			rules := rulesOf(t, r)
+			i := slices.IndexFunc(rules, func(r rulefmt.Rule) bool { return r.Alert == "FormspecHookTrafficStopped" })
+			if i < 0 {
+				t.Fatal("no alert FormspecHookTrafficStopped")
+			}
+			rule := rules[i]
+			expr, err := promql.ParseExpr(rule.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ranges []time.Duration
+			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+				if m, ok := n.(*parser.MatrixSelector); ok {
+					ranges = append(ranges, m.Range)
+				}
+				return nil
+			})
+			if diff := cmp.Diff([]time.Duration{tc.window}, ranges); diff != "" {
+				t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)
+			}
+			if got := time.Duration(rule.For); got != tc.window {
+				t.Errorf("FormspecHookTrafficStopped for: %v, want %v", got, tc.window)
+			}
+			if d := rule.Annotations["description"]; !strings.Contains(d, tc.says) {
+				t.Errorf("FormspecHookTrafficStopped's description %q does not say %q", d, tc.says)
+			}
+		})
+	}
+}

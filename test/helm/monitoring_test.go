@@ -184,7 +184,13 @@ var promql = parser.NewParser(parser.Options{})
 // rule parser, which also checks every expression and annotation template.
 func alertRules(t *testing.T) []rulefmt.Rule {
 	t.Helper()
-	_, pr, _ := monitoringObjects(t, monitoring)
+	return rulesOf(t, monitoring)
+}
+
+// rulesOf is the rules of the PrometheusRule r renders.
+func rulesOf(t *testing.T, r release) []rulefmt.Rule {
+	t.Helper()
+	_, pr, _ := monitoringObjects(t, r)
 	spec, err := yaml.Marshal(pr["spec"])
 	if err != nil {
 		t.Fatal(err)

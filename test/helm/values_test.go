@@ -314,6 +314,8 @@ func TestSchema(t *testing.T) {
 		"LabelsMap":        {reason: "Monitor labels are a map of strings.", set: "serviceMonitor.labels=release", want: "at '/serviceMonitor/labels': got string, want object"},
 		"PullSecretsShape": {reason: "A pull secret is {name: ...}.", set: "imagePullSecrets[0].secret=regcred", want: "at '/imagePullSecrets/0'"},
 		"ImageDigest":      {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
+		"ResyncTooShort":   {reason: "A resync under 30 s is the whole fleet's syncs every few seconds.", set: "workspaceResyncPeriodSeconds=10", want: "at '/workspaceResyncPeriodSeconds': minimum: got 10, want 30"},
+		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
 		"NoDefaultVersion": {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
 	}
 	chrt, err := loader.Load(chartDir(t))

@@ -435,18 +435,29 @@ func (f *fleet) drive(ctx context.Context, period time.Duration) func() (touched
 }
 
 // resyncPeriod reads resyncPeriodSeconds of the workspace controller from
-// the chart that is installed.
+// the chart that is installed with its default values: the chart's value
+// workspaceResyncPeriodSeconds, or, in a chart from before that value (the
+// upgrade's previous version), the number its controller template holds.
 func resyncPeriod(t *testing.T, chart string) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(chart, "templates", "controllers", "workspace.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	read := func(file, pattern string) []byte {
+		b, err := os.ReadFile(filepath.Join(chart, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := regexp.MustCompile(pattern).FindSubmatch(b); m != nil {
+			return m[1]
+		}
+		return nil
 	}
-	m := regexp.MustCompile(`(?m)^\s*resyncPeriodSeconds:\s*(\d+)\s*$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("%s/templates/controllers/workspace.yaml has no resyncPeriodSeconds", chart)
+	v := read(filepath.Join("templates", "controllers", "workspace.yaml"), `(?m)^\s*resyncPeriodSeconds:\s*(\d+)\s*$`)
+	if v == nil {
+		v = read("values.yaml", `(?m)^workspaceResyncPeriodSeconds:\s*(\d+)\s*$`)
 	}
-	s, _ := strconv.Atoi(string(m[1]))
+	if v == nil {
+		t.Fatalf("%s: neither templates/controllers/workspace.yaml nor values.yaml holds the workspace resync period", chart)
+	}
+	s, _ := strconv.Atoi(string(v))
 	return time.Duration(s) * time.Second
 }
 
