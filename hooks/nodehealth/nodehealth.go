@@ -14,6 +14,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Hook is the shape of a DecoratorController sync hook.
@@ -75,24 +76,43 @@ func WorkspacePods(sink observation.Sink) Hook {
 		if err := req.Validate(); err != nil {
 			return nil, invalid("request", err)
 		}
-		var pod corev1.Pod
+		var pod podView
 		if err := metacontroller.Decode(req.Object, &pod, "Pod"); err != nil {
 			return nil, err
 		}
-		ws := pod.Labels[v1alpha1.LabelWorkspace]
-		if pod.Namespace == "" || pod.Name == "" || ws == "" {
+		ws := pod.Metadata.Labels[v1alpha1.LabelWorkspace]
+		if pod.Metadata.Namespace == "" || pod.Metadata.Name == "" || ws == "" {
 			// The controller's selector should make this impossible; a pod
 			// without the label is simply not ours to report.
 			return empty(req.Finalizing), nil
 		}
 		sink.Send(observation.Observation{Pod: &observation.PodPlacement{
-			Namespace:   pod.Namespace,
-			Name:        pod.Name,
+			Namespace:   pod.Metadata.Namespace,
+			Name:        pod.Metadata.Name,
 			Workspace:   ws,
 			NodeName:    pod.Spec.NodeName,
 			Phase:       pod.Status.Phase,
-			Terminating: pod.DeletionTimestamp != nil || req.Finalizing,
+			Terminating: pod.Metadata.DeletionTimestamp != nil || req.Finalizing,
 		}})
 		return empty(req.Finalizing), nil
 	}
+}
+
+// podView is all of a Pod the workspace-pods hook reads. It is the hook
+// called most (every workspace pod at each resync of its controller), and
+// decoding a whole corev1.Pod, its containers, statuses and managed fields,
+// cost twice the time of the rest of the request for fields nothing reads.
+type podView struct {
+	Metadata struct {
+		Name              string            `json:"name"`
+		Namespace         string            `json:"namespace"`
+		Labels            map[string]string `json:"labels"`
+		DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+	Status struct {
+		Phase corev1.PodPhase `json:"phase"`
+	} `json:"status"`
 }

@@ -56,6 +56,25 @@ func TestHooks(t *testing.T) {
 				Namespace: "team-a", Name: "shop-abc", Workspace: "shop", NodeName: "pool-a-1", Phase: corev1.PodRunning,
 			}}},
 		},
+		"PodWhole": {
+			reason: "a pod as Metacontroller sends it, containers, statuses and managed fields included, gives the same placement; a deleted one is terminating",
+			hook:   WorkspacePods,
+			req: metacontroller.DecoratorRequest{Object: json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"shop-abc","namespace":"team-a",
+			  "deletionTimestamp":"2026-12-01T10:00:00Z","labels":{"formspec.dev/workspace":"shop","pod-template-hash":"5d8f"},
+			  "managedFields":[{"manager":"kubelet","fieldsV1":{"f:status":{}}}],"ownerReferences":[{"kind":"ReplicaSet","name":"shop-5d8f","uid":"u"}]},
+			  "spec":{"nodeName":"pool-a-1","containers":[{"name":"resource","image":"formahub/formspec-resource:1.8.2","resources":{"requests":{"cpu":"250m"}}}]},
+			  "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}],"containerStatuses":[{"name":"resource","ready":true,"restartCount":2}]}}`)},
+			wantBody: `{"attachments":[]}`,
+			wantObs: []observation.Observation{{Pod: &observation.PodPlacement{
+				Namespace: "team-a", Name: "shop-abc", Workspace: "shop", NodeName: "pool-a-1", Phase: corev1.PodRunning, Terminating: true,
+			}}},
+		},
+		"PodUndecodable": {
+			reason:  "a pod whose metadata is not an object is an error",
+			hook:    WorkspacePods,
+			req:     metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":"nope"}`)},
+			wantErr: true,
+		},
 		"PodWithoutLabel": {
 			reason:   "a pod without the workspace label is ignored, not an error",
 			hook:     WorkspacePods,
