@@ -200,11 +200,12 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 			return nil, err
 		}
 		if observed != nil {
-			if c, ok := credentialsExposed(observed); ok {
-				c.ObservedGeneration = claim.Generation
-				conds = append(conds, c)
-				exposed = true
-			}
+			_, exposed = observed.Annotations[LastAppliedAnnotation]
+		}
+		if exposed {
+			c := credentialsExposed(observed)
+			c.ObservedGeneration = claim.Generation
+			conds = append(conds, c)
 		}
 	}
 	status.Conditions = conditions.Stamp(claim.Status.Conditions, claim.CreationTimestamp, now, conds...)
@@ -223,26 +224,22 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	return resp, nil
 }
 
-// credentialsExposed is the CredentialsExposed condition for the observed
-// credentials Secret, and whether it has one: only a Secret that carries
-// the annotation gets the condition (True). A Secret without it gets none,
-// so that a claim's status is final after its first sync: a False
-// condition would appear only once Metacontroller had created the Secret,
-// and that second status write would make Metacontroller match the
-// changed claim against every Workspace of the cluster once more. Only the
-// Secret's metadata is decoded, never its data, and of the annotation only
-// its presence is read: its value goes nowhere.
-func credentialsExposed(secret *metav1.PartialObjectMetadata) (metav1.Condition, bool) {
-	if _, ok := secret.Annotations[LastAppliedAnnotation]; !ok {
-		return metav1.Condition{}, false
-	}
+// credentialsExposed is the CredentialsExposed condition of a credentials
+// Secret that carries the last-applied annotation. Only such a Secret gets
+// the condition: a False one could appear only once Metacontroller had
+// created the Secret, and that second status write would make
+// Metacontroller match the changed claim against every Workspace of the
+// cluster once more. Only the Secret's metadata is decoded, never its
+// data, and of the annotation only its presence is read: its value goes
+// nowhere.
+func credentialsExposed(secret *metav1.PartialObjectMetadata) metav1.Condition {
 	return metav1.Condition{
 		Type: v1alpha1.ConditionCredentialsExposed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonLastAppliedAnnotation,
 		Message: fmt.Sprintf("the credentials Secret %s/%s carries the annotation %s, a copy of the whole Secret, data included, "+
 			"visible to anyone who can read its metadata (kubectl describe prints it); Metacontroller writes it with its default --apply-strategy=dynamic-apply. "+
 			"Run Metacontroller with --apply-strategy=server-side-apply, then delete the Secret so that it is recreated without the copy",
 			secret.Namespace, secret.Name, LastAppliedAnnotation),
-	}, true
+	}
 }
 
 // credentials is the attachment Secret. Its type tells Service Binding
