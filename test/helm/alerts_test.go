@@ -83,10 +83,6 @@ func TestTrafficStoppedWindow(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &controller); err != nil {
 		t.Fatal(err)
 	}
-	type window struct {
-		Metric, Hook string
-		Range        time.Duration
-	}
 	want := []window{{
 		Metric: "formspec_hooks_requests_total",
 		Hook:   strings.ReplaceAll(strings.TrimPrefix(controller.Spec.Hooks.Sync.Webhook.Path, "/v1/"), "/", "-"),
@@ -95,12 +91,31 @@ func TestTrafficStoppedWindow(t *testing.T) {
 	if want[0].Range == 0 || want[0].Hook == "" {
 		t.Fatalf("compositecontrollers/workspace.yaml: no resyncPeriodSeconds or sync path in %+v", controller)
 	}
-	rules := alertRules(t)
+	if diff := cmp.Diff(want, windows(t, trafficStopped(t, alertRules(t)))); diff != "" {
+		t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)
+	}
+}
+
+// window is a range an alert reads: the metric, its hook label, the range.
+type window struct {
+	Metric, Hook string
+	Range        time.Duration
+}
+
+// trafficStopped is the rule FormspecHookTrafficStopped among rules.
+func trafficStopped(t *testing.T, rules []rulefmt.Rule) rulefmt.Rule {
+	t.Helper()
 	i := slices.IndexFunc(rules, func(r rulefmt.Rule) bool { return r.Alert == "FormspecHookTrafficStopped" })
 	if i < 0 {
 		t.Fatal("no alert FormspecHookTrafficStopped")
 	}
-	expr, err := promql.ParseExpr(rules[i].Expr)
+	return rules[i]
+}
+
+// windows lists the ranges the rule's expression reads.
+func windows(t *testing.T, rule rulefmt.Rule) []window {
+	t.Helper()
+	expr, err := promql.ParseExpr(rule.Expr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,9 +135,7 @@ func TestTrafficStoppedWindow(t *testing.T) {
 		got = append(got, w)
 		return nil
 	})
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)
-	}
+	return got
 }
 
 // TestResyncPeriodValue checks that workspaceResyncPeriodSeconds sets the
@@ -154,23 +167,11 @@ func TestResyncPeriodValue(t *testing.T) {
 			if period != tc.period {
 				t.Errorf("formspec-workspace resyncPeriodSeconds = %v, want %v", period, tc.period)
 			}
-			rules := rulesOf(t, r)
-			i := slices.IndexFunc(rules, func(r rulefmt.Rule) bool { return r.Alert == "FormspecHookTrafficStopped" })
-			if i < 0 {
-				t.Fatal("no alert FormspecHookTrafficStopped")
-			}
-			rule := rules[i]
-			expr, err := promql.ParseExpr(rule.Expr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rule := trafficStopped(t, rulesOf(t, r))
 			var ranges []time.Duration
-			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-				if m, ok := n.(*parser.MatrixSelector); ok {
-					ranges = append(ranges, m.Range)
-				}
-				return nil
-			})
+			for _, w := range windows(t, rule) {
+				ranges = append(ranges, w.Range)
+			}
 			if diff := cmp.Diff([]time.Duration{tc.window}, ranges); diff != "" {
 				t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)
 			}
