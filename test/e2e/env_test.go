@@ -42,7 +42,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -168,12 +167,12 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 	e.reporterPort = reporterPort
 
 	hookListen, hookMetricsListen := "127.0.0.1:"+strconv.Itoa(hookPort), "127.0.0.1:"+strconv.Itoa(hookMetricsPort)
-	fileFlags := serverFileFlags(t, e.c, e.install.deployment, filepath.Join(e.dir, "mounts"))
+	files := serverFiles(t, e.c, e.install.deployment, filepath.Join(e.dir, "mounts"))
 	if cfg.startHooks != nil {
-		e.hooks = cfg.startHooks(t, e, hookListen, hookMetricsListen, fileFlagValue(fileFlags, "tls-cert-file"), fileFlagValue(fileFlags, "tls-key-file"))
+		e.hooks = cfg.startHooks(t, e, hookListen, hookMetricsListen, files["tls-cert-file"], files["tls-key-file"])
 	} else {
 		bin := buildHooks(t, root, e.dir)
-		args := append([]string{"serve",
+		args := []string{"serve",
 			"--listen=" + hookListen,
 			"--metrics-listen=" + hookMetricsListen,
 			"--cluster-control-url=" + controlClusterURL,
@@ -184,7 +183,10 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 			"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
 			"--shutdown-delay=0",
 			"--log-level=debug",
-		}, fileFlags...)
+		}
+		for _, name := range serverFileNames {
+			args = append(args, "--"+name+"="+files[name])
+		}
 		e.hooks = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir, LogLines: 200}, bin, append(args, cfg.hookArgs...)...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -256,16 +258,6 @@ func (e *env) restartMetacontroller(t *testing.T, change func()) {
 	e.mc.Stop()
 	change()
 	e.startMetacontroller(t, os.Getenv(EnvMetacontrollerBin))
-}
-
-// fileFlagValue is the value of --name=value among flags.
-func fileFlagValue(flags []string, name string) string {
-	for _, f := range flags {
-		if v, ok := strings.CutPrefix(f, "--"+name+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // randomToken is a bearer token as docs/security.md makes one.

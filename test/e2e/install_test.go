@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -184,14 +181,17 @@ func mountedSecret(t *testing.T, dep controlplane.Object, file string) (name, ke
 	return "", ""
 }
 
-// serverFileFlags plays the kubelet for the hook server's TLS and token
+// serverFileNames are the hook server's flags that name a mounted file.
+var serverFileNames = []string{"tls-cert-file", "tls-key-file", "auth-token-file"}
+
+// serverFiles plays the kubelet for the hook server's TLS and token
 // flags: it reads each file's Secret key from the cluster, writes it under
-// dir, and returns the flags pointing there.
-func serverFileFlags(t *testing.T, c *controlplane.Client, dep controlplane.Object, dir string) []string {
+// dir, and returns where, by flag name (serverFileNames).
+func serverFiles(t *testing.T, c *controlplane.Client, dep controlplane.Object, dir string) map[string]string {
 	t.Helper()
 	ns := str(field(dep, "metadata", "namespace"))
-	var flags []string
-	for _, name := range []string{"tls-cert-file", "tls-key-file", "auth-token-file"} {
+	files := map[string]string{}
+	for _, name := range serverFileNames {
 		file := flagValue(t, dep, name)
 		secretName, key := mountedSecret(t, dep, file)
 		obj, err := c.Get("v1", "Secret", ns, secretName)
@@ -209,9 +209,9 @@ func serverFileFlags(t *testing.T, c *controlplane.Client, dep controlplane.Obje
 		if err := os.WriteFile(local, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		flags = append(flags, "--"+name+"="+local)
+		files[name] = local
 	}
-	return flags
+	return files
 }
 
 // serviceHost is the host:port Metacontroller dials for the hook Service's
@@ -327,30 +327,14 @@ func (p *serviceProxy) Refused() []string {
 // hookCounters scrapes the hook server's request and decision counters:
 // "requests <hook> <code>" and "decisions" (all decisions summed).
 func (e *env) hookCounters() (map[string]float64, error) {
-	resp, err := http.Get(e.hookMetrics + "/metrics")
+	families, err := scrapeURL(e.hookMetrics + "/metrics")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot read the hook server's metrics: %w", err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("cannot parse the hook server's metrics: %w", err)
-	}
-	out := map[string]float64{"decisions": 0}
-	if f := families["formspec_hooks_requests_total"]; f != nil {
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			out["requests "+labels["hook"]+" "+labels["code"]] = m.GetCounter().GetValue()
-		}
-	}
-	if f := families["formspec_hooks_decisions_total"]; f != nil {
-		for _, m := range f.GetMetric() {
-			out["decisions"] += m.GetCounter().GetValue()
-		}
+	out := map[string]float64{"decisions": sum(families, "formspec_hooks_decisions_total")}
+	for _, m := range families["formspec_hooks_requests_total"].GetMetric() {
+		labels := labelsOf(m)
+		out["requests "+labels["hook"]+" "+labels["code"]] = value(m)
 	}
 	return out, nil
 }

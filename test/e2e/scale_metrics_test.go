@@ -105,9 +105,9 @@ func (k apiKey) write() bool {
 }
 
 // parseMetrics parses the Prometheus text format.
-func parseMetrics(raw []byte) (map[string]*dto.MetricFamily, error) {
+func parseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(strings.NewReader(string(raw)))
+	return parser.TextToMetricFamilies(r)
 }
 
 func labelsOf(m *dto.Metric) map[string]string {
@@ -150,8 +150,7 @@ func scrapeURL(u string) (map[string]*dto.MetricFamily, error) {
 		return nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
+	return parseMetrics(resp.Body)
 }
 
 // apiServerSample reads the API server's request counters and CPU.
@@ -160,7 +159,7 @@ func apiServerSample(c *controlplane.Client) (map[apiKey]float64, float64, error
 	if err != nil {
 		return nil, 0, err
 	}
-	families, err := parseMetrics(raw)
+	families, err := parseMetrics(bytes.NewReader(raw))
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot parse the API server's metrics: %w", err)
 	}
@@ -183,17 +182,6 @@ func hookRequests(families map[string]*dto.MetricFamily) map[string]float64 {
 		}
 	}
 	return out
-}
-
-// handoffs sums formspec_hooks_reporter_handoff_batches_total.
-func handoffs(families map[string]*dto.MetricFamily) float64 {
-	n := 0.0
-	if f := families["formspec_hooks_reporter_handoff_batches_total"]; f != nil {
-		for _, m := range f.GetMetric() {
-			n += value(m)
-		}
-	}
-	return n
 }
 
 // mcHooks is what Metacontroller counts of its calls to the hooks, all
