@@ -29,3 +29,22 @@ func BenchmarkWorkspaceSync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPodsSync posts the workspace-pods fixture, the hook Metacontroller
+// calls most in a steady fleet, through the real router and handler.
+//
+//	go test ./cmd/formspec-hooks -run '^$' -bench PodsSync -benchmem
+func BenchmarkPodsSync(b *testing.B) {
+	h := fixtureHandler(b)
+	body, err := os.ReadFile(filepath.Join(fixturesDir, "pods", "sync", "running-pod", "request.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if rec := post(h, "/v1/pods/sync", body, nil); rec.Code != http.StatusOK {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}

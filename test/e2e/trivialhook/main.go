@@ -71,33 +71,7 @@ func run(ctx context.Context, listen, metricsListen, certFile, keyFile string, c
 	}, []string{"hook", "code"})
 	reg.MustRegister(requests, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 
-	mux := http.NewServeMux()
-	handle := func(path string, answer func(body []byte) ([]byte, error)) {
-		name := strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-")
-		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			body, err := io.ReadAll(r.Body)
-			var out []byte
-			if err == nil {
-				out, err = answer(body)
-			}
-			if err != nil {
-				requests.WithLabelValues(name, "400").Inc()
-				http.Error(w, "bad request", http.StatusBadRequest)
-				return
-			}
-			requests.WithLabelValues(name, "200").Inc()
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(out)
-		})
-	}
-	empty := func([]byte) ([]byte, error) { return []byte(`{}`), nil }
-	handle("/v1/workspace/sync", cl.workspaceSync)
-	handle("/v1/workspace/customize", workspaceCustomize)
-	handle("/v1/workspace/finalize", func([]byte) ([]byte, error) { return []byte(`{"children":[],"finalized":true}`), nil })
-	for _, p := range []string{"/v1/datastore/sync", "/v1/datastore/customize", "/v1/resourceclaim/sync",
-		"/v1/resourceclaim/customize", "/v1/nodes/sync", "/v1/pods/sync"} {
-		handle(p, empty)
-	}
+	mux := hooks(cl, requests)
 
 	ln, err := tls.Listen("tcp", listen, &tls.Config{
 		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
@@ -132,6 +106,38 @@ func run(ctx context.Context, listen, metricsListen, certFile, keyFile string, c
 	defer cancel()
 	_ = opsSrv.Shutdown(shutdown)
 	return srv.Shutdown(shutdown)
+}
+
+// hooks serves every hook path, counting each answer in requests.
+func hooks(cl classes, requests *prometheus.CounterVec) *http.ServeMux {
+	mux := http.NewServeMux()
+	handle := func(path string, answer func(body []byte) ([]byte, error)) {
+		name := strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-")
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(r.Body)
+			var out []byte
+			if err == nil {
+				out, err = answer(body)
+			}
+			if err != nil {
+				requests.WithLabelValues(name, "400").Inc()
+				http.Error(w, "bad request", http.StatusBadRequest)
+				return
+			}
+			requests.WithLabelValues(name, "200").Inc()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(out)
+		})
+	}
+	empty := func([]byte) ([]byte, error) { return []byte(`{}`), nil }
+	handle("/v1/workspace/sync", cl.workspaceSync)
+	handle("/v1/workspace/customize", workspaceCustomize)
+	handle("/v1/workspace/finalize", func([]byte) ([]byte, error) { return []byte(`{"children":[],"finalized":true}`), nil })
+	for _, p := range []string{"/v1/datastore/sync", "/v1/datastore/customize", "/v1/resourceclaim/sync",
+		"/v1/resourceclaim/customize", "/v1/nodes/sync", "/v1/pods/sync"} {
+		handle(p, empty)
+	}
+	return mux
 }
 
 // parent is all of a request the trivial hook reads.

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// BenchmarkAnswer posts the fixtures that cmd/formspec-hooks's
+// BenchmarkWorkspaceSync and BenchmarkPodsSync post, through the trivial
+// hook's handlers and without the network, so that the two hooks' own cost
+// per call can be set side by side (docs/testing.md, "Scale under
+// Metacontroller").
+//
+//	go test ./test/e2e/trivialhook -run '^$' -bench Answer -benchmem
+func BenchmarkAnswer(b *testing.B) {
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"})
+	h := hooks(classes{}, requests)
+	for _, c := range []struct{ path, fixture string }{
+		{"/v1/workspace/sync", "workspace/sync/first-sync"},
+		{"/v1/workspace/sync", "workspace/sync/steady-ready"},
+		{"/v1/workspace/sync", "workspace/sync/auto-scaling-hpa-scaled"},
+		{"/v1/workspace/sync", "workspace/sync/credentials-mixed"},
+		{"/v1/pods/sync", "pods/sync/running-pod"},
+	} {
+		body, err := os.ReadFile(filepath.Join("..", "..", "..", "fixtures", c.fixture, "request.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.fixture, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, c.path, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
