@@ -197,7 +197,11 @@ func errorResponse(code int, msg string) []byte {
 // tlsForServing is cfg for connListener: HTTP/1.1 only. Every connection
 // cap and refusal rule here counts connections, and one HTTP/2 connection
 // carries any number of concurrent requests (and has attacks of its own,
-// such as rapid reset); Metacontroller's client speaks HTTP/1.1 too.
+// such as rapid reset). Metacontroller's hook client would take HTTP/2 if
+// it were offered (its transport is a clone of Go's default one); over
+// HTTP/1.1 it carries one request per connection at a time and keeps two
+// idle, so it dials again when more of its workers call at once
+// (docs/install.md, "Many workspaces").
 func tlsForServing(cfg *tls.Config) *tls.Config {
 	out := cfg.Clone()
 	out.NextProtos = []string{"http/1.1"}
