@@ -20,7 +20,9 @@ import (
 //	go test ./test/e2e/trivialhook -run '^$' -bench Answer -benchmem
 func BenchmarkAnswer(b *testing.B) {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"})
-	h := hooks(classes{}, requests)
+	// The auto-scaling fixture's class, so that the trivial hook adds the
+	// HorizontalPodAutoscaler the hooks render, as it does under TestScale.
+	h := hooks(classes{hpa: "elastic"}, requests)
 	for _, c := range []struct{ path, fixture string }{
 		{"/v1/workspace/sync", "workspace/sync/first-sync"},
 		{"/v1/workspace/sync", "workspace/sync/steady-ready"},
