@@ -4,10 +4,11 @@ import (
 	"context"
 
 	"encoding/json"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
