@@ -28,7 +28,7 @@ import (
 // 215 POSTs to the reporter while the fleet converged and 56 a minute in
 // the steady state, a second 111 and 16 (make scale). A second delays
 // nothing anyone waits for: the reporter reports node health every 15 s,
-// and what is deleted or decided is posted at once.
+// and what is deleted, or decided anew, is posted at once.
 const DefaultLinger = time.Second
 
 // Options tunes a Client. Zero values take the defaults noted per field.
@@ -48,8 +48,10 @@ type Options struct {
 	// (default 1s), unless a whole batch is already queued; a server then
 	// posts about one batch per Linger rather than one per round trip or
 	// per sync, and the states of one object synced many times meanwhile
-	// are merged into one. A deletion or a claim decision is posted
-	// without waiting: no later sync repeats it. Negative: no wait.
+	// are merged into one. A deletion, which no later sync repeats, and a
+	// claim decision that changed, which the reporter announces, are
+	// posted without waiting; a claim decision its status already
+	// recorded (a resync's) waits like a state. Negative: no wait.
 	Linger time.Duration
 	// PostTimeout bounds one POST to the sidecar (default 2s).
 	PostTimeout time.Duration

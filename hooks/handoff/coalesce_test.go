@@ -446,9 +446,10 @@ func TestLinger(t *testing.T) {
 	}
 }
 
-// TestLingerUrgent shows a deletion and a claim decision ending the linger
-// at once, taking the states queued before them along: no later sync
-// repeats them, so they are not left to wait in a queue a restart loses.
+// TestLingerUrgent shows a deletion and a new claim decision ending the
+// linger at once, taking the states queued before them along: no later
+// sync repeats a deletion, and the reporter announces a decision, so
+// neither is left to wait in a queue a restart loses.
 func TestLingerUrgent(t *testing.T) {
 	cases := map[string]struct {
 		reason string
@@ -479,6 +480,37 @@ func TestLingerUrgent(t *testing.T) {
 				t.Errorf("%s: posted (-want, +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestLingerRepeatedClaim shows a claim decision that its status already
+// recorded (a resync's) waiting out the linger like a state, and going
+// along with the next observation that does not wait.
+func TestLingerRepeatedClaim(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	srv, got := batchSidecar(t, open, nil)
+	c, err := New(srv.URL, Options{Linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repeat := claim("ns", "c", "u2", "Granted")
+	repeat.Claim.Repeat = true
+	c.Send(status(1))
+	c.Send(repeat)
+	if c.ready() {
+		t.Error("a repeated claim decision ends the linger; want it to wait with the states")
+	}
+	c.Send(claim("ns", "d", "u3", "Denied"))
+	if !c.ready() {
+		t.Error("a claim decision that changed waits out the linger; want it posted at once")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = c.Run(ctx) }()
+	want := []string{"workspace ns/ws-1  ready=0", "claim ns/c u2 Granted", "claim ns/d u3 Denied"}
+	if diff := cmp.Diff(want, receiveBatch(t, got)); diff != "" {
+		t.Errorf("posted (-want, +got):\n%s", diff)
 	}
 }
 

@@ -21,8 +21,9 @@ type queued struct {
 	// milestones are a workspace status's; a status replaces only one with
 	// the same, so that the reporter sees every transition it announces.
 	milestones observation.Milestones
-	// urgent marks what Run posts without lingering: a deletion or a claim
-	// decision, which no later sync repeats.
+	// urgent marks what Run posts without lingering: a deletion, which no
+	// later sync repeats, or a claim decision that changed (granted,
+	// denied, rotated), which the reporter announces.
 	urgent bool
 }
 
@@ -73,10 +74,12 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 	case obs.Pod != nil:
 		q.key = nameKey(kindPod, "", types.NamespacedName{Namespace: obs.Pod.Namespace, Name: obs.Pod.Name})
 	}
-	q.urgent = obs.WorkspaceDeleted != nil || obs.Claim != nil
-	// A claim decision is never replaced: each one is a decision the
-	// reporter records as an Event (granted, denied, rotated), and a denial
-	// must not vanish because a grant followed it quickly.
+	// A repeated claim decision (a resync's) waits with the states: the
+	// reporter has nothing to announce for it, and the next resync repeats
+	// it again. A claim decision is never replaced: each one that changed
+	// is one the reporter records as an Event (granted, denied, rotated),
+	// and a denial must not vanish because a grant followed it quickly.
+	q.urgent = obs.WorkspaceDeleted != nil || obs.Claim != nil && !obs.Claim.Repeat
 	return q
 }
 
@@ -243,7 +246,7 @@ func (c *Client) PendingBytes() int {
 }
 
 // ready reports whether Run should post without lingering: the queue holds
-// a whole batch, or an observation no later sync repeats.
+// a whole batch, a deletion, or a claim decision that changed.
 func (c *Client) ready() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

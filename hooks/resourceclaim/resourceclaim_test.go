@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -500,5 +501,35 @@ func TestSyncBrokenObject(t *testing.T) {
 	var typeErr *codec.UnmarshalTypeError
 	if !errors.As(err, &typeErr) {
 		t.Errorf("Sync(): got err %v, want a decode error", err)
+	}
+}
+
+// TestRepeatedDecision shows the hook telling the reporter's hand-off which
+// decisions are repeats: the first sync of a claim decides anew; a resync
+// of the claim with the status that sync wrote decides the same and says
+// so; and a denial after a grant is new again.
+func TestRepeatedDecision(t *testing.T) {
+	var reports sink
+	h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }, Reports: &reports})
+	s := world()
+	sync := func(what string) {
+		t.Helper()
+		resp, err := h.Sync(t.Context(), s.request(t))
+		if err != nil {
+			t.Fatalf("%s: Sync(): %v", what, err)
+		}
+		s.claim.Status = *resp.Status.(*v1alpha1.ResourceClaimStatus)
+	}
+	sync("first sync")
+	sync("resync")
+	s = s.resign(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" })
+	sync("resync after the grant names another workspace")
+	var got []string
+	for _, r := range reports {
+		got = append(got, fmt.Sprintf("granted=%v repeat=%v", r.Claim.Granted, r.Claim.Repeat))
+	}
+	want := []string{"granted=true repeat=false", "granted=true repeat=true", "granted=false repeat=false"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decisions handed over (-want, +got):\n%s", diff)
 	}
 }

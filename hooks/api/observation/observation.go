@@ -190,6 +190,12 @@ type ClaimDecision struct {
 	// its credentials Secret carries a copy of its own data where anyone
 	// who can read the Secret's metadata sees it. Nil otherwise.
 	Exposed *Finding `json:"exposed,omitempty"`
+	// Repeat says the claim's status already recorded this decision: the
+	// same verdict and reason, the same credentials, the same exposure.
+	// Every resync of a claim repeats its decision, and a repeat changes
+	// nothing the reporter announces, so the hand-off need not post it at
+	// once. It stays in the hook server: it is not part of the wire.
+	Repeat bool `json:"-"`
 }
 
 // Finding is a condition of the user's object that the reporter announces,
@@ -250,17 +256,33 @@ func WorkspaceDeletedObservation(ws *v1alpha1.Workspace) Observation {
 }
 
 // ClaimObservation builds the observation the resourceclaim hook hands over
-// after deciding claim's status.
+// after deciding claim's status. It compares that status with the one the
+// claim was observed with to tell a repeated decision (Repeat).
 func ClaimObservation(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceClaimStatus) Observation {
+	d, _ := claimDecision(claim, status)
+	if was, decided := claimDecision(claim, &claim.Status); decided {
+		d.Repeat = was.Granted == d.Granted && was.Reason == d.Reason &&
+			was.CredentialsVersion == d.CredentialsVersion && (was.Exposed == nil) == (d.Exposed == nil)
+	}
+	return Observation{Claim: d}
+}
+
+// claimDecision reads a decision from a claim's status: its Ready
+// condition, its credentials hash as a version, and its CredentialsExposed
+// condition while True. It reports false when status has no Ready
+// condition: no decision yet.
+func claimDecision(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceClaimStatus) (*ClaimDecision, bool) {
 	d := &ClaimDecision{
 		Namespace: claim.Namespace,
 		Name:      claim.Name,
 		UID:       claim.UID,
 		Workspace: claim.Spec.Workspace,
 	}
+	decided := false
 	for _, c := range status.Conditions {
 		switch {
 		case c.Type == v1alpha1.ConditionReady:
+			decided = true
 			d.Granted = c.Status == metav1.ConditionTrue
 			d.Reason, d.Message, d.Since = c.Reason, c.Message, c.LastTransitionTime
 		case c.Type == v1alpha1.ConditionCredentialsExposed && c.Status == metav1.ConditionTrue:
@@ -271,7 +293,7 @@ func ClaimObservation(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceCl
 		sum := sha256.Sum256([]byte("formspec.dev/credentials-version|" + status.CredentialsHash))
 		d.CredentialsVersion = hex.EncodeToString(sum[:8])
 	}
-	return Observation{Claim: d}
+	return d, decided
 }
 
 // Validate reports an observation the reporter cannot use.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
@@ -173,5 +174,62 @@ func TestClaimObservation(t *testing.T) {
 		if diff := cmp.Diff(want, ClaimObservation(claim, st).Claim.Exposed); diff != "" {
 			t.Errorf("CredentialsExposed=%s: Exposed -want, +got:\n%s", status, diff)
 		}
+	}
+}
+
+// TestClaimObservationRepeat checks which decisions count as repeats of the
+// status the claim was observed with: only one with the same verdict,
+// reason, credentials and exposure. A repeat is not put on the wire.
+func TestClaimObservationRepeat(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	later := metav1.NewTime(since.Add(time.Hour))
+	st := func(ready metav1.ConditionStatus, reason, hash string, exposed bool, at metav1.Time) v1alpha1.ResourceClaimStatus {
+		s := v1alpha1.ResourceClaimStatus{ObservedGeneration: 1, CredentialsHash: hash, Conditions: []metav1.Condition{
+			{Type: "Ready", Status: ready, Reason: reason, Message: "words for " + reason, LastTransitionTime: at},
+		}}
+		if exposed {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: "CredentialsExposed", Status: metav1.ConditionTrue,
+				Reason: "LastAppliedAnnotation", LastTransitionTime: at})
+		}
+		return s
+	}
+	granted := st(metav1.ConditionTrue, "Verified", "sha256:1111", false, since)
+	cases := map[string]struct {
+		observed v1alpha1.ResourceClaimStatus
+		decided  v1alpha1.ResourceClaimStatus
+		want     bool
+	}{
+		"FirstDecision":   {observed: v1alpha1.ResourceClaimStatus{}, decided: granted, want: false},
+		"Resync":          {observed: granted, decided: granted, want: true},
+		"NewGeneration":   {observed: granted, decided: func() v1alpha1.ResourceClaimStatus { s := granted; s.ObservedGeneration = 2; return s }(), want: true},
+		"Denied":          {observed: granted, decided: st(metav1.ConditionFalse, "Expired", "", false, later), want: false},
+		"OtherDenial":     {observed: st(metav1.ConditionFalse, "Expired", "", false, since), decided: st(metav1.ConditionFalse, "SignatureInvalid", "", false, since), want: false},
+		"SameDenial":      {observed: st(metav1.ConditionFalse, "Expired", "", false, since), decided: st(metav1.ConditionFalse, "Expired", "", false, since), want: true},
+		"Rotated":         {observed: granted, decided: st(metav1.ConditionTrue, "Verified", "sha256:2222", false, since), want: false},
+		"ExposureBegins":  {observed: granted, decided: st(metav1.ConditionTrue, "Verified", "sha256:1111", true, since), want: false},
+		"ExposureGoes":    {observed: st(metav1.ConditionTrue, "Verified", "sha256:1111", true, since), decided: granted, want: false},
+		"StillExposed":    {observed: st(metav1.ConditionTrue, "Verified", "sha256:1111", true, since), decided: st(metav1.ConditionTrue, "Verified", "sha256:1111", true, since), want: true},
+		"GrantedAfterAll": {observed: st(metav1.ConditionFalse, "NoGrant", "", false, since), decided: st(metav1.ConditionTrue, "Verified", "sha256:1111", false, later), want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			claim := &v1alpha1.ResourceClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop-orders", UID: "c-1"},
+				Spec:       v1alpha1.ResourceClaimSpec{Workspace: "shop"},
+				Status:     tc.observed,
+			}
+			d := ClaimObservation(claim, &tc.decided).Claim
+			if d.Repeat != tc.want {
+				t.Errorf("Repeat = %v, want %v", d.Repeat, tc.want)
+			}
+			// The hand-off encodes with the hooks' codec.
+			raw, err := codec.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(strings.ToLower(string(raw)), "repeat") {
+				t.Errorf("the wire carries Repeat: %s", raw)
+			}
+		})
 	}
 }
