@@ -5,29 +5,67 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/formspec/formspec-hooks/hooks/filereload"
+	"github.com/formspec/formspec-hooks/hooks/handoff"
+	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
 // BenchmarkWorkspaceSync posts Workspace sync fixtures through the real
-// router and handler, as the server serves them, without the network.
+// router and handler, without the network.
 //
 //	go test ./cmd/formspec-hooks -run '^$' -bench WorkspaceSync -benchmem
+//
+// Its "served" variants add what serve adds to every call: a bearer token
+// checked against its file (a stat per call), and the hand-off queue to the
+// reporter, whose Send encodes each observation (no sidecar posts here, so
+// the queue coalesces the repeated status in place).
 func BenchmarkWorkspaceSync(b *testing.B) {
-	h := fixtureHandler(b)
+	bare := fixtureHandler(b)
+	served, header := servedHandler(b)
 	for _, name := range []string{"first-sync", "steady-ready", "auto-scaling-hpa-scaled", "credentials-mixed"} {
 		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "sync", name, "request.json"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if rec := post(h, "/v1/workspace/sync", body, nil); rec.Code != http.StatusOK {
-					b.Fatalf("status %d", rec.Code)
+		for _, v := range []struct {
+			name   string
+			h      http.Handler
+			header http.Header
+		}{{name, bare, nil}, {name + "/served", served, header}} {
+			b.Run(v.name, func(b *testing.B) {
+				b.SetBytes(int64(len(body)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if rec := post(v.h, "/v1/workspace/sync", body, v.header); rec.Code != http.StatusOK {
+						b.Fatalf("status %d", rec.Code)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
+}
+
+// servedHandler is fixtureHandler with a token file and a hand-off client,
+// as serve configures them, and the header that passes the token check.
+func servedHandler(b *testing.B) (http.Handler, http.Header) {
+	b.Helper()
+	const token = "bench-token-0123456789abcdef"
+	file := filepath.Join(b.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	tokens := filereload.NewTokens(file, filereload.Options{Name: "auth-tokens"})
+	if err := tokens.Err(); err != nil {
+		b.Fatal(err)
+	}
+	cfg := fixtureConfig()
+	reports, err := handoff.New(cfg.reporterURL, handoff.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.reports = reports
+	return hookHandler(b, cfg, server.Config{Tokens: tokens}), http.Header{"Authorization": {"Bearer " + token}}
 }
 
 // BenchmarkPodsSync posts the workspace-pods fixture, the hook Metacontroller
