@@ -43,8 +43,7 @@ func TestMakeRunPorts(t *testing.T) {
 	}
 
 	client := &http.Client{Timeout: 5 * time.Second}
-	var port map[string]string
-	url := func(v, path string) string { return "http://127.0.0.1:" + port[v] + path }
+	url := func(port map[string]string, v, path string) string { return "http://127.0.0.1:" + port[v] + path }
 	get := func(u string) (int, string) {
 		resp, err := client.Get(u)
 		if err != nil {
@@ -56,10 +55,9 @@ func TestMakeRunPorts(t *testing.T) {
 		return resp.StatusCode, b.String()
 	}
 	ready := func(port map[string]string) bool {
-		at := func(v, path string) string { return "http://127.0.0.1:" + port[v] + path }
-		a, _ := get(at("METRICS_PORT", "/readyz"))
-		b, _ := get(at("REPORTER_METRICS_PORT", "/readyz"))
-		c, _ := get(at("CC_ADMIN_PORT", "/admin/state"))
+		a, _ := get(url(port, "METRICS_PORT", "/readyz"))
+		b, _ := get(url(port, "REPORTER_METRICS_PORT", "/readyz"))
+		c, _ := get(url(port, "CC_ADMIN_PORT", "/admin/state"))
 		return a == http.StatusOK && b == http.StatusOK && c == http.StatusOK
 	}
 	// A port that was free when picked is an ephemeral one, which an
@@ -67,6 +65,7 @@ func TestMakeRunPorts(t *testing.T) {
 	// make run binds it: a run that stops on "address already in use" is
 	// tried again on other ports.
 	const attempts = 3
+	var port map[string]string
 	for attempt := 1; ; attempt++ {
 		var logs string
 		port, logs = startMakeRun(t, makeBin, bin, ready)
@@ -83,7 +82,7 @@ func TestMakeRunPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Post(url("HOOKS_PORT", "/v1/workspace/sync"), "application/json", bytes.NewReader(body))
+	resp, err := client.Post(url(port, "HOOKS_PORT", "/v1/workspace/sync"), "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +90,16 @@ func TestMakeRunPorts(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST a fixture to HOOKS_PORT: %s", resp.Status)
 	}
-	if code, _ := get(url("CC_PORT", "/v1/deploy-status")); code != http.StatusOK {
+	if code, _ := get(url(port, "CC_PORT", "/v1/deploy-status")); code != http.StatusOK {
 		t.Errorf("GET /v1/deploy-status on CC_PORT: %d", code)
 	}
-	if resp, err := client.Post(url("REPORTER_PORT", "/v1/observations"), "application/json", strings.NewReader(`{"observations":[]}`)); err != nil || resp.StatusCode/100 != 2 {
+	if resp, err := client.Post(url(port, "REPORTER_PORT", "/v1/observations"), "application/json", strings.NewReader(`{"observations":[]}`)); err != nil || resp.StatusCode/100 != 2 {
 		t.Errorf("POST /v1/observations on REPORTER_PORT: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
 	}
 	testsync.WaitWithin(t, time.Minute, "Cluster Control, on CC_PORT, to hear of the workspace posted to HOOKS_PORT through REPORTER_PORT", func() bool {
-		_, state := get(url("CC_ADMIN_PORT", "/admin/state"))
+		_, state := get(url(port, "CC_ADMIN_PORT", "/admin/state"))
 		return strings.Contains(state, `"team-a/acme"`)
 	})
 }
@@ -133,9 +132,9 @@ func TestDemoPortsDocumented(t *testing.T) {
 }
 
 // startMakeRun starts `make run` with the binaries in bin and each of its
-// six ports set to a free one, and waits until ready holds for them. It returns the
-// ports and, if make run stopped first, its output (else ""). A run that
-// is ready is stopped when the test ends.
+// six ports set to a free one, and waits until ready holds for them. It
+// returns the ports and, if make run stopped first, its output (else "").
+// A run that is ready is stopped when the test ends.
 func startMakeRun(t *testing.T, makeBin, bin string, ready func(port map[string]string) bool) (map[string]string, string) {
 	t.Helper()
 	port := map[string]string{}
