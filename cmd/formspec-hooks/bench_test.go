@@ -86,3 +86,26 @@ func BenchmarkPodsSync(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClaimSync posts ResourceClaim sync fixtures through the real
+// router and handler: a claim's every resync verifies its grant again.
+//
+//	go test ./cmd/formspec-hooks -run '^$' -bench ClaimSync -benchmem
+func BenchmarkClaimSync(b *testing.B) {
+	h := fixtureHandler(b)
+	for _, name := range []string{"granted-unchanged", "granted-rotated-key", "denied-stranger-key"} {
+		body, err := os.ReadFile(filepath.Join(fixturesDir, "resourceclaim", "sync", name, "request.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if rec := post(h, "/v1/resourceclaim/sync", body, nil); rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
+	}
+}

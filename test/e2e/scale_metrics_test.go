@@ -184,6 +184,16 @@ func hookRequests(families map[string]*dto.MetricFamily) map[string]float64 {
 	return out
 }
 
+// hookBytes sums the request bodies formspec_hooks_request_size_bytes
+// observed, over every hook.
+func hookBytes(families map[string]*dto.MetricFamily) float64 {
+	total := 0.0
+	for _, m := range families["formspec_hooks_request_size_bytes"].GetMetric() {
+		total += m.GetHistogram().GetSampleSum()
+	}
+	return total
+}
+
 // mcHooks is what Metacontroller counts of its calls to the hooks, all
 // controllers and hooks summed: the calls, the seconds they took, and the
 // TLS handshakes they needed. Its client keeps two idle connections per
@@ -296,8 +306,10 @@ type sample struct {
 	at time.Time
 	// procs is by process: "hooks", "metacontroller", "reporter".
 	procs map[string]procUsage
-	// hooks are the hook server's requests by hook.
-	hooks map[string]float64
+	// hooks are the hook server's requests by hook; hookBytes the bytes
+	// of their bodies, all hooks summed.
+	hooks     map[string]float64
+	hookBytes float64
 	// api are the API server's requests, writes counts the test's own.
 	api, writes  map[apiKey]float64
 	apiServerCPU float64
@@ -314,9 +326,10 @@ type sample struct {
 
 // delta is what happened between two samples.
 type delta struct {
-	seconds float64
-	cpu     map[string]float64
-	hooks   map[string]float64
+	seconds   float64
+	cpu       map[string]float64
+	hooks     map[string]float64
+	hookBytes float64
 	// api are the API server's requests less the test's own.
 	api          map[apiKey]float64
 	apiServerCPU float64
@@ -328,8 +341,8 @@ type delta struct {
 func (s sample) since(prev sample) delta {
 	d := delta{seconds: s.at.Sub(prev.at).Seconds(), cpu: map[string]float64{}, hooks: map[string]float64{},
 		api: map[apiKey]float64{}, apiServerCPU: s.apiServerCPU - prev.apiServerCPU, cc: map[string]traffic{},
-		handoffs: s.handoffs - prev.handoffs,
-		mc:       mcHooks{calls: s.mc.calls - prev.mc.calls, seconds: s.mc.seconds - prev.mc.seconds, handshakes: s.mc.handshakes - prev.mc.handshakes}}
+		handoffs: s.handoffs - prev.handoffs, hookBytes: s.hookBytes - prev.hookBytes,
+		mc: mcHooks{calls: s.mc.calls - prev.mc.calls, seconds: s.mc.seconds - prev.mc.seconds, handshakes: s.mc.handshakes - prev.mc.handshakes}}
 	for k, v := range s.procs {
 		d.cpu[k] = v.cpu - prev.procs[k].cpu
 	}

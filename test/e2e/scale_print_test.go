@@ -55,6 +55,8 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	row("  hook calls", "%.0f", func(r scaleResult) float64 { return r.converge.hookCalls() })
 	row("  hook CPU (s)", "%.2f", func(r scaleResult) float64 { return r.converge.cpu["hooks"] })
 	row("  hook CPU per call (ms)", "%.3f", func(r scaleResult) float64 { return perCall(r.converge) })
+	row("  hook request body, mean (KiB)", "%.1f", func(r scaleResult) float64 { return bodyPerCall(r.converge) })
+	row("  hook CPU per MiB of requests (ms)", "%.1f", func(r scaleResult) float64 { return perMiB(r.converge) })
 	row("  hand-off POSTs to the reporter", "%.0f", func(r scaleResult) float64 { return r.converge.handoffs })
 	row("  Metacontroller's hook call, mean (ms)", "%.2f", func(r scaleResult) float64 { return r.converge.mc.mean() })
 	row("  Metacontroller's TLS handshakes with the hooks", "%.0f", func(r scaleResult) float64 { return r.converge.mc.handshakes })
@@ -70,6 +72,8 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	row("  until Metacontroller is idle (s)", "%.1f", func(r scaleResult) float64 { return r.fleetTook.Seconds() })
 	row("  hook calls", "%.0f", func(r scaleResult) float64 { return r.fleet.hookCalls() })
 	row("  hook CPU per call (ms)", "%.3f", func(r scaleResult) float64 { return perCall(r.fleet) })
+	row("  hook request body, mean (KiB)", "%.1f", func(r scaleResult) float64 { return bodyPerCall(r.fleet) })
+	row("  hook CPU per MiB of requests (ms)", "%.1f", func(r scaleResult) float64 { return perMiB(r.fleet) })
 	row("  Metacontroller's TLS handshakes with the hooks", "%.0f", func(r scaleResult) float64 { return r.fleet.mc.handshakes })
 	row("  API writes per workspace", "%.2f", func(r scaleResult) float64 { return r.fleet.writes(nil) / float64(r.n) })
 	row("  Events per second", "%.1f", func(r scaleResult) float64 { return r.fleet.events() / r.fleet.seconds })
@@ -77,6 +81,8 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	row("  hook calls", "%.0f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.hookCalls()) })
 	row("  hook CPU (s)", "%.2f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.cpu["hooks"]) })
 	row("  hook CPU per call (ms)", "%.3f", func(r scaleResult) float64 { return perCall(r.steady) })
+	row("  hook request body, mean (KiB)", "%.1f", func(r scaleResult) float64 { return bodyPerCall(r.steady) })
+	row("  hook CPU per MiB of requests (ms)", "%.1f", func(r scaleResult) float64 { return perMiB(r.steady) })
 	row("  hand-off POSTs to the reporter", "%.0f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.handoffs) })
 	row("  Metacontroller's hook call, mean (ms)", "%.2f", func(r scaleResult) float64 { return r.steady.mc.mean() })
 	row("  Metacontroller's TLS handshakes with the hooks", "%.1f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.mc.handshakes) })
@@ -214,6 +220,24 @@ func perCall(d delta) float64 {
 		return 0
 	}
 	return d.cpu["hooks"] / d.hookCalls() * 1000
+}
+
+// bodyPerCall is the mean hook request body, in KiB.
+func bodyPerCall(d delta) float64 {
+	if d.hookCalls() == 0 {
+		return 0
+	}
+	return d.hookBytes / d.hookCalls() / 1024
+}
+
+// perMiB is the hook process's CPU per MiB of request bodies it read, in
+// milliseconds: what a call costs for the bytes Metacontroller sends it,
+// which depend on the children each hook answered before.
+func perMiB(d delta) float64 {
+	if d.hookBytes == 0 {
+		return 0
+	}
+	return d.cpu["hooks"] / (d.hookBytes / (1 << 20)) * 1000
 }
 
 // mean is the mean hook call in milliseconds.

@@ -356,7 +356,8 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 		if err != nil {
 			t.Fatalf("cannot read the hook server's metrics: %v", err)
 		}
-		s.hooks, s.handoffs = hookRequests(families), sum(families, "formspec_hooks_reporter_handoff_batches_total")
+		s.hooks, s.hookBytes = hookRequests(families), hookBytes(families)
+		s.handoffs = sum(families, "formspec_hooks_reporter_handoff_batches_total")
 		if families, err = scrapeURL(e.mcMetrics + "/metrics"); err != nil {
 			t.Fatalf("cannot read Metacontroller's metrics: %v", err)
 		}

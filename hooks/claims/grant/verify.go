@@ -70,7 +70,14 @@ func Verify(pub ed25519.PublicKey, msg, sig []byte) bool {
 	if len(sig) != ed25519.SignatureSize || CheckPublicKey(pub) != nil || checkPoint(sig[:32]) != nil {
 		return false
 	}
-	return ed25519.Verify(pub, msg, sig)
+	// The same bytes verify the same way every time (memo.go).
+	k := verificationKey(pub, msg, sig)
+	if ok, seen := verifications.get(k); seen {
+		return ok
+	}
+	ok := ed25519.Verify(pub, msg, sig)
+	verifications.put(k, ok)
+	return ok
 }
 
 var (
@@ -87,8 +94,19 @@ var identity = edwards25519.NewIdentityPoint()
 // no point, not the canonical encoding of its point (a y coordinate of p
 // or more, or a sign bit set on x = 0), or a point of small order. The
 // decoder accepts non-canonical encodings, hence the comparison with the
-// re-encoded point.
+// re-encoded point. b must be 32 bytes; the outcome is remembered
+// (memo.go).
 func checkPoint(b []byte) error {
+	k := [32]byte(b)
+	if err, ok := points.get(k); ok {
+		return err
+	}
+	err := decodePoint(b)
+	points.put(k, err)
+	return err
+}
+
+func decodePoint(b []byte) error {
 	p, err := new(edwards25519.Point).SetBytes(b)
 	if err != nil {
 		return errNotAPoint

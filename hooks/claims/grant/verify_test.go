@@ -100,13 +100,17 @@ func TestCheckPublicKey(t *testing.T) {
 		"MixedOrder":   {reason: "A prime-order point plus one of order 2 is not refused: only the owner of the first can sign with it.", in: mixedOrderKey(t)},
 		"NonCanonical": {reason: "A prime-order point with y written as p+3 is refused: one key, one spelling.", in: mustHex(t, claimstest.NonCanonicalKey.Hex), wantErr: grant.ErrWeakPublicKey},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			err := grant.CheckPublicKey(tc.in)
-			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
-				t.Errorf("%s\nCheckPublicKey(): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
+	// Twice: the second pass gets the outcomes CheckPublicKey remembered
+	// of the first, in another order.
+	for _, pass := range []string{"computed", "remembered"} {
+		for name, tc := range cases {
+			t.Run(pass+"/"+name, func(t *testing.T) {
+				err := grant.CheckPublicKey(tc.in)
+				if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+					t.Errorf("%s\nCheckPublicKey(): -want, +got:\n%s", tc.reason, diff)
+				}
+			})
+		}
 	}
 }
 
@@ -146,15 +150,19 @@ func TestVerifyStrict(t *testing.T) {
 		},
 		"ShortSignature": {reason: "63 bytes is no signature.", pub: owner, msg: msg, sig: honest[:63]},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := ed25519.Verify(tc.pub, tc.msg, tc.sig); got != tc.wantPlain {
-				t.Errorf("%s\ned25519.Verify() = %v, want %v: the case does not test what it says", tc.reason, got, tc.wantPlain)
-			}
-			if got := grant.Verify(tc.pub, tc.msg, tc.sig); got != tc.want {
-				t.Errorf("%s\ngrant.Verify() = %v, want %v", tc.reason, got, tc.want)
-			}
-		})
+	// Twice, as in TestCheckPublicKey: a remembered "Honest" must not
+	// answer for "OtherMessage", which shares its key and signature.
+	for _, pass := range []string{"computed", "remembered"} {
+		for name, tc := range cases {
+			t.Run(pass+"/"+name, func(t *testing.T) {
+				if got := ed25519.Verify(tc.pub, tc.msg, tc.sig); got != tc.wantPlain {
+					t.Errorf("%s\ned25519.Verify() = %v, want %v: the case does not test what it says", tc.reason, got, tc.wantPlain)
+				}
+				if got := grant.Verify(tc.pub, tc.msg, tc.sig); got != tc.want {
+					t.Errorf("%s\ngrant.Verify() = %v, want %v", tc.reason, got, tc.want)
+				}
+			})
+		}
 	}
 }
 

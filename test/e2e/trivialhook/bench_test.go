@@ -19,10 +19,13 @@ import (
 //
 //	go test ./test/e2e/trivialhook -run '^$' -bench Answer -benchmem
 func BenchmarkAnswer(b *testing.B) {
-	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"})
+	m := meters{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"}),
+		size:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "size"}, []string{"hook"}),
+	}
 	// The auto-scaling fixture's class, so that the trivial hook adds the
 	// HorizontalPodAutoscaler the hooks render, as it does under TestScale.
-	h := hooks(classes{hpa: "elastic"}, requests)
+	h := hooks(classes{hpa: "elastic"}, m)
 	for _, c := range []struct{ path, fixture string }{
 		{"/v1/workspace/sync", "workspace/sync/first-sync"},
 		{"/v1/workspace/sync", "workspace/sync/steady-ready"},

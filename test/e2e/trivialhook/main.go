@@ -14,8 +14,9 @@
 // namespace when the workspace lists datastores), so that Metacontroller
 // watches and sends the same related objects.
 //
-// It counts what it served as formspec_hooks_requests_total{hook,code}, the
-// hook server's metric, on --metrics-listen, with the process collector.
+// It counts what it served as formspec_hooks_requests_total{hook,code} and
+// the bodies it read as formspec_hooks_request_size_bytes{hook}, the hook
+// server's metrics, on --metrics-listen, with the process collector.
 package main
 
 import (
@@ -69,9 +70,15 @@ func run(ctx context.Context, listen, metricsListen, certFile, keyFile string, c
 		Name: "formspec_hooks_requests_total",
 		Help: "Hook requests answered, by hook and HTTP status code.",
 	}, []string{"hook", "code"})
-	reg.MustRegister(requests, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
+	// The hook server's buckets, so that TestScale reads both alike.
+	size := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "formspec_hooks_request_size_bytes",
+		Help:    "Size of hook request bodies as read, by hook.",
+		Buckets: prometheus.ExponentialBuckets(512, 4, 8),
+	}, []string{"hook"})
+	reg.MustRegister(requests, size, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 
-	mux := hooks(cl, requests)
+	mux := hooks(cl, meters{requests: requests, size: size})
 
 	ln, err := tls.Listen("tcp", listen, &tls.Config{
 		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
@@ -108,23 +115,31 @@ func run(ctx context.Context, listen, metricsListen, certFile, keyFile string, c
 	return srv.Shutdown(shutdown)
 }
 
-// hooks serves every hook path, counting each answer in requests.
-func hooks(cl classes, requests *prometheus.CounterVec) *http.ServeMux {
+// meters are what the trivial hook counts: its answers by hook and code,
+// and the bodies it read by hook.
+type meters struct {
+	requests *prometheus.CounterVec
+	size     *prometheus.HistogramVec
+}
+
+// hooks serves every hook path, counting each answer and its request's size.
+func hooks(cl classes, m meters) *http.ServeMux {
 	mux := http.NewServeMux()
 	handle := func(path string, answer func(body []byte) ([]byte, error)) {
 		name := strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-")
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 			body, err := io.ReadAll(r.Body)
+			m.size.WithLabelValues(name).Observe(float64(len(body)))
 			var out []byte
 			if err == nil {
 				out, err = answer(body)
 			}
 			if err != nil {
-				requests.WithLabelValues(name, "400").Inc()
+				m.requests.WithLabelValues(name, "400").Inc()
 				http.Error(w, "bad request", http.StatusBadRequest)
 				return
 			}
-			requests.WithLabelValues(name, "200").Inc()
+			m.requests.WithLabelValues(name, "200").Inc()
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(out)
 		})
