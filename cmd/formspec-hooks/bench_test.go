@@ -109,3 +109,27 @@ func BenchmarkClaimSync(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWorkspaceCustomize posts the Workspace customize fixtures, half
+// of the calls while a fleet converges, through the real router and
+// handler.
+//
+//	go test ./cmd/formspec-hooks -run '^$' -bench WorkspaceCustomize -benchmem
+func BenchmarkWorkspaceCustomize(b *testing.B) {
+	h := fixtureHandler(b)
+	for _, name := range []string{"class-only", "with-datastores"} {
+		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "customize", name, "request.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if rec := post(h, "/v1/workspace/customize", body, nil); rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
+	}
+}

@@ -17,7 +17,10 @@ import (
 func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	h, f := hs[0], newFleet(hs[0].n)
 	placement := "one after the other, on every CPU"
-	if opts.cpus != nil {
+	switch {
+	case opts.hooksApart:
+		placement = fmt.Sprintf("at the same time, both hook servers and the reporter on CPU %d and the rest of both on CPU %d", opts.cpus[1], opts.cpus[0])
+	case opts.cpus != nil:
 		placement = fmt.Sprintf("at the same time, each on a CPU of its own (CPUs %d and %d, swapped every round)", opts.cpus[0], opts.cpus[1])
 	}
 	fmt.Fprintf(out, "\n== N=%d Workspaces (%d with a claim, %d namespaces, %d nodes): %s and a trivial hook, side by side in one run, %s\n",
@@ -124,19 +127,28 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 		fmt.Fprintf(out, "   API writes per workspace while converging, %s (round 1): %s\n", r.variant, byKind(r.converge, r.n, apiKey.write))
 	}
 	for _, r := range []scaleResult{hs[0], tvs[0]} {
-		var calls []string
-		for _, hook := range slices.Sorted(maps.Keys(r.steady.hooks)) {
-			if v := r.steady.hooks[hook] / r.steady.seconds * 60; v >= 0.5 {
-				calls = append(calls, fmt.Sprintf("%s %.0f", hook, v))
-			}
-		}
-		fmt.Fprintf(out, "   hook calls per minute in the steady state, %s (round 1): %s\n", r.variant, strings.Join(calls, ", "))
+		fmt.Fprintf(out, "   hook calls while converging, %s (round 1): %s\n", r.variant, callsByHook(r.converge, 1))
+	}
+	for _, r := range []scaleResult{hs[0], tvs[0]} {
+		fmt.Fprintf(out, "   hook calls per minute in the steady state, %s (round 1): %s\n", r.variant, callsByHook(r.steady, 60/r.steady.seconds))
 	}
 	for _, r := range []scaleResult{hs[0], tvs[0]} {
 		minutes := r.steady.seconds / 60
 		fmt.Fprintf(out, "   API requests per workspace per minute in the steady state, %s (round 1): %s\n", r.variant,
 			byKind(r.steady, int(float64(r.n)*minutes), func(apiKey) bool { return true }))
 	}
+}
+
+// callsByHook lists d's hook calls by hook, each times scale, leaving out
+// those that round to none.
+func callsByHook(d delta, scale float64) string {
+	var calls []string
+	for _, hook := range slices.Sorted(maps.Keys(d.hooks)) {
+		if v := d.hooks[hook] * scale; v >= 0.5 {
+			calls = append(calls, fmt.Sprintf("%s %.0f", hook, v))
+		}
+	}
+	return strings.Join(calls, ", ")
 }
 
 // printGrowth prints how the figures grow with N: the medians over the

@@ -48,7 +48,10 @@ const (
 	EnvScaleResync = "FORMSPEC_E2E_SCALE_RESYNC"
 	// EnvScaleCPUs is "shared" to run the two hooks' fleets one after
 	// the other on every CPU, instead of at the same time on a CPU each
-	// (the default, given two CPUs).
+	// (the default, given two CPUs). "hooks-apart" runs them at the same
+	// time with both hook servers (and the reporter) on the second CPU
+	// and everything else of both fleets on the first, so that each hook
+	// server's CPU per call is measured on a CPU nothing busy shares.
 	EnvScaleCPUs = "FORMSPEC_E2E_SCALE_CPUS"
 	// EnvScaleRounds is how many times each size runs both hooks
 	// (default 1), alternating which goes first; the figures printed are
@@ -140,10 +143,14 @@ func TestScale(t *testing.T) {
 			t.Setenv(controlplane.EnvBinDir, filepath.Join(home, ".cache", "formspec-hooks", "k8s-"+k8sVersion))
 		}
 	}
-	if os.Getenv(EnvScaleCPUs) != "shared" {
+	switch v := os.Getenv(EnvScaleCPUs); v {
+	case "", "hooks-apart":
 		if cpus, err := usableCPUs(); err == nil && len(cpus) >= 2 {
-			opts.cpus = cpus[:2]
+			opts.cpus, opts.hooksApart = cpus[:2], v == "hooks-apart"
 		}
+	case "shared":
+	default:
+		t.Fatalf("%s=%q: want shared or hooks-apart, or nothing", EnvScaleCPUs, v)
 	}
 	var all []scaleResult
 	for _, n := range sizes {
@@ -215,6 +222,9 @@ type scaleOptions struct {
 	// cpus are the two CPUs the runs of a round use at the same time, one
 	// each; nil runs them one after the other on every CPU.
 	cpus []int
+	// hooksApart puts both hook servers and the reporter on cpus[1] and
+	// the rest of both runs on cpus[0] (EnvScaleCPUs).
+	hooksApart bool
 	// profile is where CPU profiles of the hook server go, if anywhere.
 	profile string
 }
@@ -310,8 +320,20 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range procs {
+		var hookPids []int
+		for name, p := range procs {
+			if opts.hooksApart && name != "metacontroller" {
+				hookPids = append(hookPids, p.Pid())
+				continue
+			}
 			pids = append(pids, p.Pid())
+		}
+		if opts.hooksApart {
+			cpu = opts.cpus[0]
+			if err := pinProcesses(opts.cpus[1], hookPids...); err != nil {
+				t.Fatal(err)
+			}
+			logf("%d hook processes kept on CPU %d, with the other run's", len(hookPids), opts.cpus[1])
 		}
 		if err := pinProcesses(cpu, pids...); err != nil {
 			t.Fatal(err)

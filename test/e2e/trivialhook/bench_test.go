@@ -32,6 +32,8 @@ func BenchmarkAnswer(b *testing.B) {
 		{"/v1/workspace/sync", "workspace/sync/auto-scaling-hpa-scaled"},
 		{"/v1/workspace/sync", "workspace/sync/credentials-mixed"},
 		{"/v1/pods/sync", "pods/sync/running-pod"},
+		{"/v1/workspace/customize", "workspace/customize/class-only"},
+		{"/v1/workspace/customize", "workspace/customize/with-datastores"},
 	} {
 		body, err := os.ReadFile(filepath.Join("..", "..", "..", "fixtures", c.fixture, "request.json"))
 		if err != nil {
