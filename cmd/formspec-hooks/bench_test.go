@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/formspec/formspec-hooks/hooks/filereload"
@@ -92,22 +93,7 @@ func BenchmarkPodsSync(b *testing.B) {
 //
 //	go test ./cmd/formspec-hooks -run '^$' -bench ClaimSync -benchmem
 func BenchmarkClaimSync(b *testing.B) {
-	h := fixtureHandler(b)
-	for _, name := range []string{"granted-unchanged", "granted-rotated-key", "denied-stranger-key"} {
-		body, err := os.ReadFile(filepath.Join(fixturesDir, "resourceclaim", "sync", name, "request.json"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if rec := post(h, "/v1/resourceclaim/sync", body, nil); rec.Code != http.StatusOK {
-					b.Fatalf("status %d", rec.Code)
-				}
-			}
-		})
-	}
+	benchFixtures(b, "/v1/resourceclaim/sync", "granted-unchanged", "granted-rotated-key", "denied-stranger-key")
 }
 
 // BenchmarkWorkspaceCustomize posts the Workspace customize fixtures, half
@@ -116,9 +102,15 @@ func BenchmarkClaimSync(b *testing.B) {
 //
 //	go test ./cmd/formspec-hooks -run '^$' -bench WorkspaceCustomize -benchmem
 func BenchmarkWorkspaceCustomize(b *testing.B) {
+	benchFixtures(b, "/v1/workspace/customize", "class-only", "with-datastores")
+}
+
+// benchFixtures posts each named fixture of path's hook (the fixtures
+// directory of the path without /v1/) as a sub-benchmark.
+func benchFixtures(b *testing.B, path string, names ...string) {
 	h := fixtureHandler(b)
-	for _, name := range []string{"class-only", "with-datastores"} {
-		body, err := os.ReadFile(filepath.Join(fixturesDir, "workspace", "customize", name, "request.json"))
+	for _, name := range names {
+		body, err := os.ReadFile(filepath.Join(fixturesDir, strings.TrimPrefix(path, "/v1/"), name, "request.json"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,7 +118,7 @@ func BenchmarkWorkspaceCustomize(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if rec := post(h, "/v1/workspace/customize", body, nil); rec.Code != http.StatusOK {
+				if rec := post(h, path, body, nil); rec.Code != http.StatusOK {
 					b.Fatalf("status %d", rec.Code)
 				}
 			}
