@@ -74,18 +74,7 @@ func servedHandler(b *testing.B) (http.Handler, http.Header) {
 //
 //	go test ./cmd/formspec-hooks -run '^$' -bench PodsSync -benchmem
 func BenchmarkPodsSync(b *testing.B) {
-	h := fixtureHandler(b)
-	body, err := os.ReadFile(filepath.Join(fixturesDir, "pods", "sync", "running-pod", "request.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if rec := post(h, "/v1/pods/sync", body, nil); rec.Code != http.StatusOK {
-			b.Fatalf("status %d", rec.Code)
-		}
-	}
+	benchFixtures(b, "/v1/pods/sync", "running-pod")
 }
 
 // BenchmarkClaimSync posts ResourceClaim sync fixtures through the real

@@ -60,18 +60,14 @@ func (c *memo[K, V]) put(k K, v V) {
 	c.m[k] = v
 }
 
-func (c *memo[K, V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
-
 // verificationKey names one verification: the key, the signature and the
 // message, each length-prefixed so that no two triples share an input.
 func verificationKey(pub, msg, sig []byte) [32]byte {
 	h := sha256.New()
+	var n [8]byte
 	for _, part := range [][]byte{pub, sig, msg} {
-		_ = binary.Write(h, binary.BigEndian, uint64(len(part)))
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
 		h.Write(part)
 	}
 	var k [32]byte

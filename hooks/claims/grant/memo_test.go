@@ -5,6 +5,13 @@ import (
 	"testing"
 )
 
+// len is how many entries m holds.
+func (c *memo[K, V]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
 // TestMemoBounded: past its size a memo evicts instead of growing, and
 // keeps the entry just made.
 func TestMemoBounded(t *testing.T) {
