@@ -53,6 +53,12 @@ const (
 	// and everything else of both fleets on the first, so that each hook
 	// server's CPU per call is measured on a CPU nothing busy shares.
 	EnvScaleCPUs = "FORMSPEC_E2E_SCALE_CPUS"
+	// EnvScaleTrivialAnswer is "hooks" to have the trivial hook answer a
+	// Workspace sync with the hook server's objects (its first-sync
+	// fixture's children and status, see test/e2e/trivialhook) rather
+	// than with its constant, smaller ones, so that the two fleets apply
+	// the same objects and differ only by their hook's own work.
+	EnvScaleTrivialAnswer = "FORMSPEC_E2E_SCALE_TRIVIAL_ANSWER"
 	// EnvScaleRounds is how many times each size runs both hooks
 	// (default 1), alternating which goes first; the figures printed are
 	// the medians of the rounds.
@@ -152,6 +158,13 @@ func TestScale(t *testing.T) {
 	default:
 		t.Fatalf("%s=%q: want shared or hooks-apart, or nothing", EnvScaleCPUs, v)
 	}
+	switch v := os.Getenv(EnvScaleTrivialAnswer); v {
+	case "":
+	case "hooks":
+		opts.trivialAnswer = filepath.Join(repoRoot(t), "fixtures", "workspace", "sync", "first-sync", "response.json")
+	default:
+		t.Fatalf("%s=%q: want hooks, or nothing", EnvScaleTrivialAnswer, v)
+	}
 	var all []scaleResult
 	for _, n := range sizes {
 		var mu sync.Mutex
@@ -227,6 +240,9 @@ type scaleOptions struct {
 	hooksApart bool
 	// profile is where CPU profiles of the hook server go, if anywhere.
 	profile string
+	// trivialAnswer is the hook server's answer the trivial hook answers
+	// like (its --answer-like), if any (EnvScaleTrivialAnswer).
+	trivialAnswer string
 }
 
 // scaleResult is what one run measured.
@@ -291,7 +307,7 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 		},
 	}
 	if variant == variantTrivial {
-		cfg.startHooks = startTrivialHook
+		cfg.startHooks = trivialHook(opts.trivialAnswer)
 	}
 	var mcPprof string
 	if opts.profile != "" {
@@ -651,9 +667,18 @@ func (e *env) mcQueues(t *testing.T) (total, workspaces float64) {
 	return total, workspaces
 }
 
+// trivialHook starts the trivial hook in the hook server's place,
+// answering like the hook server's answer in answerLike if that is set.
+func trivialHook(answerLike string) func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
+	return func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
+		t.Helper()
+		return startTrivialHook(t, e, listen, metricsListen, certFile, keyFile, answerLike)
+	}
+}
+
 // startTrivialHook builds test/e2e/trivialhook and runs it in the hook
 // server's place.
-func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
+func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, keyFile, answerLike string) *controlplane.Process {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -674,9 +699,12 @@ func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, key
 			hpa = c.class.Name
 		}
 	}
-	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir}, bin,
-		"--listen="+listen, "--metrics-listen="+metricsListen, "--tls-cert-file="+certFile, "--tls-key-file="+keyFile,
-		"--pdb-class="+pdb, "--hpa-class="+hpa)
+	args := []string{"--listen=" + listen, "--metrics-listen=" + metricsListen, "--tls-cert-file=" + certFile, "--tls-key-file=" + keyFile,
+		"--pdb-class=" + pdb, "--hpa-class=" + hpa}
+	if answerLike != "" {
+		args = append(args, "--answer-like="+answerLike)
+	}
+	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir}, bin, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := p.WaitReady(ctx, func() bool { return httpOK("http://" + metricsListen + "/readyz") }); err != nil {

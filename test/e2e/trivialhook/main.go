@@ -14,12 +14,21 @@
 // namespace when the workspace lists datastores), so that Metacontroller
 // watches and sends the same related objects.
 //
+// With --answer-like, a Workspace sync is answered instead with the
+// children and status of a hook server's answer (one of its fixtures'
+// response.json), the fixture's workspace name, namespace and generation
+// replaced by the parent's: the same objects the hook server makes, at
+// the trivial hook's cost, so that TestScale can tell what the hook
+// server's objects cost the API server and Metacontroller from what its
+// own work costs.
+//
 // It counts what it served as formspec_hooks_requests_total{hook,code} and
 // the bodies it read as formspec_hooks_request_size_bytes{hook}, the hook
 // server's metrics, on --metrics-listen, with the process collector.
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -32,6 +41,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,16 +59,97 @@ func main() {
 	keyFile := flag.String("tls-key-file", "", "PEM serving key")
 	pdbClass := flag.String("pdb-class", "", "ClusterClass whose workspaces also get a PodDisruptionBudget")
 	hpaClass := flag.String("hpa-class", "", "ClusterClass whose workspaces also get a HorizontalPodAutoscaler")
+	answerLike := flag.String("answer-like", "", "a hook server's Workspace sync answer (a fixture's response.json) whose children and status to answer with, instead of the constant ones")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *listen, *metricsListen, *certFile, *keyFile, classes{pdb: *pdbClass, hpa: *hpaClass}); err != nil {
+	cl := classes{pdb: *pdbClass, hpa: *hpaClass}
+	if *answerLike != "" {
+		like, err := readAnswer(*answerLike)
+		if err != nil {
+			log.Fatal(err)
+		}
+		cl.like = &like
+	}
+	if err := run(ctx, *listen, *metricsListen, *certFile, *keyFile, cl); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// classes name the ClusterClasses whose workspaces get an extra child.
-type classes struct{ pdb, hpa string }
+// classes name the ClusterClasses whose workspaces get an extra child,
+// and hold the answer to give like the hook server's, if there is one.
+type classes struct {
+	pdb, hpa string
+	like     *answer
+}
+
+// answer is a Workspace sync answer with {name}, {namespace} and
+// {generation} left to fill in.
+type answer struct {
+	status   string
+	children []string
+}
+
+// readAnswer makes an answer of a hook server's Workspace sync answer: the
+// name and namespace of its Deployment, and the generation its status
+// observed, become the placeholders.
+func readAnswer(path string) (answer, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return answer{}, err
+	}
+	var resp struct {
+		Status   json.RawMessage   `json:"status"`
+		Children []json.RawMessage `json:"children"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return answer{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var status struct {
+		ObservedGeneration int64 `json:"observedGeneration"`
+	}
+	if err := json.Unmarshal(resp.Status, &status); err != nil || status.ObservedGeneration == 0 {
+		return answer{}, fmt.Errorf("%s: the answer's status observes no generation", path)
+	}
+	var name, namespace string
+	for _, c := range resp.Children {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(c, &obj); err == nil && obj.Kind == "Deployment" {
+			name, namespace = obj.Metadata.Name, obj.Metadata.Namespace
+		}
+	}
+	if name == "" || namespace == "" {
+		return answer{}, fmt.Errorf("%s: the answer has no Deployment with a name and namespace", path)
+	}
+	placeholders := strings.NewReplacer(
+		`"`+name+`"`, `"{name}"`, `"`+name+`-config"`, `"{name}-config"`, `"`+namespace+`"`, `"{namespace}"`,
+		`"observedGeneration":`+strconv.FormatInt(status.ObservedGeneration, 10), `"observedGeneration":{generation}`)
+	compact := func(raw []byte) (string, error) {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return "", err
+		}
+		return placeholders.Replace(b.String()), nil
+	}
+	var a answer
+	if a.status, err = compact(resp.Status); err != nil {
+		return answer{}, err
+	}
+	for _, c := range resp.Children {
+		t, err := compact(c)
+		if err != nil {
+			return answer{}, err
+		}
+		a.children = append(a.children, t)
+	}
+	return a, nil
+}
 
 func run(ctx context.Context, listen, metricsListen, certFile, keyFile string, cl classes) error {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
@@ -184,7 +275,10 @@ func (cl classes) workspaceSync(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	m := p.Parent.Metadata
-	children := []string{configMap, service, deployment}
+	children, status := []string{configMap, service, deployment}, `{"observedGeneration":{generation},"phase":"Ready"}`
+	if cl.like != nil {
+		children, status = slices.Clone(cl.like.children), cl.like.status
+	}
 	switch p.Parent.Spec.ClusterClass {
 	case "":
 	case cl.pdb:
@@ -192,7 +286,7 @@ func (cl classes) workspaceSync(body []byte) ([]byte, error) {
 	case cl.hpa:
 		children = append(children, hpa)
 	}
-	answer := `{"status":{"observedGeneration":{generation},"phase":"Ready"},"children":[` + strings.Join(children, ",") + `]}`
+	answer := `{"status":` + status + `,"children":[` + strings.Join(children, ",") + `]}`
 	return []byte(strings.NewReplacer("{name}", m.Name, "{namespace}", m.Namespace,
 		"{generation}", strconv.FormatInt(m.Generation, 10)).Replace(answer)), nil
 }
