@@ -667,17 +667,15 @@ func (e *env) mcQueues(t *testing.T) (total, workspaces float64) {
 	return total, workspaces
 }
 
-// trivialHook starts the trivial hook in the hook server's place,
+// trivialHook starts test/e2e/trivialhook in the hook server's place,
 // answering like the hook server's answer in answerLike if that is set.
 func trivialHook(answerLike string) func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
 	return func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
-		t.Helper()
 		return startTrivialHook(t, e, listen, metricsListen, certFile, keyFile, answerLike)
 	}
 }
 
-// startTrivialHook builds test/e2e/trivialhook and runs it in the hook
-// server's place.
+// startTrivialHook builds test/e2e/trivialhook and runs it.
 func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, keyFile, answerLike string) *controlplane.Process {
 	t.Helper()
 	goBin, err := exec.LookPath("go")

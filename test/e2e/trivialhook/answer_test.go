@@ -70,7 +70,7 @@ func TestAnswerLike(t *testing.T) {
 		}
 		// The spec is the fixture's, names aside: the same fields to apply.
 		wantSpec := strings.NewReplacer(`"acme"`, `"ws-00042"`, `"acme-config"`, `"ws-00042-config"`, `"team-a"`, `"scale-04"`).Replace(string(w.Spec))
-		if diff := cmp.Diff(compactJSON(t, wantSpec), compactJSON(t, string(g.Spec))); diff != "" {
+		if diff := cmp.Diff(decodeJSON(t, wantSpec), decodeJSON(t, string(g.Spec))); diff != "" {
 			t.Errorf("%s spec differs from the fixture's (-fixture +answer):\n%s", g.Kind, diff)
 		}
 	}
@@ -94,7 +94,8 @@ func kinds(objs []child) []string {
 	return out
 }
 
-func compactJSON(t *testing.T, s string) any {
+// decodeJSON decodes s, or is nil for an empty spec.
+func decodeJSON(t *testing.T, s string) any {
 	t.Helper()
 	if s == "" {
 		return nil
