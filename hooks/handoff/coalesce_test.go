@@ -514,6 +514,56 @@ func TestLingerRepeatedClaim(t *testing.T) {
 	}
 }
 
+// TestSendWakesRunOnlyWhenItMust shows which Sends wake Run: the first
+// observation of an empty queue, which Run waits for, and one that makes
+// a lingering queue ready; a state added to a queue that is lingering
+// anyway does not, since Run would only find that it has to go on waiting.
+func TestSendWakesRunOnlyWhenItMust(t *testing.T) {
+	c, err := New("http://127.0.0.1:1", Options{Linger: time.Hour, BatchSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	woken := func() bool {
+		select {
+		case <-c.waiting:
+			return true
+		default:
+			return false
+		}
+	}
+	steps := []struct {
+		what string
+		send observation.Observation
+		wake bool
+	}{
+		{"the first state of an empty queue", status(1), true},
+		{"a second state while lingering", status(2), false},
+		{"a newer state of a queued workspace", wsStatus("ns", "ws-2", "", 1), false},
+		{"a repeated claim decision", func() observation.Observation {
+			o := claim("ns", "c", "u1", "Granted")
+			o.Claim.Repeat = true
+			return o
+		}(), false},
+		{"the state that fills the batch", status(3), true},
+		{"one more state of a full batch", status(4), true},
+	}
+	for _, s := range steps {
+		c.Send(s.send)
+		if got := woken(); got != s.wake {
+			t.Errorf("after %s: Run woken %v, want %v", s.what, got, s.wake)
+		}
+	}
+	c.ack(c.seq)
+	c.Send(status(5))
+	if !woken() {
+		t.Error("the first state after the queue drained does not wake Run")
+	}
+	c.Send(wsDeleted("ns", "gone", "u2"))
+	if !woken() {
+		t.Error("a deletion does not wake a lingering Run")
+	}
+}
+
 // TestLingerOff shows a negative Linger posting a lone observation without
 // waiting for more (a linger of an hour would never post it).
 func TestLingerOff(t *testing.T) {

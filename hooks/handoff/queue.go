@@ -112,16 +112,24 @@ func (c *Client) Send(obs observation.Observation) {
 	}
 	q := newQueued(obs, raw)
 	c.mu.Lock()
+	first := len(c.queue) == 0
 	if !c.replace(q) {
 		c.push(q)
 	}
 	for len(c.queue) > c.opts.QueueSize || c.bytes > c.opts.QueueBytes {
 		c.evict()
 	}
+	// Run waits for the first observation of an empty queue, and then,
+	// lingering, for one that makes it ready: only those wake it. Waking
+	// it for every sync in between would cost each one a goroutine switch
+	// (often a thread's wake-up too) for a check that finds nothing to do.
+	nudge := first || c.readyLocked()
 	c.mu.Unlock()
-	select {
-	case c.waiting <- struct{}{}:
-	default:
+	if nudge {
+		select {
+		case c.waiting <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -250,6 +258,11 @@ func (c *Client) PendingBytes() int {
 func (c *Client) ready() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.readyLocked()
+}
+
+// readyLocked is ready, called with the lock held.
+func (c *Client) readyLocked() bool {
 	return len(c.queue) >= c.opts.BatchSize || c.bytes >= c.opts.BatchBytes || c.urgent > 0
 }
 
