@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"testing"
 	"text/tabwriter"
 	"time"
 )
@@ -135,11 +136,47 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	for _, r := range []scaleResult{hs[0], tvs[0]} {
 		fmt.Fprintf(out, "   hook calls per minute in the steady state, %s (round 1): %s\n", r.variant, callsByHook(r.steady, 60/r.steady.seconds))
 	}
+	for i := range hs {
+		if note := customizeSkew(hs[i], tvs[i]); note != "" {
+			fmt.Fprintf(out, "   round %d: %s\n", i+1, note)
+		}
+	}
 	for _, r := range []scaleResult{hs[0], tvs[0]} {
 		minutes := r.steady.seconds / 60
 		fmt.Fprintf(out, "   API requests per workspace per minute in the steady state, %s (round 1): %s\n", r.variant,
 			byKind(r.steady, int(float64(r.n)*minutes), func(apiKey) bool { return true }))
 	}
+}
+
+// customizeSkew says, for each customize hook, when the two steady states
+// differ in how often Metacontroller called it by more than a hundredth
+// of the fleet a minute and twice over, and why that matters; "" when
+// none does. Metacontroller keeps each parent generation's customize
+// answer for 20 minutes, so the expiries that fall in a window depend on
+// when each fleet converged and how long its run has lasted, not on the
+// hooks, and a customize call costs a hook less than a sync: per-call and
+// per-minute figures then compare different mixes of calls.
+func customizeSkew(h, tv scaleResult) string {
+	hooks := map[string]float64{}
+	maps.Copy(hooks, h.steady.hooks)
+	maps.Copy(hooks, tv.steady.hooks)
+	var differ []string
+	for _, hook := range slices.Sorted(maps.Keys(hooks)) {
+		if !strings.HasSuffix(hook, "-customize") {
+			continue
+		}
+		a := h.steady.hooks[hook] / h.steady.seconds * 60
+		b := tv.steady.hooks[hook] / tv.steady.seconds * 60
+		if lo, hi := min(a, b), max(a, b); hi-lo > float64(h.n)/100 && hi > 2*lo {
+			differ = append(differ, fmt.Sprintf("%s %s %.0f and %s %.0f", hook, variantHooks, a, variantTrivial, b))
+		}
+	}
+	if len(differ) == 0 {
+		return ""
+	}
+	return "customize calls a minute in the steady state differ (" + strings.Join(differ, "; ") + "): " +
+		"Metacontroller's customize cache (20 minutes per parent generation) expired for more of one fleet within the window, " +
+		"so the steady figures per call and per minute compare different mixes of calls"
 }
 
 // callsByHook lists d's hook calls by hook, each times scale, leaving out
@@ -320,4 +357,43 @@ func byKind(d delta, n int, keep func(apiKey) bool) string {
 		parts = append(parts, fmt.Sprintf("%s %.2f", e.k, e.v))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// TestCustomizeSkew shows when the scale output warns that the two
+// steady states saw different numbers of customize calls: with the
+// figures of a 10,000-workspace run, where one fleet's cached answers
+// expired within the window and the other's did not, and not for a
+// difference within a hundredth of the fleet a minute or within twice.
+func TestCustomizeSkew(t *testing.T) {
+	// A rate of 0 leaves the hook out, as a side that never called it.
+	result := func(n int, customizePerMin float64) scaleResult {
+		hooks := map[string]float64{"workspace-sync": 2000 * 5}
+		if customizePerMin > 0 {
+			hooks["workspace-customize"] = customizePerMin * 5
+		}
+		return scaleResult{n: n, steady: delta{seconds: 300, hooks: hooks}}
+	}
+	for _, tc := range []struct {
+		name           string
+		hooks, trivial float64
+		n              int
+		want           string
+	}{
+		{"ExpiredOnOneSide", 12, 790, 10000, "customize calls a minute in the steady state differ (workspace-customize formspec-hooks 12 and trivial 790)"},
+		{"ExpiredOnTheOther", 790, 12, 10000, "(workspace-customize formspec-hooks 790 and trivial 12)"},
+		{"NeverCalledOnOneSide", 0, 195, 10000, "(workspace-customize formspec-hooks 0 and trivial 195)"},
+		{"WithinAHundredthOfTheFleet", 5, 95, 10000, ""},
+		{"WithinTwice", 400, 790, 10000, ""},
+		{"Same", 12, 12, 1000, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := customizeSkew(result(tc.n, tc.hooks), result(tc.n, tc.trivial))
+			switch {
+			case tc.want == "" && got != "":
+				t.Errorf("warned %q, want no warning", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("warned %q, want it to say %q", got, tc.want)
+			}
+		})
+	}
 }
