@@ -618,7 +618,7 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 	}
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": false})
 	up := time.Now()
-	delivered := f.waitDelivered(t, deleted, 2*f.resync+waitTimeout)
+	delivered, staleAtBound, lookedAt := f.waitDelivered(t, deleted, f.resync, 2*f.resync+waitTimeout)
 	cancel()
 	<-sampled
 	figs.add("Cluster Control down %.0f s while %d rounds of changes were made (%d workspaces now, %d deleted); reporter RSS %s; pending reports at most %v; latest state of every workspace delivered %.1f s after it was back (one resync: %.0f s)",
@@ -630,7 +630,8 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 		t.Errorf("the reporters held %v pending reports, more than one per workspace each (%v)", samples.maxPending, tracked)
 	}
 	if delivered > f.resync {
-		t.Errorf("the latest state of every workspace reached Cluster Control %.1f s after it was back, more than one resync (%v)", delivered.Seconds(), f.resync)
+		t.Errorf("the latest state of every workspace reached Cluster Control %.1f s after it was back, more than one resync (%v); still stale %.1f s after it was back:\n%s",
+			delivered.Seconds(), f.resync, lookedAt.Seconds(), staleAtBound)
 	}
 	f.waitConverged(t, "after the outage", waitTimeout)
 }
@@ -688,11 +689,15 @@ func (c *Cluster) sampleReporterMemory(ctx context.Context, s *memorySamples) {
 // every workspace (the status the API server has, field for field as the
 // reporter copies it) and the deletion of each deleted one, and returns
 // how long that took.
-func (f *fleet) waitDelivered(t *testing.T, deleted []*fleetWorkspace, limit time.Duration) time.Duration {
+//
+// It also returns what was still stale at the last look within bound,
+// and when that look was; "" if nothing was stale by then.
+func (f *fleet) waitDelivered(t *testing.T, deleted []*fleetWorkspace, bound, limit time.Duration) (took time.Duration, staleAtBound string, lookedAt time.Duration) {
 	t.Helper()
 	start := time.Now()
 	var last string
 	for time.Since(start) < limit {
+		looked := time.Since(start)
 		var stale []string
 		st, err := clusterControlState(f.admin)
 		listed, lerr := f.listWorkspaces()
@@ -723,14 +728,17 @@ func (f *fleet) waitDelivered(t *testing.T, deleted []*fleetWorkspace, limit tim
 			}
 		}
 		if len(stale) == 0 {
-			return time.Since(start)
+			return time.Since(start), staleAtBound, lookedAt
 		}
 		slices.Sort(stale)
 		last = strings.Join(firstLines(stale, 10), "\n")
+		if looked <= bound {
+			staleAtBound, lookedAt = last, looked
+		}
 		time.Sleep(time.Second)
 	}
 	t.Fatalf("Cluster Control did not get the latest state of every workspace within %v:\n%s", limit, last)
-	return 0
+	return 0, "", 0
 }
 
 // faultEndpointSecretRecreated deletes one namespace's Datastore endpoint
