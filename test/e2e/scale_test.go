@@ -307,7 +307,9 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 		},
 	}
 	if variant == variantTrivial {
-		cfg.startHooks = trivialHook(opts.trivialAnswer)
+		cfg.startHooks = func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
+			return startTrivialHook(t, e, listen, metricsListen, certFile, keyFile, opts.trivialAnswer)
+		}
 	}
 	var mcPprof string
 	if opts.profile != "" {
@@ -667,15 +669,9 @@ func (e *env) mcQueues(t *testing.T) (total, workspaces float64) {
 	return total, workspaces
 }
 
-// trivialHook starts test/e2e/trivialhook in the hook server's place,
-// answering like the hook server's answer in answerLike if that is set.
-func trivialHook(answerLike string) func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
-	return func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
-		return startTrivialHook(t, e, listen, metricsListen, certFile, keyFile, answerLike)
-	}
-}
-
-// startTrivialHook builds test/e2e/trivialhook and runs it.
+// startTrivialHook builds test/e2e/trivialhook and runs it in the hook
+// server's place, answering like the hook server's answer in answerLike
+// if that is set.
 func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, keyFile, answerLike string) *controlplane.Process {
 	t.Helper()
 	goBin, err := exec.LookPath("go")

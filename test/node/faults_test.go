@@ -618,7 +618,7 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 	}
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": false})
 	up := time.Now()
-	delivered, staleAtBound, lookedAt := f.waitDelivered(t, deleted, f.resync, 2*f.resync+waitTimeout)
+	delivered, staleAtBound := f.waitDelivered(t, deleted, f.resync, 2*f.resync+waitTimeout)
 	cancel()
 	<-sampled
 	figs.add("Cluster Control down %.0f s while %d rounds of changes were made (%d workspaces now, %d deleted); reporter RSS %s; pending reports at most %v; latest state of every workspace delivered %.1f s after it was back (one resync: %.0f s)",
@@ -630,8 +630,8 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 		t.Errorf("the reporters held %v pending reports, more than one per workspace each (%v)", samples.maxPending, tracked)
 	}
 	if delivered > f.resync {
-		t.Errorf("the latest state of every workspace reached Cluster Control %.1f s after it was back, more than one resync (%v); still stale %.1f s after it was back:\n%s",
-			delivered.Seconds(), f.resync, lookedAt.Seconds(), staleAtBound)
+		t.Errorf("the latest state of every workspace reached Cluster Control %.1f s after it was back, more than one resync (%v); still stale at the last look within it:\n%s",
+			delivered.Seconds(), f.resync, staleAtBound)
 	}
 	f.waitConverged(t, "after the outage", waitTimeout)
 }
@@ -690,14 +690,14 @@ func (c *Cluster) sampleReporterMemory(ctx context.Context, s *memorySamples) {
 // reporter copies it) and the deletion of each deleted one, and returns
 // how long that took.
 //
-// It also returns what was still stale at the last look within bound,
-// and when that look was; "" if nothing was stale by then.
-func (f *fleet) waitDelivered(t *testing.T, deleted []*fleetWorkspace, bound, limit time.Duration) (took time.Duration, staleAtBound string, lookedAt time.Duration) {
+// It also returns what was still stale at the last look within bound;
+// "" if nothing was stale by then.
+func (f *fleet) waitDelivered(t *testing.T, deleted []*fleetWorkspace, bound, limit time.Duration) (took time.Duration, staleAtBound string) {
 	t.Helper()
 	start := time.Now()
 	var last string
 	for time.Since(start) < limit {
-		looked := time.Since(start)
+		lookedAt := time.Since(start)
 		var stale []string
 		st, err := clusterControlState(f.admin)
 		listed, lerr := f.listWorkspaces()
@@ -728,17 +728,17 @@ func (f *fleet) waitDelivered(t *testing.T, deleted []*fleetWorkspace, bound, li
 			}
 		}
 		if len(stale) == 0 {
-			return time.Since(start), staleAtBound, lookedAt
+			return time.Since(start), staleAtBound
 		}
 		slices.Sort(stale)
 		last = strings.Join(firstLines(stale, 10), "\n")
-		if looked <= bound {
-			staleAtBound, lookedAt = last, looked
+		if lookedAt <= bound {
+			staleAtBound = last
 		}
 		time.Sleep(time.Second)
 	}
 	t.Fatalf("Cluster Control did not get the latest state of every workspace within %v:\n%s", limit, last)
-	return 0, "", 0
+	return 0, ""
 }
 
 // faultEndpointSecretRecreated deletes one namespace's Datastore endpoint
