@@ -55,8 +55,30 @@ type Credential interface {
 	Err() error
 }
 
-// StartDraining makes /readyz fail from now on.
+// StartDraining makes /readyz fail from now on, and every hook answer
+// close its connection (closeWhileDraining).
 func (h *Health) StartDraining() { h.draining.Store(true) }
+
+// closeWhileDraining answers with "Connection: close" once draining has
+// started, and Go's server then closes the connection after the answer.
+// kube-proxy sends a kept-alive connection on to its pod after the pod has
+// left the Service's endpoints, so Metacontroller goes on using its
+// connections to a draining pod. Were they still open when the listener
+// closes, each idle one would be closed under a request that Metacontroller
+// may be writing at that moment; it does not retry a POST, so that hook
+// call would fail. A client reads "Connection: close" before it can reuse
+// the connection, so a connection closed that way never loses a request:
+// the next one opens a connection to a pod that is not draining. Only a
+// connection that stays idle through the whole delay is left for the
+// listener to close.
+func (h *Health) closeWhileDraining(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // Ready reports whether the server still wants new requests, and if not,
 // why.

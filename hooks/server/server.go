@@ -169,7 +169,7 @@ func New(cfg Config) (*Server, error) {
 	probes := httpserve.NewRouter()
 	health.mount(probes)
 
-	return &Server{cfg: cfg, health: health, hooks: hooks, metrics: metrics, probes: probes}, nil
+	return &Server{cfg: cfg, health: health, hooks: health.closeWhileDraining(hooks), metrics: metrics, probes: probes}, nil
 }
 
 // Handler is the hook listener's handler.
@@ -220,7 +220,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve serves hooks, metrics and probes on ls until ctx is done, then
 // drains: readiness fails at once, new requests are still served for
-// ShutdownDelay while the pod leaves the Service's endpoints, and then the
+// ShutdownDelay while the pod leaves the Service's endpoints, each answer
+// closing its connection (Health.closeWhileDraining), and then the
 // hook listener closes and in-flight requests get up to
 // HTTP.ShutdownTimeout to finish. The metrics and probe listeners close
 // last, so the drain can be watched. It returns nil after a clean drain.
