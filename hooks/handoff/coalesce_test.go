@@ -32,6 +32,12 @@ func withHashes(o observation.Observation, running, wanted string) observation.O
 	return o
 }
 
+// changedAPI marks a status that changes the one the API server holds.
+func changedAPI(o observation.Observation) observation.Observation {
+	o.Workspace.StatusChanged = true
+	return o
+}
+
 func withPhase(o observation.Observation, phase string) observation.Observation {
 	o.Workspace.Phase = phase
 	return o
@@ -72,6 +78,9 @@ func describe(t *testing.T, raws [][]byte) []string {
 			}
 			if w.Phase != "Ready" {
 				d += " " + w.Phase
+			}
+			if w.StatusChanged {
+				d += " changed"
 			}
 			out = append(out, d)
 		case o.WorkspaceDeleted != nil:
@@ -164,6 +173,22 @@ func TestCoalescing(t *testing.T) {
 			"workspace ns/a  ready=1 h1->h2",
 			"workspace ns/a  ready=2 h2->h2",
 			"workspace ns/a  ready=0 Degraded",
+		},
+		wantCoalesced: 1,
+	}, {
+		// A status that changed the API's reaches the reporter even when
+		// a repeat of it follows, and replaces one that changed nothing.
+		name: "ChangesOfTheAPIsStatusAreKept",
+		sends: []observation.Observation{
+			changedAPI(wsStatus("ns", "a", "", 0)),
+			wsStatus("ns", "a", "", 0),
+			changedAPI(wsStatus("ns", "a", "", 1)),
+			wsStatus("ns", "a", "", 2),
+		},
+		want: []string{
+			"workspace ns/a  ready=0 changed",
+			"workspace ns/a  ready=1 changed",
+			"workspace ns/a  ready=2",
 		},
 		wantCoalesced: 1,
 	}, {

@@ -21,6 +21,9 @@ type queued struct {
 	// milestones are a workspace status's; a status replaces only one with
 	// the same, so that the reporter sees every transition it announces.
 	milestones observation.Milestones
+	// changed is a workspace status's StatusChanged: the reporter must see
+	// it, so a status that did not change the API's never replaces it.
+	changed bool
 	// urgent marks what Run posts without lingering: a deletion, which no
 	// later sync repeats, or a claim decision that changed (granted,
 	// denied, rotated), which the reporter announces.
@@ -69,6 +72,7 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 		q.workspace = types.NamespacedName{Namespace: obs.Workspace.Namespace, Name: obs.Workspace.Name}
 		q.key = nameKey(kindWorkspace, obs.Workspace.UID, q.workspace)
 		q.milestones = obs.Workspace.Milestones()
+		q.changed = obs.Workspace.StatusChanged
 	case obs.Node != nil:
 		q.key = objKey{kind: kindNode, name: types.NamespacedName{Name: obs.Node.Name}}
 	case obs.Pod != nil:
@@ -94,8 +98,9 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 // anyway; it is appended instead when that one is being posted, when a
 // deletion of the same workspace was queued after it, or when the two
 // statuses have different milestones (a transition the reporter
-// announces must reach it). A deletion or a claim decision is always
-// appended.
+// announces must reach it), and when the queued one changed the API's
+// status and the new one did not (observation.WorkspaceStatus's
+// StatusChanged). A deletion or a claim decision is always appended.
 //
 // A nil *Client discards, so a hook server without a sidecar can pass its
 // nil client as the hooks' Sink.
@@ -145,11 +150,11 @@ func (c *Client) replace(q queued) bool {
 		return false
 	}
 	i, found := c.index(seq)
-	if !found || c.queue[i].milestones != q.milestones {
+	if !found || c.queue[i].milestones != q.milestones || c.queue[i].changed && !q.changed {
 		return false
 	}
 	c.bytes += len(q.raw) - len(c.queue[i].raw)
-	c.queue[i].raw = q.raw
+	c.queue[i].raw, c.queue[i].changed = q.raw, q.changed
 	c.coalesced.Add(1)
 	return true
 }

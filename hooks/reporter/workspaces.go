@@ -21,8 +21,10 @@ type wsEntry struct {
 	uid  types.UID
 	// statusJS is the encoded ccapi.WorkspaceStatus; nil once deleted.
 	statusJS []byte
-	// observedAt is when the current state arrived. A re-report keeps it,
-	// so it never passes off old state as new.
+	// observedAt is when the current state was observed: the hook's time
+	// (observation.WorkspaceStatus.ObservedAt), or when it arrived for an
+	// observation without one. A re-report keeps it, so it never passes
+	// off old state as new.
 	observedAt time.Time
 	facts      wsFacts
 	deleted    bool
@@ -82,9 +84,13 @@ func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) 
 		s.tombstones--
 		s.tombstoneGen++
 	}
+	// A status the hook's sync changed in the API server is reported even
+	// when this reporter already holds the same one: Cluster Control may
+	// have had another state from the other replica's reporter since.
 	changed := !bytes.Equal(e.statusJS, js)
-	if changed {
-		e.statusJS, e.observedAt = js, now
+	report := changed || o.StatusChanged
+	if report {
+		e.statusJS, e.observedAt = js, stamp(o.ObservedAt, now)
 	}
 	e.facts = f
 	if o.UID != "" {
@@ -97,11 +103,20 @@ func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) 
 	if s.consume(k, e, now) {
 		return true, events
 	}
-	if !changed {
+	if !report {
 		return false, events
 	}
 	s.bump(k, e, now)
 	return true, events
+}
+
+// stamp is an observation's time: the hook's, or now for an observation
+// that carries none.
+func stamp(observedAt, now time.Time) time.Time {
+	if observedAt.IsZero() {
+		return now
+	}
+	return observedAt
 }
 
 // wireStatus is what Cluster Control is told of a workspace's status.
@@ -143,7 +158,7 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 	if ref.UID != "" {
 		e.uid = ref.UID
 	}
-	e.statusJS, e.deleted, e.consumed, e.autoScales, e.observedAt = nil, true, nil, nil, now
+	e.statusJS, e.deleted, e.consumed, e.autoScales, e.observedAt = nil, true, nil, nil, stamp(ref.ObservedAt, now)
 	s.tombstones++
 	s.tombstoneGen++
 	s.bump(k, e, now)

@@ -70,3 +70,85 @@ func TestClassUsage(t *testing.T) {
 		t.Errorf("class usage after its last workspace went (-want, +got):\n%s", diff)
 	}
 }
+
+// TestTwoReplicasLeaveClusterControlTheLatest plays the two hook-server
+// replicas of an install, each with its reporter, and Cluster Control's
+// merge (the newest observedAt wins per workspace). Successive syncs of one
+// workspace go to either replica, and a hand-off can linger for up to a
+// second, so what a reporter receives later is not always newer; and a
+// replica whose sync brings the API back to a state its reporter reported
+// before must report it again. Either way Cluster Control must end with the
+// status the last sync wrote.
+func TestTwoReplicasLeaveClusterControlTheLatest(t *testing.T) {
+	a := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
+	b := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
+	held := map[string]ccapi.WorkspaceStatusReport{}
+	deliver := func(st *state) {
+		t.Helper()
+		for {
+			p, ok := st.next()
+			if !ok {
+				return
+			}
+			var rep ccapi.WorkspaceStatusReport
+			if err := json.Unmarshal(p.body, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if cur, ok := held[rep.Name]; !ok || !rep.ObservedAt.Before(cur.ObservedAt) {
+				held[rep.Name] = rep
+			}
+			st.finish(p, sent, t0)
+		}
+	}
+	// synced is a sync of the replica's hook at the given time.
+	synced := func(phase string, at time.Duration, changed bool) *observation.WorkspaceStatus {
+		o := wsStatus("shop", phase, "")
+		o.ObservedAt, o.StatusChanged = t0.Add(at), changed
+		return o
+	}
+	phase := func() string {
+		rep, ok := held["shop"]
+		if !ok || rep.Status == nil {
+			return "none"
+		}
+		return rep.Status.Phase
+	}
+
+	// Replica A's sync sees Progressing; B's, 300 ms later, Ready. A's
+	// hand-off lingers and reaches its reporter after B's report was sent.
+	b.observeWorkspace(synced("Ready", 300*time.Millisecond, true), t0.Add(400*time.Millisecond))
+	deliver(b)
+	a.observeWorkspace(synced("Progressing", 0, true), t0.Add(time.Second))
+	deliver(a)
+	if got := phase(); got != "Ready" {
+		t.Errorf("after a late hand-off of an older sync, Cluster Control holds %s, want Ready", got)
+	}
+
+	// The workspace rolls: B sees it Progressing, then A's sync sees it
+	// Progressing too and B's Ready again. Then a roll that A alone serves:
+	// Progressing on B, Ready on A, the state A's reporter last had.
+	b.observeWorkspace(synced("Progressing", 10*time.Second, true), t0.Add(10*time.Second))
+	deliver(b)
+	a.observeWorkspace(synced("Progressing", 11*time.Second, false), t0.Add(11*time.Second))
+	deliver(a)
+	b.observeWorkspace(synced("Ready", 12*time.Second, true), t0.Add(12*time.Second))
+	deliver(b)
+	a.observeWorkspace(synced("Ready", 20*time.Second, false), t0.Add(20*time.Second))
+	deliver(a)
+	if got := phase(); got != "Ready" {
+		t.Fatalf("after B's Ready, Cluster Control holds %s, want Ready", got)
+	}
+	b.observeWorkspace(synced("Progressing", 30*time.Second, true), t0.Add(30*time.Second))
+	deliver(b)
+	if pending, _ := a.observeWorkspace(synced("Ready", 31*time.Second, true), t0.Add(31*time.Second)); !pending {
+		t.Error("a sync that changed the API's status back to the reporter's last state queued no report")
+	}
+	deliver(a)
+	if got := phase(); got != "Ready" {
+		t.Errorf("after A's sync made it Ready again, Cluster Control holds %s, want Ready", got)
+	}
+	// A repeat of the same sync (the resync's) does not report again.
+	if pending, _ := a.observeWorkspace(synced("Ready", 90*time.Second, false), t0.Add(90*time.Second)); pending {
+		t.Error("a resync that changed nothing queued a report")
+	}
+}

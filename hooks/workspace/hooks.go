@@ -21,7 +21,7 @@ func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.Composite
 	if err != nil {
 		return nil, err
 	}
-	h.report(observation.WorkspaceObservation(o.ws, d.status).WithClass(o.class))
+	h.report(observation.WorkspaceObservation(o.ws, d.status, h.cfg.Now()).WithClass(o.class))
 	return d.response(), nil
 }
 
@@ -34,9 +34,9 @@ func (h *Hooks) Finalize(_ context.Context, req *Request) (*metacontroller.Compo
 		return nil, err
 	}
 	if d.finalized {
-		h.report(observation.WorkspaceDeletedObservation(o.ws))
+		h.report(observation.WorkspaceDeletedObservation(o.ws, h.cfg.Now()))
 	} else {
-		h.report(observation.WorkspaceObservation(o.ws, d.status))
+		h.report(observation.WorkspaceObservation(o.ws, d.status, h.cfg.Now()))
 	}
 	return d.response(), nil
 }

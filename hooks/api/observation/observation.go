@@ -17,6 +17,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +74,9 @@ type WorkspaceRef struct {
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
 	UID       types.UID `json:"uid,omitempty"`
+	// ObservedAt is when the hook saw the deletion (see
+	// WorkspaceStatus.ObservedAt); zero when it is not known.
+	ObservedAt time.Time `json:"observedAt,omitzero"`
 }
 
 // WorkspaceStatus is a workspace's status as the workspace hook computed it,
@@ -104,6 +109,22 @@ type WorkspaceStatus struct {
 	Terminating bool `json:"terminating,omitempty"`
 	// Class is the ClusterClass the hook saw, when it saw one.
 	Class *ClassInfo `json:"class,omitempty"`
+
+	// ObservedAt is when the hook computed this status, on the hook
+	// server's clock. Every sync of a workspace may go to either replica,
+	// and each replica's sidecar reports what its own hook server saw; the
+	// hook's time, not the time a sidecar took the observation (a hand-off
+	// lingers up to a second), is what orders the reports of two replicas
+	// at Cluster Control. Zero when it is not known.
+	ObservedAt time.Time `json:"observedAt,omitzero"`
+	// StatusChanged is true when the status differs from the one the
+	// Workspace carried when the hook was called: Metacontroller is about
+	// to write it, so this observation changes what the API server holds.
+	// The sidecar reports it even when its own latest state of the
+	// workspace is the same, because the other replica's sidecar may have
+	// reported a state in between (Ready, then Progressing from the other
+	// replica, then Ready again here).
+	StatusChanged bool `json:"statusChanged,omitempty"`
 }
 
 // Milestones are what tell one state of a workspace from another for the
@@ -208,7 +229,7 @@ type Finding struct {
 
 // WorkspaceObservation builds the observation the workspace hook hands over
 // after computing status for ws.
-func WorkspaceObservation(ws *v1alpha1.Workspace, status *v1alpha1.WorkspaceStatus) Observation {
+func WorkspaceObservation(ws *v1alpha1.Workspace, status *v1alpha1.WorkspaceStatus, at time.Time) Observation {
 	return Observation{Workspace: &WorkspaceStatus{
 		Namespace:          ws.Namespace,
 		Name:               ws.Name,
@@ -226,7 +247,23 @@ func WorkspaceObservation(ws *v1alpha1.Workspace, status *v1alpha1.WorkspaceStat
 		Idle:               ws.Annotations[v1alpha1.AnnotationIdle] == "true",
 		WakeOverflow:       ws.Annotations[v1alpha1.AnnotationWakeOverflow] == "true",
 		Terminating:        ws.DeletionTimestamp != nil,
+		ObservedAt:         at,
+		StatusChanged:      !sameStatus(&ws.Status, status),
 	}}
+}
+
+// sameStatus reports whether two workspace statuses are the same, field by
+// field, as Metacontroller compares the status it is about to write with
+// the one the API server holds.
+func sameStatus(a, b *v1alpha1.WorkspaceStatus) bool {
+	return a.ObservedGeneration == b.ObservedGeneration && a.Phase == b.Phase &&
+		a.Replicas == b.Replicas && a.ReadyReplicas == b.ReadyReplicas && a.UpdatedReplicas == b.UpdatedReplicas &&
+		a.ServiceName == b.ServiceName && a.ArtifactHash == b.ArtifactHash &&
+		slices.Equal(a.Datastores, b.Datastores) &&
+		slices.EqualFunc(a.Conditions, b.Conditions, func(x, y metav1.Condition) bool {
+			return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
+				x.ObservedGeneration == y.ObservedGeneration && x.LastTransitionTime.Equal(&y.LastTransitionTime)
+		})
 }
 
 // WithClass adds the ClusterClass the hook saw to a workspace observation;
@@ -251,8 +288,8 @@ func (o Observation) WithClass(class *v1alpha1.ClusterClass) Observation {
 
 // WorkspaceDeletedObservation builds the observation the workspace hook
 // hands over once a workspace's teardown is finished.
-func WorkspaceDeletedObservation(ws *v1alpha1.Workspace) Observation {
-	return Observation{WorkspaceDeleted: &WorkspaceRef{Namespace: ws.Namespace, Name: ws.Name, UID: ws.UID}}
+func WorkspaceDeletedObservation(ws *v1alpha1.Workspace, at time.Time) Observation {
+	return Observation{WorkspaceDeleted: &WorkspaceRef{Namespace: ws.Namespace, Name: ws.Name, UID: ws.UID, ObservedAt: at}}
 }
 
 // ClaimObservation builds the observation the resourceclaim hook hands over

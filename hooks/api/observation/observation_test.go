@@ -42,9 +42,11 @@ func TestWorkspaceObservationWireShape(t *testing.T) {
 		"artifactHash":"sha256:9b2c",
 		"datastores":[{"name":"orders","claim":"shop-orders","state":"Injected"}],
 		"wantedArtifactHash":"sha256:aa11","idle":true,
-		"class":{"name":"standard","maxWorkspaces":40}}}]}`
+		"class":{"name":"standard","maxWorkspaces":40},
+		"observedAt":"2026-12-02T07:00:00.123456789Z","statusChanged":true}}]}`
 
-	built := Batch{Observations: []Observation{WorkspaceObservation(ws, status).WithClass(class)}}
+	at := time.Date(2026, 12, 2, 7, 0, 0, 123456789, time.UTC)
+	built := Batch{Observations: []Observation{WorkspaceObservation(ws, status, at).WithClass(class)}}
 	got, err := json.Marshal(built)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +60,54 @@ func TestWorkspaceObservationWireShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(built, decoded); diff != "" {
 		t.Errorf("decoded batch (-want, +got):\n%s", diff)
+	}
+}
+
+// TestWorkspaceObservationStatusChanged shows when an observation says the
+// sync changes the Workspace's status: whenever any field of the computed
+// status differs from the one the Workspace carried, a condition's
+// transition time included, and never when they are the same.
+func TestWorkspaceObservationStatusChanged(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	status := func() v1alpha1.WorkspaceStatus {
+		return v1alpha1.WorkspaceStatus{
+			ObservedGeneration: 3, Phase: "Ready", Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1,
+			ServiceName: "shop", ArtifactHash: "sha256:9b2c",
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
+				ObservedGeneration: 3, LastTransitionTime: since}},
+			Datastores: []v1alpha1.WorkspaceDatastoreStatus{{Name: "orders", Claim: "shop-orders", State: "Injected"}},
+		}
+	}
+	cases := map[string]struct {
+		change func(*v1alpha1.WorkspaceStatus)
+		want   bool
+	}{
+		"Same":            {change: func(*v1alpha1.WorkspaceStatus) {}},
+		"Phase":           {change: func(s *v1alpha1.WorkspaceStatus) { s.Phase = "Progressing" }, want: true},
+		"ReadyReplicas":   {change: func(s *v1alpha1.WorkspaceStatus) { s.ReadyReplicas = 0 }, want: true},
+		"Generation":      {change: func(s *v1alpha1.WorkspaceStatus) { s.ObservedGeneration = 4 }, want: true},
+		"ServiceName":     {change: func(s *v1alpha1.WorkspaceStatus) { s.ServiceName = "" }, want: true},
+		"ArtifactHash":    {change: func(s *v1alpha1.WorkspaceStatus) { s.ArtifactHash = "sha256:aa11" }, want: true},
+		"Datastore":       {change: func(s *v1alpha1.WorkspaceStatus) { s.Datastores[0].State = "Pending" }, want: true},
+		"NoDatastores":    {change: func(s *v1alpha1.WorkspaceStatus) { s.Datastores = nil }, want: true},
+		"ConditionReason": {change: func(s *v1alpha1.WorkspaceStatus) { s.Conditions[0].Reason = "Other" }, want: true},
+		"ConditionTime": {change: func(s *v1alpha1.WorkspaceStatus) {
+			s.Conditions[0].LastTransitionTime = metav1.NewTime(since.Add(time.Second))
+		}, want: true},
+		"ConditionAdded": {change: func(s *v1alpha1.WorkspaceStatus) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse})
+		}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ws := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "shop"}, Status: status()}
+			computed := status()
+			tc.change(&computed)
+			got := WorkspaceObservation(ws, &computed, time.Time{}).Workspace.StatusChanged
+			if got != tc.want {
+				t.Errorf("StatusChanged = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
