@@ -2,6 +2,7 @@ package observation
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -78,25 +79,36 @@ func TestWorkspaceObservationStatusChanged(t *testing.T) {
 			Datastores: []v1alpha1.WorkspaceDatastoreStatus{{Name: "orders", Claim: "shop-orders", State: "Injected"}},
 		}
 	}
+	// Each case is named after the field it changes (a suffix tells two
+	// cases of one field apart), and every field has one: sameStatus
+	// compares field by field, which is cheaper on the sync path than a
+	// reflective comparison, so a new field must be added there too.
 	cases := map[string]struct {
 		change func(*v1alpha1.WorkspaceStatus)
 		want   bool
 	}{
-		"Same":            {change: func(*v1alpha1.WorkspaceStatus) {}},
-		"Phase":           {change: func(s *v1alpha1.WorkspaceStatus) { s.Phase = "Progressing" }, want: true},
-		"ReadyReplicas":   {change: func(s *v1alpha1.WorkspaceStatus) { s.ReadyReplicas = 0 }, want: true},
-		"Generation":      {change: func(s *v1alpha1.WorkspaceStatus) { s.ObservedGeneration = 4 }, want: true},
-		"ServiceName":     {change: func(s *v1alpha1.WorkspaceStatus) { s.ServiceName = "" }, want: true},
-		"ArtifactHash":    {change: func(s *v1alpha1.WorkspaceStatus) { s.ArtifactHash = "sha256:aa11" }, want: true},
-		"Datastore":       {change: func(s *v1alpha1.WorkspaceStatus) { s.Datastores[0].State = "Pending" }, want: true},
-		"NoDatastores":    {change: func(s *v1alpha1.WorkspaceStatus) { s.Datastores = nil }, want: true},
-		"ConditionReason": {change: func(s *v1alpha1.WorkspaceStatus) { s.Conditions[0].Reason = "Other" }, want: true},
-		"ConditionTime": {change: func(s *v1alpha1.WorkspaceStatus) {
+		"Same":               {change: func(*v1alpha1.WorkspaceStatus) {}},
+		"ObservedGeneration": {change: func(s *v1alpha1.WorkspaceStatus) { s.ObservedGeneration = 4 }, want: true},
+		"Phase":              {change: func(s *v1alpha1.WorkspaceStatus) { s.Phase = "Progressing" }, want: true},
+		"Replicas":           {change: func(s *v1alpha1.WorkspaceStatus) { s.Replicas = 2 }, want: true},
+		"ReadyReplicas":      {change: func(s *v1alpha1.WorkspaceStatus) { s.ReadyReplicas = 0 }, want: true},
+		"UpdatedReplicas":    {change: func(s *v1alpha1.WorkspaceStatus) { s.UpdatedReplicas = 0 }, want: true},
+		"ServiceName":        {change: func(s *v1alpha1.WorkspaceStatus) { s.ServiceName = "" }, want: true},
+		"ArtifactHash":       {change: func(s *v1alpha1.WorkspaceStatus) { s.ArtifactHash = "sha256:aa11" }, want: true},
+		"Datastores":         {change: func(s *v1alpha1.WorkspaceStatus) { s.Datastores[0].State = "Pending" }, want: true},
+		"DatastoresNone":     {change: func(s *v1alpha1.WorkspaceStatus) { s.Datastores = nil }, want: true},
+		"Conditions":         {change: func(s *v1alpha1.WorkspaceStatus) { s.Conditions[0].Reason = "Other" }, want: true},
+		"ConditionsTransition": {change: func(s *v1alpha1.WorkspaceStatus) {
 			s.Conditions[0].LastTransitionTime = metav1.NewTime(since.Add(time.Second))
 		}, want: true},
-		"ConditionAdded": {change: func(s *v1alpha1.WorkspaceStatus) {
+		"ConditionsAdded": {change: func(s *v1alpha1.WorkspaceStatus) {
 			s.Conditions = append(s.Conditions, metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse})
 		}, want: true},
+	}
+	for f := range reflect.TypeFor[v1alpha1.WorkspaceStatus]().Fields() {
+		if _, ok := cases[f.Name]; !ok {
+			t.Errorf("no case changes WorkspaceStatus.%s: add one, and compare the field in sameStatus", f.Name)
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
