@@ -134,8 +134,11 @@ var Defaults = Config{
 	PodStaleAfter:  5 * time.Minute,
 	RequestTimeout: 10 * time.Second,
 	BackoffBase:    500 * time.Millisecond,
-	BackoffMax:     60 * time.Second,
-	LogInterval:    30 * time.Second,
+	// Half the workspace controller's 60 s resync: the last wait of an
+	// outage ends at most this long after Cluster Control is back, and the
+	// states held through it must reach it within one resync.
+	BackoffMax:  30 * time.Second,
+	LogInterval: 30 * time.Second,
 
 	InterceptorPollInterval: 200 * time.Millisecond,
 

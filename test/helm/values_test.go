@@ -2,10 +2,12 @@ package helm
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/chart"
@@ -15,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/formspec/formspec-hooks/hooks/reporter"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -393,4 +396,60 @@ func renderErr(t *testing.T, chrt *chart.Chart, vals chartutil.Values) error {
 	}
 	_, err = engine.Render(chrt, top)
 	return err
+}
+
+// TestReporterBackoffWithinHalfTheResync checks that, whatever the
+// workspace resync, the reporter's longest retry wait is at most half of
+// it: the last wait of a Cluster Control outage ends at most that long
+// after Cluster Control is back, and docs/reliability.md promises the
+// states held through the outage within one resync. The kustomize install
+// ships the default resync and no --backoff-max.
+func TestReporterBackoffWithinHalfTheResync(t *testing.T) {
+	cases := map[string]struct {
+		objects func(t *testing.T) []controlplane.Object
+	}{
+		"Kustomize": {objects: func(t *testing.T) []controlplane.Object { return kustomizeBuild(t, "deploy") }},
+	}
+	for _, resync := range []int{30, 60, 90, 300, 3600} {
+		cases[fmt.Sprintf("Resync%d", resync)] = struct {
+			objects func(t *testing.T) []controlplane.Object
+		}{objects: func(t *testing.T) []controlplane.Object {
+			return render(t, valueRelease(required+fmt.Sprintf("workspaceResyncPeriodSeconds: %d\n", resync))).objects
+		}}
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var resync time.Duration
+			var args []any
+			for _, obj := range tc.objects(t) {
+				switch {
+				case obj["kind"] == "CompositeController" && get(obj, "metadata.name") == "formspec-workspace":
+					s, _ := get(obj, "spec.resyncPeriodSeconds").(float64)
+					resync = time.Duration(s) * time.Second
+				case obj["kind"] == "Deployment":
+					for _, c := range asItems(get(obj, "spec.template.spec.containers")) {
+						if get(c, "name") == "reporter" {
+							args = asItems(get(c, "args"))
+						}
+					}
+				}
+			}
+			if resync == 0 || args == nil {
+				t.Fatalf("no workspace controller resync (%v) or no reporter args (%v)", resync, args)
+			}
+			backoff := reporter.Defaults.BackoffMax
+			for _, a := range args { // the last one wins, as with Go's flag package
+				if v, ok := strings.CutPrefix(str(a), "--backoff-max="); ok {
+					d, err := time.ParseDuration(v)
+					if err != nil {
+						t.Fatalf("--backoff-max=%s: %v", v, err)
+					}
+					backoff = d
+				}
+			}
+			if backoff > resync/2 {
+				t.Errorf("the reporter waits up to %v between retries, more than half the workspace resync (%v)", backoff, resync)
+			}
+		})
+	}
 }
