@@ -405,33 +405,25 @@ func renderErr(t *testing.T, chrt *chart.Chart, vals chartutil.Values) error {
 // states held through the outage within one resync. The kustomize install
 // ships the default resync and no --backoff-max.
 func TestReporterBackoffWithinHalfTheResync(t *testing.T) {
-	cases := map[string]struct {
-		objects func(t *testing.T) []controlplane.Object
-	}{
-		"Kustomize": {objects: func(t *testing.T) []controlplane.Object { return kustomizeBuild(t, "deploy") }},
+	installs := map[string]func(t *testing.T) []controlplane.Object{
+		"Kustomize": func(t *testing.T) []controlplane.Object { return kustomizeBuild(t, "deploy") },
 	}
 	for _, resync := range []int{30, 60, 90, 300, 3600} {
-		cases[fmt.Sprintf("Resync%d", resync)] = struct {
-			objects func(t *testing.T) []controlplane.Object
-		}{objects: func(t *testing.T) []controlplane.Object {
+		installs[fmt.Sprintf("Resync%d", resync)] = func(t *testing.T) []controlplane.Object {
 			return render(t, valueRelease(required+fmt.Sprintf("workspaceResyncPeriodSeconds: %d\n", resync))).objects
-		}}
+		}
 	}
-	for name, tc := range cases {
+	for name, objects := range installs {
 		t.Run(name, func(t *testing.T) {
 			var resync time.Duration
 			var args []any
-			for _, obj := range tc.objects(t) {
+			for _, obj := range objects(t) {
 				switch {
 				case obj["kind"] == "CompositeController" && get(obj, "metadata.name") == "formspec-workspace":
 					s, _ := get(obj, "spec.resyncPeriodSeconds").(float64)
 					resync = time.Duration(s) * time.Second
 				case obj["kind"] == "Deployment":
-					for _, c := range asItems(get(obj, "spec.template.spec.containers")) {
-						if get(c, "name") == "reporter" {
-							args = asItems(get(c, "args"))
-						}
-					}
+					args = asItems(pick(obj, "spec.template.spec.containers[reporter].args"))
 				}
 			}
 			if resync == 0 || args == nil {
