@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
 // testVersion is stamped into the binaries TestCommandLineConventions
@@ -62,6 +64,10 @@ func TestMain(m *testing.M) {
 // usage error exits 2 and prints the error first, on stderr, then where to
 // get help, and never the flag list; `version` and `--version` print the
 // linked-in version and exit 0.
+// urlPassword is the password of the URLs some cases give: no output may
+// repeat it.
+const urlPassword = "hunter2-in-a-url"
+
 func TestCommandLineConventions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not building the binaries")
@@ -117,6 +123,9 @@ func TestCommandLineConventions(t *testing.T) {
 		"serve bad log level":      {args: []string{"formspec-hooks", "serve", "--log-level", "loud"}, want: usageError("formspec-hooks serve", `invalid value "loud" for flag -log-level`)},
 		"serve extra":              {args: []string{"formspec-hooks", "serve", "extra"}, want: usageError("formspec-hooks serve", `unexpected arguments ["extra"]`)},
 		"serve bad URL":            {args: []string{"formspec-hooks", "serve", "--default-version", "1.8.2", "--cluster-control-url", "ftp://x"}, want: usageError("formspec-hooks serve", "--cluster-control-url must be an http or https URL")},
+		"serve URL password":       {args: []string{"formspec-hooks", "serve", "--default-version", "1.8.2", "--cluster-control-url", "https://ccuser:" + urlPassword + "@cc.example"}, want: usageError("formspec-hooks serve", "--cluster-control-url "+weburl.ErrUserinfo.Error())},
+		"serve URL password bad":   {args: []string{"formspec-hooks", "serve", "--default-version", "1.8.2", "--cluster-control-url", "https://ccuser:" + urlPassword + "@cc.example/%zz"}, want: usageError("formspec-hooks serve", "--cluster-control-url must be an http or https URL: it does not parse")},
+		"serve reporter password":  {args: []string{"formspec-hooks", "serve", "--default-version", "1.8.2", "--reporter-url", "http://sidecar:" + urlPassword + "@127.0.0.1:8181"}, want: usageError("formspec-hooks serve", "--reporter-url "+weburl.ErrUserinfo.Error())},
 		"serve no version":         {args: []string{"formspec-hooks", "serve"}, want: usageError("formspec-hooks serve", "--default-version is required when --resource-image has no tag")},
 		"serve version":            {args: []string{"formspec-hooks", "serve", "version"}, want: version("formspec-hooks")},
 		"serve --version":          {args: []string{"formspec-hooks", "serve", "--version"}, want: version("formspec-hooks")},
@@ -129,6 +138,7 @@ func TestCommandLineConventions(t *testing.T) {
 		"render unknown flag":      {args: []string{"formspec-hooks", "render", "--nope"}, want: usageError("formspec-hooks render", "flag provided but not defined: -nope")},
 		"render extra":             {args: []string{"formspec-hooks", "render", "workspace.yaml"}, want: usageError("formspec-hooks render", `unexpected arguments ["workspace.yaml"]`)},
 		"render missing file":      {args: []string{"formspec-hooks", "render", "--default-version", "1.8.2", "-f", "/nonexistent.yaml"}, want: want{Code: 1, Stderr: `^warning: no --cluster-control-url.*\nformspec-hooks render: cannot read /nonexistent.yaml: .*\n$`}},
+		"render URL password":      {args: []string{"formspec-hooks", "render", "--default-version", "1.8.2", "--cluster-control-url", "https://ccuser:" + urlPassword + "@cc.example"}, want: usageError("formspec-hooks render", "--cluster-control-url "+weburl.ErrUserinfo.Error())},
 		"render no version":        {args: []string{"formspec-hooks", "render", "-f", "/nonexistent.yaml"}, want: usageError("formspec-hooks render", "--default-version is required when --resource-image has no tag")},
 		"claim":                    {args: []string{"formspec-hooks", "claim"}, want: usageError("formspec-hooks claim", "missing subcommand")},
 		"claim help":               {args: []string{"formspec-hooks", "claim", "--help"}, want: help("formspec-hooks claim")},
@@ -146,6 +156,7 @@ func TestCommandLineConventions(t *testing.T) {
 		"reporter unknown flag":    {args: []string{"formspec-reporter", "--nope"}, want: usageError("formspec-reporter", "flag provided but not defined: -nope")},
 		"reporter extra":           {args: []string{"formspec-reporter", "extra"}, want: usageError("formspec-reporter", `unexpected arguments ["extra"]`)},
 		"reporter bad log format":  {args: []string{"formspec-reporter", "--log-format", "xml"}, want: usageError("formspec-reporter", `invalid value "xml" for flag -log-format`)},
+		"reporter URL password":    {args: []string{"formspec-reporter", "--cluster-control-url", "https://ccuser:" + urlPassword + "@cc.example"}, want: usageError("formspec-reporter", "--cluster-control-url "+weburl.ErrUserinfo.Error())},
 		"reporter version":         {args: []string{"formspec-reporter", "version"}, want: version("formspec-reporter")},
 		"reporter JSON usage":      {args: []string{"formspec-reporter", "--log-format", "json"}, want: jsonUsageError("formspec-reporter", "--cluster-control-url is required")},
 		"reporter CA file":         {args: []string{"formspec-reporter", "--cluster-control-url", "http://127.0.0.1:1", "--kubeconfig", "", "--ca-file", "/nonexistent.ca", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, want: want{Code: 1, Stderr: `(?s)^.*\nformspec-reporter: cannot read --ca-file /nonexistent.ca: stat /nonexistent.ca: no such file or directory\n$`}},
@@ -172,6 +183,9 @@ func TestCommandLineConventions(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want.Code, code); diff != "" {
 				t.Errorf("%s: exit code -want, +got:\n%s\nstderr: %s", strings.Join(tc.args, " "), diff, stderr.String())
+			}
+			if strings.Contains(stdout.String()+stderr.String(), urlPassword) {
+				t.Errorf("%s: the output repeats the password of a URL given:\n%s%s", strings.Join(tc.args, " "), stdout.String(), stderr.String())
 			}
 			for _, o := range []struct{ name, re, got string }{
 				{"stdout", tc.want.Stdout, stdout.String()},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
@@ -259,11 +259,8 @@ func checkURL(flagName, raw string, optional bool) error {
 	if raw == "" && optional {
 		return nil
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s must be an http or https URL, got %q", flagName, raw)
-	}
-	return nil
+	_, err := weburl.Parse(flagName, raw)
+	return err
 }
 
 // warnNoClusterControl warns, as serve and render both do, that workspaces

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/reporter"
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 	"k8s.io/client-go/dynamic"
 	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
@@ -98,8 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if cfg.ClusterControlURL == "" {
 		return cliflag.Usagef(fs, "--cluster-control-url is required: the base URL of Cluster Control, e.g. http://formspec-ctl.formspec-system:7070")
 	}
-	if u, err := url.Parse(cfg.ClusterControlURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return cliflag.Usagef(fs, "--cluster-control-url must be an absolute http or https URL, got %q", cfg.ClusterControlURL)
+	if _, err := weburl.Parse("--cluster-control-url", cfg.ClusterControlURL); err != nil {
+		return cliflag.Usagef(fs, "%w", err)
 	}
 	if cfg.Reporter == "" {
 		cfg.Reporter = os.Getenv("POD_NAME")

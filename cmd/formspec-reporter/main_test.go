@@ -65,7 +65,7 @@ func TestRun(t *testing.T) {
 		"BadClusterControlURL": {
 			reason:  "A Cluster Control URL that is not absolute http(s) is a usage mistake naming the flag.",
 			args:    []string{"--cluster-control-url", "formspec-ctl:7070"},
-			wantErr: "--cluster-control-url must be an absolute http or https URL",
+			wantErr: "--cluster-control-url must be an http or https URL",
 			usage:   true,
 		},
 		"UnknownFlag": {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 
 	"github.com/formspec/formspec-hooks/cmd/kubectl-formspec/internal/diff"
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
 )
 
@@ -61,8 +61,10 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return f.usagef("%w", err)
 	}
-	if u, err := url.Parse(*controlURL); *controlURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		return f.usagef("--cluster-control-url must be an http or https URL, got %q", *controlURL)
+	if *controlURL != "" {
+		if _, err := weburl.Parse("--cluster-control-url", *controlURL); err != nil {
+			return f.usagef("%w", err)
+		}
 	}
 	if *fieldManager == "" {
 		return f.usagef("--field-manager must not be empty")

@@ -17,9 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
 // DefaultLinger is Options.Linger's default. Every sync hands over the
@@ -109,12 +111,9 @@ type Client struct {
 // New returns a Client for the sidecar at baseURL, e.g.
 // "http://127.0.0.1:8181". Call Run to start posting.
 func New(baseURL string, opts Options) (*Client, error) {
-	u, err := url.Parse(baseURL)
+	u, err := weburl.Parse("reporter URL", baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("cannot parse reporter URL %q: %w", baseURL, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("reporter URL %q must be http or https", baseURL)
+		return nil, err
 	}
 	setDefault(&opts.QueueSize, 1024)
 	setDefault(&opts.QueueBytes, 8<<20)

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
 // Config configures a Reporter. Zero durations and limits take their value
@@ -112,9 +114,9 @@ type KubeClients struct {
 // validate checks what has no default: where Cluster Control is and what
 // this reporter calls itself. It returns Cluster Control's parsed URL.
 func (cfg Config) validate() (*url.URL, error) {
-	u, err := url.Parse(cfg.ClusterControlURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("cluster control URL %q must be an absolute http(s) URL", cfg.ClusterControlURL)
+	u, err := weburl.Parse("cluster control URL", cfg.ClusterControlURL)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Reporter == "" {
 		return nil, fmt.Errorf("reporter name is required")

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
 // The interceptor's admin API (KEDA HTTP add-on v0.15): GET /queue answers
@@ -58,9 +60,15 @@ type interceptorPoller struct {
 }
 
 func newInterceptorPoller(raw string, timeout time.Duration) (*interceptorPoller, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Hostname() == "" || u.Port() == "" {
-		return nil, fmt.Errorf("interceptor admin URL %q must be http://host:port (the interceptor's admin port)", raw)
+	u, err := weburl.Parse("interceptor admin URL", raw)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case u.Scheme != "http":
+		return nil, fmt.Errorf("interceptor admin URL must be http://host:port (the interceptor's admin port is plain HTTP), not %s", u.Scheme)
+	case u.Hostname() == "" || u.Port() == "":
+		return nil, fmt.Errorf("interceptor admin URL must be http://host:port, with both a host and the interceptor's admin port")
 	}
 	return &interceptorPoller{
 		base: u,

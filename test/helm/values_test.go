@@ -319,6 +319,8 @@ func TestSchema(t *testing.T) {
 		"ImageDigest":      {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
 		"ResyncTooShort":   {reason: "A resync under 30 s is the whole fleet's syncs every few seconds.", set: "workspaceResyncPeriodSeconds=10", want: "at '/workspaceResyncPeriodSeconds': minimum: got 10, want 30"},
 		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
+		"ControlURLUser":   {reason: "A password in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse it at start.", set: "controlClusterURL=https://ccuser:pw@cc.example", want: "at '/controlClusterURL'"},
+		"ReporterURLUser":  {reason: "The reporter refuses a password in its Cluster Control address; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=https://ccuser:pw@cc.example/v1", want: "at '/reporter/clusterControlURL'"},
 		"NoDefaultVersion": {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
 	}
 	chrt, err := loader.Load(chartDir(t))
