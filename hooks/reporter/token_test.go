@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -240,5 +241,32 @@ func TestCredentialsFileMetric(t *testing.T) {
 		if got := ok(); got != s.want {
 			t.Errorf("%s: credentials_file_ok = %v, want %v", s.reason, got, s.want)
 		}
+	}
+}
+
+// TestErrorBodyHidesToken checks that an error page echoing the request's
+// headers, as some proxies' do, does not carry the bearer token into the
+// error the reporter logs, and that the rest of the page still does.
+func TestErrorBodyHidesToken(t *testing.T) {
+	const token = "s3cret-bearer-token"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad gateway; you sent Authorization: "+r.Header.Get("Authorization"), http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	tok, err := newFileToken(writeFile(t, "token", token+"\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &ccClient{base: u, http: srv.Client(), token: tok, timeout: 5 * time.Second, now: time.Now}
+	res := c.do(t.Context(), http.MethodGet, "/v1/deploy-status", nil, "", nil)
+	if res.err == nil || res.status != http.StatusBadGateway {
+		t.Fatalf("do: status %d, err %v; want 502 and an error", res.status, res.err)
+	}
+	if msg := res.err.Error(); strings.Contains(msg, token) || !strings.Contains(msg, "you sent Authorization: Bearer [token]") {
+		t.Errorf("error %q: want the page without the token, which shows as [token]", msg)
 	}
 }

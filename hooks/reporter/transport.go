@@ -102,12 +102,13 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 	if idemKey != "" {
 		req.Header.Set(ccapi.HeaderIdempotencyKey, idemKey)
 	}
-	anonymous := false
+	anonymous, sentToken := false, ""
 	if c.token != nil {
 		tok, err := c.token.get()
 		switch {
 		case err == nil:
 			req.Header.Set("Authorization", "Bearer "+tok)
+			sentToken = tok
 		case errors.Is(err, errNoToken):
 			// The Secret behind the file is optional: call without a token
 			// until it appears, and say so.
@@ -135,8 +136,14 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, responseLimit))
 		return result{outcome: sent, status: resp.StatusCode}
 	}
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-	res := result{status: resp.StatusCode, err: fmt.Errorf("cluster control answered %s: %s", resp.Status, strings.TrimSpace(string(msg)))}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	msg := strings.TrimSpace(string(raw))
+	if sentToken != "" {
+		// A proxy in front of Cluster Control may echo the request's
+		// headers in its error page: the token must not reach the log.
+		msg = strings.ReplaceAll(msg, sentToken, "[token]")
+	}
+	res := result{status: resp.StatusCode, err: fmt.Errorf("cluster control answered %s: %s", resp.Status, msg)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		res.outcome = retry
