@@ -763,14 +763,18 @@ func kustomizeBuild(t *testing.T, dir string) []controlplane.Object {
 // TestCRDsMatchDeploy). The documented `kubectl apply -k deploy/` is the
 // CertManager release (cert-manager issues the certificate, the token
 // Secret is made beforehand); deploy/overlays/insecure-http is the
-// InsecureHTTP release.
+// InsecureHTTP release; deploy/overlays/without-reporter is CertManager
+// with reporter.enabled false.
 func TestMatchesKustomize(t *testing.T) {
 	cases := map[string]struct {
 		dir     string
-		release string
+		release release
 	}{
-		"Default":      {dir: "deploy", release: "CertManager"},
-		"InsecureHTTP": {dir: "deploy/overlays/insecure-http", release: "InsecureHTTP"},
+		"Default":      {dir: "deploy", release: releases["CertManager"]},
+		"InsecureHTTP": {dir: "deploy/overlays/insecure-http", release: releases["InsecureHTTP"]},
+		// The CertManager release with reporter.enabled false.
+		"NoReporter": {dir: "deploy/overlays/without-reporter", release: release{name: "formspec-hooks", namespace: "formspec-system",
+			values: releases["CertManager"].values + "\nreporter: {enabled: false}"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -782,12 +786,12 @@ func TestMatchesKustomize(t *testing.T) {
 				want[identity(obj)] = obj
 			}
 			got := map[string]controlplane.Object{}
-			for _, obj := range render(t, releases[tc.release]).objects {
+			for _, obj := range render(t, tc.release).objects {
 				withoutHelmLabels(obj)
 				got[identity(obj)] = obj
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("release %s differs from kubectl apply -k %s (beyond Helm's labels): -want (kustomize), +got (chart):\n%s", tc.release, tc.dir, diff)
+				t.Errorf("the chart with %q differs from kubectl apply -k %s (beyond Helm's labels): -want (kustomize), +got (chart):\n%s", tc.release.values, tc.dir, diff)
 			}
 		})
 	}
@@ -844,6 +848,91 @@ func TestLint(t *testing.T) {
 			}
 			if buf.Len() > 0 {
 				t.Errorf("helm lint with the %s values:\n%s", name, buf.String())
+			}
+		})
+	}
+}
+
+// TestDefaultVersionPatch applies the overlay patch docs/install.md gives
+// for changing deploy/'s default version, as written there, on top of
+// deploy/: it must build, and the hook server must then run with the new
+// version and not the old. A patch whose test op no longer matches the
+// Deployment's args fails the build here.
+func TestDefaultVersionPatch(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)Change it in an overlay with a patch.*?```yaml\n(.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/install.md has no overlay patch for the default version")
+	}
+	// The doc's block is indented under a list item.
+	block := regexp.MustCompile(`(?m)^  `).ReplaceAllString(string(m[1]), "")
+	overlay := t.TempDir()
+	// kustomize takes a base by a relative path only.
+	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(t), "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + base + "\n" + block
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
+	if err != nil {
+		t.Fatalf("kustomize build with the patch docs/install.md gives:\n%s\n%v", block, err)
+	}
+	data, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := controlplane.DecodeYAML(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, obj := range objs {
+		if obj["kind"] == "Deployment" && str(get(obj, "metadata.name")) == "formspec-hooks" {
+			containers, _ := get(obj, "spec.template.spec.containers").([]any)
+			for _, a := range get(containers[0], "args").([]any) {
+				args = append(args, str(a))
+			}
+		}
+	}
+	if !slices.Contains(args, "--default-version=1.9.0") || slices.Contains(args, "--default-version=1.8.2") {
+		t.Errorf("the hook server's args after the patch: %q; want --default-version=1.9.0 in place of 1.8.2", args)
+	}
+}
+
+// TestNotesNameTheControllers checks that the install notes count and name
+// exactly the Metacontroller controllers each release renders, with the
+// reporter off and with wake on request on as well.
+func TestNotesNameTheControllers(t *testing.T) {
+	rs := maps.Clone(releases)
+	rs["WakeOnRequest"] = valueRelease(required + "wakeOnRequest: {enabled: true, interceptorAdminURL: 'http://interceptor-admin.keda:9090'}")
+	words := []string{"no", "one", "two", "three", "four", "five", "six", "seven"}
+	for name, r := range rs {
+		t.Run(name, func(t *testing.T) {
+			out := render(t, r)
+			var controllers []string
+			for _, obj := range out.objects {
+				if k := obj["kind"]; k == "CompositeController" || k == "DecoratorController" {
+					controllers = append(controllers, str(get(obj, "metadata.name")))
+				}
+			}
+			m := regexp.MustCompile(`the (\w+) Metacontroller controller definitions\s+\(([^)]*)\)`).FindStringSubmatch(out.notes)
+			if m == nil {
+				t.Fatalf("NOTES.txt does not name the controllers:\n%s", out.notes)
+			}
+			named := strings.Split(m[2], ", ")
+			slices.Sort(named)
+			slices.Sort(controllers)
+			if diff := cmp.Diff(controllers, named); diff != "" {
+				t.Errorf("NOTES.txt names other controllers than the release renders: -rendered, +named:\n%s", diff)
+			}
+			if len(controllers) >= len(words) || m[1] != words[len(controllers)] {
+				t.Errorf("NOTES.txt says %q controller definitions; the release renders %d", m[1], len(controllers))
 			}
 		})
 	}
