@@ -40,12 +40,24 @@ func runFlags(t *testing.T, listen, metrics string) []string {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)[0]
+}
+
+// freePorts returns n distinct free loopback addresses: each is held open
+// until all are picked, so that two picked one after the other cannot be
+// the same port. (Another process may still take one before it is used.)
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
 
 // TestServeBinaryAnswersFixtures builds formspec-hooks, starts `serve` with
@@ -57,7 +69,8 @@ func TestServeBinaryAnswersFixtures(t *testing.T) {
 		t.Skip("-short: not building and starting the server binary")
 	}
 	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
-	listen, metrics := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	listen, metrics := ports[0], ports[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
 	var logs bytes.Buffer

@@ -56,7 +56,8 @@ func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
 	}
 
 	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
-	listen, metrics := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	listen, metrics := ports[0], ports[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	// The shell moves itself into the cgroup and then becomes the server,
 	// so that the server is limited from its first byte.

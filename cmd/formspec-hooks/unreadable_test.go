@@ -176,7 +176,8 @@ func startUnprivileged(t *testing.T, bin string) *unprivilegedServer {
 		t.Fatal(err)
 	}
 
-	s := &unprivilegedServer{dir: dir, listen: freePort(t), metrics: freePort(t), logs: &testsync.Buffer{}, body: body}
+	ports := freePorts(t, 2)
+	s := &unprivilegedServer{dir: dir, listen: ports[0], metrics: ports[1], logs: &testsync.Buffer{}, body: body}
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"serve"}, runFlags(t, s.listen, s.metrics)...)
 	args = append(args, "--log-format", "json", "--auth-token-file", filepath.Join(dir, "tokens"),

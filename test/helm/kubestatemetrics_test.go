@@ -332,7 +332,8 @@ func startKubeStateMetrics(t *testing.T) (scrape func() []fleetSeries, url strin
 	if err := cp.WriteKubeconfig(kubeconfig, token); err != nil {
 		t.Fatal(err)
 	}
-	listen, telemetry := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	listen, telemetry := ports[0], ports[1]
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		t.Fatal(err)

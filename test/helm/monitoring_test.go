@@ -437,7 +437,8 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	cc, ccAdmin, rep, repMetrics, hooks, hooksMetrics := freePort(t), freePort(t), freePort(t), freePort(t), freePort(t), freePort(t)
+	ports := freePorts(t, 6)
+	cc, ccAdmin, rep, repMetrics, hooks, hooksMetrics := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
 	// With token files and TLS, as installed, so that the credentials file
 	// and certificate expiry metrics exist.
 	files := t.TempDir()
@@ -556,12 +557,24 @@ func get200(client *http.Client, url string) bool {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freePorts(t, 1)[0]
+}
+
+// freePorts returns n distinct free loopback addresses: each is held open
+// until all are picked, so that two picked one after the other cannot be
+// the same port. (Another process may still take one before it is used.)
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs[i] = ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
 
 // start runs a binary until the test ends, logging its output on failure.
