@@ -555,24 +555,13 @@ func get200(client *http.Client, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	return freePorts(t, 1)[0]
-}
-
-// freePorts returns n distinct free loopback addresses: each is held open
-// until all are picked, so that two picked one after the other cannot be
-// the same port. (Another process may still take one before it is used.)
+// freePorts returns n distinct free loopback addresses
+// (controlplane.FreePorts holds each open until all are picked).
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	addrs := make([]string, n)
-	for i := range addrs {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		addrs[i] = ln.Addr().String()
+	var addrs []string
+	for _, p := range controlplane.FreePorts(t, n) {
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	return addrs
 }
