@@ -31,6 +31,10 @@ func TestMetacontroller(t *testing.T) {
 	})
 	t.Run("WrongToken", func(t *testing.T) { testWrongToken(t, e) })
 	t.Run("WrongCA", func(t *testing.T) { testWrongCA(t, e) })
+	// Each of those started Metacontroller from its subtest, which stopped
+	// it when it ended: run it again, from this test, with the install
+	// put right, for the cleanup.
+	e.restartMetacontroller(t, func() {})
 }
 
 // deploymentShape is what the lifecycle case checks of the Deployment.

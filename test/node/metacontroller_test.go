@@ -40,13 +40,7 @@ func TestMetacontrollerOnNode(t *testing.T) {
 	}
 	RequirePrerequisites(t)
 	c, tm := startInstalled(t, mcBin, (*Cluster).install, "kubectl apply -k, hook pods Ready")
-	admin := c.startClusterControl(t)
-	c.startMetacontroller(t)
-	// Also when a scenario fails: a refused request is the likeliest cause.
-	t.Cleanup(func() { c.checkMetacontrollerAllowed(t, nil) })
-	tm.Phase("Metacontroller Ready")
-	c.checkNodeHealthReported(t, admin)
-	tm.Phase("node health reported to Cluster Control")
+	admin := c.startReporting(t, tm)
 
 	const ns, name, class = "node-ws", "acme", "node-standard"
 	c.checkWorkspaceReady(t, ns, name, class)
@@ -230,6 +224,21 @@ func (c *Cluster) serviceGet(namespace, ws, path string) (string, error) {
 		return "", err
 	}
 	return get("http://" + stringField(svc, "spec", "clusterIP") + path)
+}
+
+// startReporting starts Cluster Control and Metacontroller, checks at the
+// end that Metacontroller was refused nothing, and waits for the node's
+// health to reach Cluster Control. It returns Cluster Control's admin URL.
+func (c *Cluster) startReporting(t *testing.T, tm *Timings) string {
+	t.Helper()
+	admin := c.startClusterControl(t)
+	c.startMetacontroller(t)
+	// Also when a scenario fails: a refused request is the likeliest cause.
+	t.Cleanup(func() { c.checkMetacontrollerAllowed(t, nil) })
+	tm.Phase("Metacontroller Ready")
+	c.checkNodeHealthReported(t, admin)
+	tm.Phase("node health reported to Cluster Control")
+	return admin
 }
 
 // startMetacontroller runs Metacontroller the way its own production
