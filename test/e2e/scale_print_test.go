@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,7 +30,10 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	fmt.Fprintf(out, "   Metacontroller --client-go-qps %d --client-go-burst %d, server-side apply; workspace resync %d s; steady state over %.0f s; median of %d round(s)\n",
 		opts.qps, 2*opts.qps, h.resync, h.steady.seconds, len(hs))
 	if opts.trivialAnswer != "" {
-		fmt.Fprintf(out, "   the trivial hook answers a Workspace sync with the hook server's objects (%s=hooks)\n", EnvScaleTrivialAnswer)
+		fmt.Fprintf(out, "   the trivial hook answers a Workspace sync with the hook server's objects (%s=%s)\n", EnvScaleTrivialAnswer, os.Getenv(EnvScaleTrivialAnswer))
+	}
+	if opts.trivialClaimAnswer != "" {
+		fmt.Fprintf(out, "   the trivial hook grants every claim as the hook server does, its status and credentials Secret (%s=hooks-with-claims)\n", EnvScaleTrivialAnswer)
 	}
 	if h.steady.seconds < float64(h.resync) {
 		fmt.Fprintf(out, "   the steady state is shorter than the workspace resync: its figures per minute hold one resync of the fleet or none, by chance, not its cost\n")

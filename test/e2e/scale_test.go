@@ -58,6 +58,10 @@ const (
 	// fixture's children and status, see test/e2e/trivialhook) rather
 	// than with its constant, smaller ones, so that the two fleets apply
 	// the same objects and differ only by their hook's own work.
+	// "hooks-with-claims" has it also grant every ResourceClaim as the
+	// hook server does (the granted-v2 fixture's status and credentials
+	// Secret), and ask for what the hooks' claim customize asks for, so
+	// that both fleets also write each claim's status and Secret.
 	EnvScaleTrivialAnswer = "FORMSPEC_E2E_SCALE_TRIVIAL_ANSWER"
 	// EnvScaleRounds is how many times each size runs both hooks
 	// (default 1), alternating which goes first; the figures printed are
@@ -160,10 +164,13 @@ func TestScale(t *testing.T) {
 	}
 	switch v := os.Getenv(EnvScaleTrivialAnswer); v {
 	case "":
-	case "hooks":
+	case "hooks", "hooks-with-claims":
 		opts.trivialAnswer = filepath.Join(repoRoot(t), "fixtures", "workspace", "sync", "first-sync", "response.json")
+		if v == "hooks-with-claims" {
+			opts.trivialClaimAnswer = filepath.Join(repoRoot(t), "fixtures", "resourceclaim", "sync", "granted-v2", "response.json")
+		}
 	default:
-		t.Fatalf("%s=%q: want hooks, or nothing", EnvScaleTrivialAnswer, v)
+		t.Fatalf("%s=%q: want hooks, hooks-with-claims, or nothing", EnvScaleTrivialAnswer, v)
 	}
 	var all []scaleResult
 	for _, n := range sizes {
@@ -243,6 +250,9 @@ type scaleOptions struct {
 	// trivialAnswer is the hook server's answer the trivial hook answers
 	// like (its --answer-like), if any (EnvScaleTrivialAnswer).
 	trivialAnswer string
+	// trivialClaimAnswer is the hook server's claim grant the trivial
+	// hook grants every claim like (its --claim-answer-like), if any.
+	trivialClaimAnswer string
 }
 
 // scaleResult is what one run measured.
@@ -308,7 +318,7 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 	}
 	if variant == variantTrivial {
 		cfg.startHooks = func(t *testing.T, e *env, listen, metricsListen, certFile, keyFile string) *controlplane.Process {
-			return startTrivialHook(t, e, listen, metricsListen, certFile, keyFile, opts.trivialAnswer)
+			return startTrivialHook(t, e, listen, metricsListen, certFile, keyFile, opts.trivialAnswer, opts.trivialClaimAnswer)
 		}
 	}
 	var mcPprof string
@@ -671,8 +681,8 @@ func (e *env) mcQueues(t *testing.T) (total, workspaces float64) {
 
 // startTrivialHook builds test/e2e/trivialhook and runs it in the hook
 // server's place, answering like the hook server's answer in answerLike
-// if that is set.
-func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, keyFile, answerLike string) *controlplane.Process {
+// if that is set, and granting claims like claimLike if that is.
+func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, keyFile, answerLike, claimLike string) *controlplane.Process {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -697,6 +707,9 @@ func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, key
 		"--pdb-class=" + pdb, "--hpa-class=" + hpa}
 	if answerLike != "" {
 		args = append(args, "--answer-like="+answerLike)
+	}
+	if claimLike != "" {
+		args = append(args, "--claim-answer-like="+claimLike)
 	}
 	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir}, bin, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

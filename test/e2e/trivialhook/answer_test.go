@@ -41,16 +41,7 @@ func TestAnswerLike(t *testing.T) {
 		Children []child `json:"children"`
 	}
 	var got, want response
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("the answer is not JSON: %v\n%s", err, out)
-	}
-	raw, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	decodeAnswers(t, out, fixture, &got, &want)
 	if got.Status.ObservedGeneration != 3 || len(got.Status.Conditions) != len(want.Status.Conditions) {
 		t.Errorf("status observes generation %d with %d conditions, want 3 with %d", got.Status.ObservedGeneration, len(got.Status.Conditions), len(want.Status.Conditions))
 	}
@@ -94,6 +85,22 @@ func kinds(objs []child) []string {
 	return out
 }
 
+// decodeAnswers decodes the trivial hook's answer out into got and the
+// hook server's answer in fixture into want.
+func decodeAnswers(t *testing.T, out []byte, fixture string, got, want any) {
+	t.Helper()
+	if err := json.Unmarshal(out, got); err != nil {
+		t.Fatalf("the answer is not JSON: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, want); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // decodeJSON decodes s, or is nil for an empty spec.
 func decodeJSON(t *testing.T, s string) any {
 	t.Helper()
@@ -128,5 +135,132 @@ func TestAnswerLikeRefuses(t *testing.T) {
 	}
 	if _, err := readAnswer(filepath.Join(dir, "missing.json")); err == nil {
 		t.Error("a missing file was accepted")
+	}
+}
+
+// TestClaimAnswerLike checks that --claim-answer-like grants the claim at
+// hand as the fixture grants its own: the fixture's status and credentials
+// Secret, with only the claim's name, namespace and generation changed.
+func TestClaimAnswerLike(t *testing.T) {
+	fixture := filepath.Join("..", "..", "..", "fixtures", "resourceclaim", "sync", "granted-v2", "response.json")
+	like, err := readClaimAnswer(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := classes{claim: &like}
+	body := `{"parent":{"metadata":{"name":"ws-00042-db","namespace":"scale-04","generation":2},"spec":{"datastore":{"name":"store"}}}}`
+	out, err := cl.claimSync([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []string{`"orders"`, `"orders-credentials"`, `"team-a"`} {
+		if strings.Contains(string(out), old) {
+			t.Errorf("the answer still names the fixture's claim (%s): %s", old, out)
+		}
+	}
+	type secret struct {
+		object
+		Type string            `json:"type"`
+		Data map[string]string `json:"data"`
+	}
+	type response struct {
+		Status struct {
+			ObservedGeneration int64 `json:"observedGeneration"`
+			Conditions         []struct {
+				Type               string `json:"type"`
+				Status             string `json:"status"`
+				ObservedGeneration int64  `json:"observedGeneration"`
+			} `json:"conditions"`
+			Binding struct {
+				Name string `json:"name"`
+			} `json:"binding"`
+			CredentialsHash string `json:"credentialsHash"`
+		} `json:"status"`
+		Attachments []secret `json:"attachments"`
+	}
+	var got, want response
+	decodeAnswers(t, out, fixture, &got, &want)
+	if got.Status.ObservedGeneration != 2 || got.Status.Binding.Name != "ws-00042-db-credentials" || got.Status.CredentialsHash != want.Status.CredentialsHash {
+		t.Errorf("status observes generation %d, binds %q with hash %q; want 2, ws-00042-db-credentials, the fixture's %q",
+			got.Status.ObservedGeneration, got.Status.Binding.Name, got.Status.CredentialsHash, want.Status.CredentialsHash)
+	}
+	if len(got.Status.Conditions) != len(want.Status.Conditions) {
+		t.Fatalf("%d conditions, want the fixture's %d", len(got.Status.Conditions), len(want.Status.Conditions))
+	}
+	for i, c := range got.Status.Conditions {
+		w := want.Status.Conditions[i]
+		if c.Type != w.Type || c.Status != w.Status || c.ObservedGeneration != 2 {
+			t.Errorf("condition %d is %s=%s at generation %d, want the fixture's %s=%s at 2", i, c.Type, c.Status, c.ObservedGeneration, w.Type, w.Status)
+		}
+	}
+	if len(got.Attachments) != 1 || len(want.Attachments) != 1 {
+		t.Fatalf("%d attachments (the fixture has %d), want the one credentials Secret", len(got.Attachments), len(want.Attachments))
+	}
+	g, w := got.Attachments[0], want.Attachments[0]
+	if g.Kind != "Secret" || g.Metadata.Name != "ws-00042-db-credentials" || g.Metadata.Namespace != "scale-04" ||
+		g.Metadata.Labels["formspec.dev/resourceclaim"] != "ws-00042-db" {
+		t.Errorf("attachment is %s %s/%s labelled %v, want Secret scale-04/ws-00042-db-credentials for claim ws-00042-db",
+			g.Kind, g.Metadata.Namespace, g.Metadata.Name, g.Metadata.Labels)
+	}
+	if diff := cmp.Diff(w.Data, g.Data); diff != "" || g.Type != w.Type {
+		t.Errorf("the Secret's type %q and data differ from the fixture's (%q; -fixture +answer):\n%s", g.Type, w.Type, diff)
+	}
+
+	// Without a grant to copy, a claim is answered nothing.
+	if out, err := (classes{}).claimSync([]byte(body)); err != nil || string(out) != `{}` {
+		t.Errorf("without --claim-answer-like: %s, %v; want {}", out, err)
+	}
+}
+
+// TestClaimCustomize checks that a trivial hook granting claims asks for
+// the claim's Datastore and its labelled Secrets, in the Datastore's
+// namespace, as the hooks' customize does (the same-namespace and
+// cross-namespace fixtures), and for nothing when it grants none.
+func TestClaimCustomize(t *testing.T) {
+	cl := classes{claim: &answer{}}
+	for _, name := range []string{"same-namespace", "cross-namespace"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("..", "..", "..", "fixtures", "resourceclaim", "customize", name)
+			body, err := os.ReadFile(filepath.Join(dir, "request.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(filepath.Join(dir, "response.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := cl.claimCustomize(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(decodeJSON(t, string(want)), decodeJSON(t, string(got))); diff != "" {
+				t.Errorf("customize answer differs from the hooks' (-hooks +trivial):\n%s", diff)
+			}
+		})
+	}
+	if out, err := (classes{}).claimCustomize([]byte(`{}`)); err != nil || string(out) != `{}` {
+		t.Errorf("without --claim-answer-like: %s, %v; want {}", out, err)
+	}
+}
+
+// TestClaimAnswerLikeRefuses checks that a claim answer the trivial hook
+// cannot make a template of is refused at start, with the file named.
+func TestClaimAnswerLikeRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"not-json":      `{"status":`,
+		"no-generation": `{"status":{},"attachments":[{"kind":"Secret","metadata":{"name":"a-credentials","namespace":"b","labels":{"formspec.dev/resourceclaim":"a"}}}]}`,
+		"no-secret":     `{"status":{"observedGeneration":1},"attachments":[]}`,
+		"other-name":    `{"status":{"observedGeneration":1},"attachments":[{"kind":"Secret","metadata":{"name":"x","namespace":"b","labels":{"formspec.dev/resourceclaim":"a"}}}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(dir, name+".json")
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := readClaimAnswer(path); err == nil || !strings.Contains(err.Error(), path) {
+				t.Errorf("readClaimAnswer(%s) = %v, want an error naming the file", name, err)
+			}
+		})
 	}
 }

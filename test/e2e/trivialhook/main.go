@@ -20,7 +20,11 @@
 // replaced by the parent's: the same objects the hook server makes, at
 // the trivial hook's cost, so that TestScale can tell what the hook
 // server's objects cost the API server and Metacontroller from what its
-// own work costs.
+// own work costs. With --claim-answer-like, likewise, every ResourceClaim
+// sync is answered with a hook server's grant (one of its fixtures'
+// response.json: the claim's status and credentials Secret), renamed for
+// the claim, and the claim's customize hook asks for what the hooks' asks
+// for; without it a claim gets an empty answer and is never granted.
 //
 // It counts what it served as formspec_hooks_requests_total{hook,code} and
 // the bodies it read as formspec_hooks_request_size_bytes{hook}, the hook
@@ -29,6 +33,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -60,6 +65,7 @@ func main() {
 	pdbClass := flag.String("pdb-class", "", "ClusterClass whose workspaces also get a PodDisruptionBudget")
 	hpaClass := flag.String("hpa-class", "", "ClusterClass whose workspaces also get a HorizontalPodAutoscaler")
 	answerLike := flag.String("answer-like", "", "a hook server's Workspace sync answer (a fixture's response.json) whose children and status to answer with, instead of the constant ones")
+	claimLike := flag.String("claim-answer-like", "", "a hook server's ResourceClaim sync answer granting a claim (a fixture's response.json) whose status and attachments to answer every claim with, instead of an empty answer")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -71,20 +77,29 @@ func main() {
 		}
 		cl.like = &like
 	}
+	if *claimLike != "" {
+		like, err := readClaimAnswer(*claimLike)
+		if err != nil {
+			log.Fatal(err)
+		}
+		cl.claim = &like
+	}
 	if err := run(ctx, *listen, *metricsListen, *certFile, *keyFile, cl); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // classes name the ClusterClasses whose workspaces get an extra child,
-// and hold the answer to give like the hook server's, if there is one.
+// and hold the answers to give like the hook server's, if there are any:
+// like for a Workspace, claim for a ResourceClaim.
 type classes struct {
-	pdb, hpa string
-	like     *answer
+	pdb, hpa    string
+	like, claim *answer
 }
 
-// answer is a Workspace sync answer with {name}, {namespace} and
-// {generation} left to fill in.
+// answer is a sync answer with {name}, {namespace} and {generation} left
+// to fill in: a status, and a Workspace's children or a claim's
+// attachments.
 type answer struct {
 	status   string
 	children []string
@@ -94,42 +109,98 @@ type answer struct {
 // name and namespace of its Deployment, and the generation its status
 // observed, become the placeholders.
 func readAnswer(path string) (answer, error) {
-	raw, err := os.ReadFile(path)
+	src, err := readSource(path, "children")
 	if err != nil {
 		return answer{}, err
 	}
-	var resp struct {
-		Status   json.RawMessage   `json:"status"`
-		Children []json.RawMessage `json:"children"`
-	}
-	if err := json.Unmarshal(raw, &resp); err != nil {
-		return answer{}, fmt.Errorf("%s: %w", path, err)
-	}
-	var status struct {
-		ObservedGeneration int64 `json:"observedGeneration"`
-	}
-	if err := json.Unmarshal(resp.Status, &status); err != nil || status.ObservedGeneration == 0 {
-		return answer{}, fmt.Errorf("%s: the answer's status observes no generation", path)
-	}
 	var name, namespace string
-	for _, c := range resp.Children {
-		var obj struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(c, &obj); err == nil && obj.Kind == "Deployment" {
-			name, namespace = obj.Metadata.Name, obj.Metadata.Namespace
+	for _, o := range src.objects {
+		if o.Kind == "Deployment" {
+			name, namespace = o.Metadata.Name, o.Metadata.Namespace
 		}
 	}
 	if name == "" || namespace == "" {
 		return answer{}, fmt.Errorf("%s: the answer has no Deployment with a name and namespace", path)
 	}
-	placeholders := strings.NewReplacer(
-		`"`+name+`"`, `"{name}"`, `"`+name+`-config"`, `"{name}-config"`, `"`+namespace+`"`, `"{namespace}"`,
-		`"observedGeneration":`+strconv.FormatInt(status.ObservedGeneration, 10), `"observedGeneration":{generation}`)
+	return src.template(`"`+name+`"`, `"{name}"`, `"`+name+`-config"`, `"{name}-config"`, `"`+namespace+`"`, `"{namespace}"`)
+}
+
+// readClaimAnswer makes an answer of a hook server's ResourceClaim sync
+// answer that grants the claim: the claim's name (the credentials Secret's
+// formspec.dev/resourceclaim label), the Secret's name, its namespace and
+// the generation the status observed become the placeholders.
+func readClaimAnswer(path string) (answer, error) {
+	src, err := readSource(path, "attachments")
+	if err != nil {
+		return answer{}, err
+	}
+	var claim, secret, namespace string
+	for _, o := range src.objects {
+		if o.Kind == "Secret" {
+			claim, secret, namespace = o.Metadata.Labels["formspec.dev/resourceclaim"], o.Metadata.Name, o.Metadata.Namespace
+		}
+	}
+	if claim == "" || namespace == "" || secret != claim+"-credentials" {
+		return answer{}, fmt.Errorf("%s: the answer attaches no Secret named <claim>-credentials, labelled with its claim, in a namespace", path)
+	}
+	return src.template(`"`+claim+`"`, `"{name}"`, `"`+secret+`"`, `"{name}-credentials"`, `"`+namespace+`"`, `"{namespace}"`)
+}
+
+// source is a hook server's sync answer, read to make an answer of.
+type source struct {
+	status json.RawMessage
+	raw    []json.RawMessage
+	// objects are what the readers look at of raw, in its order.
+	objects    []object
+	generation int64
+}
+
+// object is what the trivial hook reads of an object in an answer.
+type object struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+// readSource reads the answer at path: its status, which must observe a
+// generation, and the objects under key (children or attachments).
+func readSource(path, key string) (source, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return source{}, err
+	}
+	var resp map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return source{}, fmt.Errorf("%s: %w", path, err)
+	}
+	src := source{status: resp["status"]}
+	var status struct {
+		ObservedGeneration int64 `json:"observedGeneration"`
+	}
+	if err := json.Unmarshal(src.status, &status); err != nil || status.ObservedGeneration == 0 {
+		return source{}, fmt.Errorf("%s: the answer's status observes no generation", path)
+	}
+	src.generation = status.ObservedGeneration
+	if objs := resp[key]; objs != nil {
+		if err := json.Unmarshal(objs, &src.raw); err != nil {
+			return source{}, fmt.Errorf("%s: %s: %w", path, key, err)
+		}
+		if err := json.Unmarshal(objs, &src.objects); err != nil {
+			return source{}, fmt.Errorf("%s: %s: %w", path, key, err)
+		}
+	}
+	return src, nil
+}
+
+// template compacts the source's status and objects and puts in the
+// placeholders: the pairs of old and new strings given, and the
+// generation.
+func (src source) template(oldnew ...string) (answer, error) {
+	placeholders := strings.NewReplacer(append(oldnew,
+		`"observedGeneration":`+strconv.FormatInt(src.generation, 10), `"observedGeneration":{generation}`)...)
 	compact := func(raw []byte) (string, error) {
 		var b bytes.Buffer
 		if err := json.Compact(&b, raw); err != nil {
@@ -138,11 +209,12 @@ func readAnswer(path string) (answer, error) {
 		return placeholders.Replace(b.String()), nil
 	}
 	var a answer
-	if a.status, err = compact(resp.Status); err != nil {
+	var err error
+	if a.status, err = compact(src.status); err != nil {
 		return answer{}, err
 	}
-	for _, c := range resp.Children {
-		t, err := compact(c)
+	for _, o := range src.raw {
+		t, err := compact(o)
 		if err != nil {
 			return answer{}, err
 		}
@@ -239,8 +311,9 @@ func hooks(cl classes, m meters) *http.ServeMux {
 	handle("/v1/workspace/sync", cl.workspaceSync)
 	handle("/v1/workspace/customize", workspaceCustomize)
 	handle("/v1/workspace/finalize", func([]byte) ([]byte, error) { return []byte(`{"children":[],"finalized":true}`), nil })
-	for _, p := range []string{"/v1/datastore/sync", "/v1/datastore/customize", "/v1/resourceclaim/sync",
-		"/v1/resourceclaim/customize", "/v1/nodes/sync", "/v1/pods/sync"} {
+	handle("/v1/resourceclaim/sync", cl.claimSync)
+	handle("/v1/resourceclaim/customize", cl.claimCustomize)
+	for _, p := range []string{"/v1/datastore/sync", "/v1/datastore/customize", "/v1/nodes/sync", "/v1/pods/sync"} {
 		handle(p, empty)
 	}
 	return mux
@@ -255,8 +328,14 @@ type parent struct {
 			Generation int64  `json:"generation"`
 		} `json:"metadata"`
 		Spec struct {
+			// A Workspace's.
 			ClusterClass string            `json:"clusterClass"`
 			Datastores   []json.RawMessage `json:"datastores"`
+			// A ResourceClaim's.
+			Datastore struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"datastore"`
 		} `json:"spec"`
 	} `json:"parent"`
 }
@@ -274,7 +353,6 @@ func (cl classes) workspaceSync(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := p.Parent.Metadata
 	children, status := []string{configMap, service, deployment}, `{"observedGeneration":{generation},"phase":"Ready"}`
 	if cl.like != nil {
 		children, status = slices.Clone(cl.like.children), cl.like.status
@@ -286,9 +364,28 @@ func (cl classes) workspaceSync(body []byte) ([]byte, error) {
 	case cl.hpa:
 		children = append(children, hpa)
 	}
-	answer := `{"status":` + status + `,"children":[` + strings.Join(children, ",") + `]}`
+	return fill(`{"status":`+status+`,"children":[`+strings.Join(children, ",")+`]}`, p), nil
+}
+
+// fill puts the parent's name, namespace and generation in an answer's
+// placeholders.
+func fill(answer string, p parent) []byte {
+	m := p.Parent.Metadata
 	return []byte(strings.NewReplacer("{name}", m.Name, "{namespace}", m.Namespace,
-		"{generation}", strconv.FormatInt(m.Generation, 10)).Replace(answer)), nil
+		"{generation}", strconv.FormatInt(m.Generation, 10)).Replace(answer))
+}
+
+// claimSync grants the claim as the hook server's answer in cl.claim does,
+// or, without one, answers nothing.
+func (cl classes) claimSync(body []byte) ([]byte, error) {
+	if cl.claim == nil {
+		return []byte(`{}`), nil
+	}
+	p, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	return fill(`{"status":`+cl.claim.status+`,"attachments":[`+strings.Join(cl.claim.children, ",")+`]}`, p), nil
 }
 
 // The children, {name} and {namespace} to be replaced.
@@ -302,18 +399,43 @@ const (
 		`"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"{name}"}}}`
 )
 
+// rule is a related-resource rule of a customize answer.
+type rule struct {
+	APIVersion    string          `json:"apiVersion"`
+	Resource      string          `json:"resource"`
+	Namespace     string          `json:"namespace,omitempty"`
+	Names         []string        `json:"names,omitempty"`
+	LabelSelector *map[string]any `json:"labelSelector,omitempty"`
+}
+
+// claimCustomize asks, when the trivial hook grants claims, for what the
+// hooks' customize asks for: the claim's Datastore, and the Secrets of its
+// namespace labelled for it. Otherwise it asks for nothing, as the
+// trivial hook then needs nothing of them.
+func (cl classes) claimCustomize(body []byte) ([]byte, error) {
+	if cl.claim == nil {
+		return []byte(`{}`), nil
+	}
+	p, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	rules := []rule{}
+	if ds := p.Parent.Spec.Datastore; ds.Name != "" {
+		ns := cmp.Or(ds.Namespace, p.Parent.Metadata.Namespace)
+		rules = append(rules,
+			rule{APIVersion: "formspec.dev/v1alpha1", Resource: "datastores", Namespace: ns, Names: []string{ds.Name}},
+			rule{APIVersion: "v1", Resource: "secrets", Namespace: ns,
+				LabelSelector: &map[string]any{"matchLabels": map[string]string{"formspec.dev/datastore": ds.Name}}})
+	}
+	return json.Marshal(map[string]any{"relatedResources": rules})
+}
+
 // workspaceCustomize asks for what the hooks' customize asks for.
 func workspaceCustomize(body []byte) ([]byte, error) {
 	p, err := decode(body)
 	if err != nil {
 		return nil, err
-	}
-	type rule struct {
-		APIVersion    string          `json:"apiVersion"`
-		Resource      string          `json:"resource"`
-		Namespace     string          `json:"namespace,omitempty"`
-		Names         []string        `json:"names,omitempty"`
-		LabelSelector *map[string]any `json:"labelSelector,omitempty"`
 	}
 	rules := []rule{}
 	if c := p.Parent.Spec.ClusterClass; c != "" {
