@@ -148,7 +148,8 @@ func TestClaimAnswerLike(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := classes{claim: &like}
-	body := `{"parent":{"metadata":{"name":"ws-00042-db","namespace":"scale-04","generation":2},"spec":{"datastore":{"name":"store"}}}}`
+	// A DecoratorController's sync request names the claim "object".
+	body := `{"object":{"metadata":{"name":"ws-00042-db","namespace":"scale-04","generation":2},"spec":{"datastore":{"name":"store"}}}}`
 	out, err := cl.claimSync([]byte(body))
 	if err != nil {
 		t.Fatal(err)
@@ -204,6 +205,19 @@ func TestClaimAnswerLike(t *testing.T) {
 	}
 	if diff := cmp.Diff(w.Data, g.Data); diff != "" || g.Type != w.Type {
 		t.Errorf("the Secret's type %q and data differ from the fixture's (%q; -fixture +answer):\n%s", g.Type, w.Type, diff)
+	}
+
+	// The fixture's own request is answered for its own claim.
+	req, err := os.ReadFile(filepath.Join(filepath.Dir(fixture), "request.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := cl.claimSync(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(own), `"name":"orders-credentials","namespace":"team-a"`) {
+		t.Errorf("the fixture's request is not answered with its claim's Secret: %s", own)
 	}
 
 	// Without a grant to copy, a claim is answered nothing.

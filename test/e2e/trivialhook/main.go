@@ -319,30 +319,38 @@ func hooks(cl classes, m meters) *http.ServeMux {
 	return mux
 }
 
-// parent is all of a request the trivial hook reads.
+// parent is all of a request the trivial hook reads: a CompositeController
+// hook's parent, or a DecoratorController sync's object, whose decode
+// moves it to Parent.
 type parent struct {
-	Parent struct {
-		Metadata struct {
-			Name       string `json:"name"`
-			Namespace  string `json:"namespace"`
-			Generation int64  `json:"generation"`
-		} `json:"metadata"`
-		Spec struct {
-			// A Workspace's.
-			ClusterClass string            `json:"clusterClass"`
-			Datastores   []json.RawMessage `json:"datastores"`
-			// A ResourceClaim's.
-			Datastore struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"datastore"`
-		} `json:"spec"`
-	} `json:"parent"`
+	Object *objectParent `json:"object"`
+	Parent objectParent  `json:"parent"`
+}
+
+type objectParent struct {
+	Metadata struct {
+		Name       string `json:"name"`
+		Namespace  string `json:"namespace"`
+		Generation int64  `json:"generation"`
+	} `json:"metadata"`
+	Spec struct {
+		// A Workspace's.
+		ClusterClass string            `json:"clusterClass"`
+		Datastores   []json.RawMessage `json:"datastores"`
+		// A ResourceClaim's.
+		Datastore struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"datastore"`
+	} `json:"spec"`
 }
 
 func decode(body []byte) (parent, error) {
 	var p parent
 	err := json.Unmarshal(body, &p)
+	if p.Object != nil {
+		p.Parent, p.Object = *p.Object, nil
+	}
 	return p, err
 }
 
