@@ -33,7 +33,7 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 		fmt.Fprintf(out, "   the trivial hook answers a Workspace sync with the hook server's objects (%s=%s)\n", EnvScaleTrivialAnswer, os.Getenv(EnvScaleTrivialAnswer))
 	}
 	if opts.trivialClaimAnswer != "" {
-		fmt.Fprintf(out, "   the trivial hook grants every claim as the hook server does, its status and credentials Secret (%s=hooks-with-claims)\n", EnvScaleTrivialAnswer)
+		fmt.Fprint(out, "   and grants every claim as the hook server does, with its status and credentials Secret\n")
 	}
 	if h.steady.seconds < float64(h.resync) {
 		fmt.Fprintf(out, "   the steady state is shorter than the workspace resync: its figures per minute hold one resync of the fleet or none, by chance, not its cost\n")

@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestAnswerLike checks that --answer-like answers with the hook server's
@@ -220,9 +223,13 @@ func TestClaimAnswerLike(t *testing.T) {
 		t.Errorf("the fixture's request is not answered with its claim's Secret: %s", own)
 	}
 
-	// Without a grant to copy, a claim is answered nothing.
-	if out, err := (classes{}).claimSync([]byte(body)); err != nil || string(out) != `{}` {
-		t.Errorf("without --claim-answer-like: %s, %v; want {}", out, err)
+	// The hook's path serves that answer; without a grant to copy, it
+	// answers nothing.
+	if got := post(t, cl, "/v1/resourceclaim/sync", body); got != string(out) {
+		t.Errorf("/v1/resourceclaim/sync answered %s, want %s", got, out)
+	}
+	if got := post(t, classes{}, "/v1/resourceclaim/sync", body); got != `{}` {
+		t.Errorf("without --claim-answer-like: %s; want {}", got)
 	}
 }
 
@@ -232,10 +239,11 @@ func TestClaimAnswerLike(t *testing.T) {
 // cross-namespace fixtures), and for nothing when it grants none.
 func TestClaimCustomize(t *testing.T) {
 	cl := classes{claim: &answer{}}
+	var body string
 	for _, name := range []string{"same-namespace", "cross-namespace"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "..", "fixtures", "resourceclaim", "customize", name)
-			body, err := os.ReadFile(filepath.Join(dir, "request.json"))
+			req, err := os.ReadFile(filepath.Join(dir, "request.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,18 +251,32 @@ func TestClaimCustomize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := cl.claimCustomize(body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(decodeJSON(t, string(want)), decodeJSON(t, string(got))); diff != "" {
+			body = string(req)
+			got := post(t, cl, "/v1/resourceclaim/customize", body)
+			if diff := cmp.Diff(decodeJSON(t, string(want)), decodeJSON(t, got)); diff != "" {
 				t.Errorf("customize answer differs from the hooks' (-hooks +trivial):\n%s", diff)
 			}
 		})
 	}
-	if out, err := (classes{}).claimCustomize([]byte(`{}`)); err != nil || string(out) != `{}` {
-		t.Errorf("without --claim-answer-like: %s, %v; want {}", out, err)
+	if got := post(t, classes{}, "/v1/resourceclaim/customize", body); got != `{}` {
+		t.Errorf("without --claim-answer-like: %s; want {}", got)
 	}
+}
+
+// post posts body to path of a trivial hook answering as cl does, and
+// returns its answer, which must be a 200.
+func post(t *testing.T, cl classes, path, body string) string {
+	t.Helper()
+	m := meters{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"}),
+		size:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "size"}, []string{"hook"}),
+	}
+	rec := httptest.NewRecorder()
+	hooks(cl, m).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", path, rec.Code, rec.Body)
+	}
+	return rec.Body.String()
 }
 
 // TestClaimAnswerLikeRefuses checks that a claim answer the trivial hook

@@ -311,23 +311,30 @@ func hooks(cl classes, m meters) *http.ServeMux {
 	handle("/v1/workspace/sync", cl.workspaceSync)
 	handle("/v1/workspace/customize", workspaceCustomize)
 	handle("/v1/workspace/finalize", func([]byte) ([]byte, error) { return []byte(`{"children":[],"finalized":true}`), nil })
-	handle("/v1/resourceclaim/sync", cl.claimSync)
-	handle("/v1/resourceclaim/customize", cl.claimCustomize)
-	for _, p := range []string{"/v1/datastore/sync", "/v1/datastore/customize", "/v1/nodes/sync", "/v1/pods/sync"} {
+	rest := []string{"/v1/datastore/sync", "/v1/datastore/customize", "/v1/nodes/sync", "/v1/pods/sync"}
+	if cl.claim != nil {
+		handle("/v1/resourceclaim/sync", cl.claimSync)
+		handle("/v1/resourceclaim/customize", claimCustomize)
+	} else {
+		rest = append(rest, "/v1/resourceclaim/sync", "/v1/resourceclaim/customize")
+	}
+	for _, p := range rest {
 		handle(p, empty)
 	}
 	return mux
 }
 
-// parent is all of a request the trivial hook reads: a CompositeController
-// hook's parent, or a DecoratorController sync's object, whose decode
-// moves it to Parent.
-type parent struct {
-	Object *objectParent `json:"object"`
-	Parent objectParent  `json:"parent"`
+// request is all of a request the trivial hook reads: the object the
+// hook is called for, which a CompositeController's hooks send as
+// "parent" and a DecoratorController's sync as "object".
+type request struct {
+	Parent *subject `json:"parent"`
+	Object *subject `json:"object"`
 }
 
-type objectParent struct {
+// subject is what the trivial hook reads of the object a hook is called
+// for.
+type subject struct {
 	Metadata struct {
 		Name       string `json:"name"`
 		Namespace  string `json:"namespace"`
@@ -345,13 +352,18 @@ type objectParent struct {
 	} `json:"spec"`
 }
 
-func decode(body []byte) (parent, error) {
-	var p parent
-	err := json.Unmarshal(body, &p)
-	if p.Object != nil {
-		p.Parent, p.Object = *p.Object, nil
+func decode(body []byte) (subject, error) {
+	var r request
+	if err := json.Unmarshal(body, &r); err != nil {
+		return subject{}, err
 	}
-	return p, err
+	switch {
+	case r.Object != nil:
+		return *r.Object, nil
+	case r.Parent != nil:
+		return *r.Parent, nil
+	}
+	return subject{}, nil
 }
 
 // workspaceSync answers constant children: a ConfigMap, a Service and a
@@ -365,7 +377,7 @@ func (cl classes) workspaceSync(body []byte) ([]byte, error) {
 	if cl.like != nil {
 		children, status = slices.Clone(cl.like.children), cl.like.status
 	}
-	switch p.Parent.Spec.ClusterClass {
+	switch p.Spec.ClusterClass {
 	case "":
 	case cl.pdb:
 		children = append(children, pdb)
@@ -375,20 +387,16 @@ func (cl classes) workspaceSync(body []byte) ([]byte, error) {
 	return fill(`{"status":`+status+`,"children":[`+strings.Join(children, ",")+`]}`, p), nil
 }
 
-// fill puts the parent's name, namespace and generation in an answer's
+// fill puts the subject's name, namespace and generation in an answer's
 // placeholders.
-func fill(answer string, p parent) []byte {
-	m := p.Parent.Metadata
+func fill(answer string, p subject) []byte {
+	m := p.Metadata
 	return []byte(strings.NewReplacer("{name}", m.Name, "{namespace}", m.Namespace,
 		"{generation}", strconv.FormatInt(m.Generation, 10)).Replace(answer))
 }
 
-// claimSync grants the claim as the hook server's answer in cl.claim does,
-// or, without one, answers nothing.
+// claimSync grants the claim as the hook server's answer in cl.claim does.
 func (cl classes) claimSync(body []byte) ([]byte, error) {
-	if cl.claim == nil {
-		return []byte(`{}`), nil
-	}
 	p, err := decode(body)
 	if err != nil {
 		return nil, err
@@ -416,21 +424,18 @@ type rule struct {
 	LabelSelector *map[string]any `json:"labelSelector,omitempty"`
 }
 
-// claimCustomize asks, when the trivial hook grants claims, for what the
-// hooks' customize asks for: the claim's Datastore, and the Secrets of its
-// namespace labelled for it. Otherwise it asks for nothing, as the
-// trivial hook then needs nothing of them.
-func (cl classes) claimCustomize(body []byte) ([]byte, error) {
-	if cl.claim == nil {
-		return []byte(`{}`), nil
-	}
+// claimCustomize asks for what the hooks' customize asks for: the claim's
+// Datastore, and the Secrets of its namespace labelled for it. The trivial
+// hook asks it only when it grants claims; otherwise it needs nothing of
+// them.
+func claimCustomize(body []byte) ([]byte, error) {
 	p, err := decode(body)
 	if err != nil {
 		return nil, err
 	}
 	rules := []rule{}
-	if ds := p.Parent.Spec.Datastore; ds.Name != "" {
-		ns := cmp.Or(ds.Namespace, p.Parent.Metadata.Namespace)
+	if ds := p.Spec.Datastore; ds.Name != "" {
+		ns := cmp.Or(ds.Namespace, p.Metadata.Namespace)
 		rules = append(rules,
 			rule{APIVersion: "formspec.dev/v1alpha1", Resource: "datastores", Namespace: ns, Names: []string{ds.Name}},
 			rule{APIVersion: "v1", Resource: "secrets", Namespace: ns,
@@ -446,12 +451,12 @@ func workspaceCustomize(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	rules := []rule{}
-	if c := p.Parent.Spec.ClusterClass; c != "" {
+	if c := p.Spec.ClusterClass; c != "" {
 		rules = append(rules, rule{APIVersion: "formspec.dev/v1alpha1", Resource: "clusterclasses", Names: []string{c}})
 	}
-	if len(p.Parent.Spec.Datastores) > 0 {
+	if len(p.Spec.Datastores) > 0 {
 		rules = append(rules, rule{APIVersion: "formspec.dev/v1alpha1", Resource: "resourceclaims",
-			Namespace: p.Parent.Metadata.Namespace, LabelSelector: &map[string]any{}})
+			Namespace: p.Metadata.Namespace, LabelSelector: &map[string]any{}})
 	}
 	return json.Marshal(map[string]any{"relatedResources": rules})
 }
