@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -270,24 +271,59 @@ func randomHex(t testing.TB, n int) string {
 	return hex.EncodeToString(b)
 }
 
-// FreePorts returns n distinct loopback ports that were free a moment ago.
-// They are found by binding 127.0.0.1:0 and closing, so another process
-// could take one before it is used; that shows up as a start failure.
+// FreePorts returns n distinct ports that were free on every interface a
+// moment ago. They are drawn at random from below the kernel's ephemeral
+// range (ephemeralLow), not asked of the kernel with port 0: the kernel
+// hands out ports from that range as the source port of every outgoing
+// connection too, so on a busy machine a client connection could take one
+// between this call and its use (seen: the KEDA interceptor, which listens
+// on every interface, failing with "address already in use" during make
+// test). Another test drawing the same port at the same moment still
+// could; that shows up as a start failure.
 func FreePorts(t testing.TB, n int) []int {
+	const lowest = 10000
+	high := ephemeralLow()
 	var ports []int
 	var listeners []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("cannot find %d free ports between %d and %d", n, lowest, high)
+		}
+		port := lowest + mrand.IntN(high-lowest)
+		// Held open until all are found, so that the ports are distinct.
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
 		if err != nil {
-			t.Fatalf("cannot find a free port: %v", err)
+			continue
 		}
 		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range listeners {
-		_ = l.Close()
+		ports = append(ports, port)
 	}
 	return ports
+}
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), or 32768, Linux's default, where it
+// cannot be read or leaves too little room below it.
+func ephemeralLow() int {
+	const linuxDefault = 32768
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low < 20000 {
+		return linuxDefault
+	}
+	return low
 }
 
 func etcdHealthy(url string) bool {
