@@ -10,6 +10,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/handoff"
 	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/test/coldcache"
 )
 
 // BenchmarkWorkspaceSync posts Workspace sync fixtures through the real
@@ -111,6 +112,39 @@ func benchFixtures(b *testing.B, path string, names ...string) {
 					b.Fatalf("status %d", rec.Code)
 				}
 			}
+		})
+	}
+}
+
+// coldFixtures are the calls BenchmarkColdCalls posts; test/e2e/trivialhook's
+// BenchmarkColdAnswer posts the same ones, so that the two compare.
+var coldFixtures = []struct{ path, fixture string }{
+	{"/v1/workspace/sync", "workspace/sync/first-sync"},
+	{"/v1/workspace/sync", "workspace/sync/steady-ready"},
+	{"/v1/workspace/customize", "workspace/customize/class-only"},
+	{"/v1/pods/sync", "pods/sync/running-pod"},
+}
+
+// BenchmarkColdCalls posts fixtures through the served handler (token check
+// and hand-off included), with the processor's L1 and L2 caches overwritten
+// before every call (test/coldcache), as a call finds them under
+// Metacontroller; set it beside test/e2e/trivialhook's BenchmarkColdAnswer.
+// Each iteration also spends a few milliseconds, untimed, evicting.
+//
+//	go test ./cmd/formspec-hooks -run '^$' -bench ColdCalls -benchtime 3000x
+func BenchmarkColdCalls(b *testing.B) {
+	h, header := servedHandler(b)
+	for _, c := range coldFixtures {
+		body, err := os.ReadFile(filepath.Join(fixturesDir, c.fixture, "request.json"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.fixture, func(b *testing.B) {
+			coldcache.Loop(b, func() {
+				if rec := post(h, c.path, body, header); rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+			})
 		})
 	}
 }

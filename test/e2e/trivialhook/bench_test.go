@@ -9,7 +9,11 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/formspec/formspec-hooks/test/coldcache"
 )
+
+type benchCall struct{ path, fixture string }
 
 // BenchmarkAnswer posts the fixtures that cmd/formspec-hooks's
 // BenchmarkWorkspaceSync and BenchmarkPodsSync post, through the trivial
@@ -19,14 +23,7 @@ import (
 //
 //	go test ./test/e2e/trivialhook -run '^$' -bench Answer -benchmem
 func BenchmarkAnswer(b *testing.B) {
-	m := meters{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"}),
-		size:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "size"}, []string{"hook"}),
-	}
-	// The auto-scaling fixture's class, so that the trivial hook adds the
-	// HorizontalPodAutoscaler the hooks render, as it does under TestScale.
-	h := hooks(classes{hpa: "elastic"}, m)
-	for _, c := range []struct{ path, fixture string }{
+	benchAnswers(b, false, []benchCall{
 		{"/v1/workspace/sync", "workspace/sync/first-sync"},
 		{"/v1/workspace/sync", "workspace/sync/steady-ready"},
 		{"/v1/workspace/sync", "workspace/sync/auto-scaling-hpa-scaled"},
@@ -34,22 +31,57 @@ func BenchmarkAnswer(b *testing.B) {
 		{"/v1/pods/sync", "pods/sync/running-pod"},
 		{"/v1/workspace/customize", "workspace/customize/class-only"},
 		{"/v1/workspace/customize", "workspace/customize/with-datastores"},
-	} {
+	})
+}
+
+// BenchmarkColdAnswer posts the calls of cmd/formspec-hooks's
+// BenchmarkColdCalls, with the processor's L1 and L2 caches overwritten
+// before every call (test/coldcache), as a call finds them under
+// Metacontroller.
+//
+//	go test ./test/e2e/trivialhook -run '^$' -bench ColdAnswer -benchtime 3000x
+func BenchmarkColdAnswer(b *testing.B) {
+	benchAnswers(b, true, []benchCall{
+		{"/v1/workspace/sync", "workspace/sync/first-sync"},
+		{"/v1/workspace/sync", "workspace/sync/steady-ready"},
+		{"/v1/workspace/customize", "workspace/customize/class-only"},
+		{"/v1/pods/sync", "pods/sync/running-pod"},
+	})
+}
+
+// benchAnswers posts each call's fixture as a sub-benchmark, cold or in a
+// plain loop.
+func benchAnswers(b *testing.B, cold bool, calls []benchCall) {
+	m := meters{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"}),
+		size:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "size"}, []string{"hook"}),
+	}
+	// The auto-scaling fixture's class, so that the trivial hook adds the
+	// HorizontalPodAutoscaler the hooks render, as it does under TestScale.
+	h := hooks(classes{hpa: "elastic"}, m)
+	for _, c := range calls {
 		body, err := os.ReadFile(filepath.Join("..", "..", "..", "fixtures", c.fixture, "request.json"))
 		if err != nil {
 			b.Fatal(err)
 		}
+		call := func() {
+			req := httptest.NewRequest(http.MethodPost, c.path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+		}
 		b.Run(c.fixture, func(b *testing.B) {
+			if cold {
+				coldcache.Loop(b, call)
+				return
+			}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				req := httptest.NewRequest(http.MethodPost, c.path, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
-					b.Fatalf("status %d: %s", rec.Code, rec.Body)
-				}
+				call()
 			}
 		})
 	}
