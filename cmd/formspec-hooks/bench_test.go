@@ -116,16 +116,7 @@ func benchFixtures(b *testing.B, path string, names ...string) {
 	}
 }
 
-// coldFixtures are the calls BenchmarkColdCalls posts; test/e2e/trivialhook's
-// BenchmarkColdAnswer posts the same ones, so that the two compare.
-var coldFixtures = []struct{ path, fixture string }{
-	{"/v1/workspace/sync", "workspace/sync/first-sync"},
-	{"/v1/workspace/sync", "workspace/sync/steady-ready"},
-	{"/v1/workspace/customize", "workspace/customize/class-only"},
-	{"/v1/pods/sync", "pods/sync/running-pod"},
-}
-
-// BenchmarkColdCalls posts fixtures through the served handler (token check
+// BenchmarkColdCalls posts coldcache.Calls through the served handler (token check
 // and hand-off included), with the processor's L1 and L2 caches overwritten
 // before every call (test/coldcache), as a call finds them under
 // Metacontroller; set it beside test/e2e/trivialhook's BenchmarkColdAnswer.
@@ -134,14 +125,14 @@ var coldFixtures = []struct{ path, fixture string }{
 //	go test ./cmd/formspec-hooks -run '^$' -bench ColdCalls -benchtime 3000x
 func BenchmarkColdCalls(b *testing.B) {
 	h, header := servedHandler(b)
-	for _, c := range coldFixtures {
-		body, err := os.ReadFile(filepath.Join(fixturesDir, c.fixture, "request.json"))
+	for _, c := range coldcache.Calls {
+		body, err := os.ReadFile(filepath.Join(fixturesDir, c.Fixture, "request.json"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(c.fixture, func(b *testing.B) {
+		b.Run(c.Fixture, func(b *testing.B) {
 			coldcache.Loop(b, func() {
-				if rec := post(h, c.path, body, header); rec.Code != http.StatusOK {
+				if rec := post(h, c.Path, body, header); rec.Code != http.StatusOK {
 					b.Fatalf("status %d", rec.Code)
 				}
 			})

@@ -3,7 +3,7 @@
 // processor runs other processes (the API server, etcd, Metacontroller
 // itself), and the next call finds its code and data out of the caches. In
 // a plain benchmark loop every call finds them warm, which hides how much
-// a longer path costs (docs/testing.md, "What a call costs cold").
+// a longer path costs (docs/testing.md, "Cold calls in a benchmark").
 package coldcache
 
 import "testing"
@@ -33,4 +33,18 @@ func Loop(b *testing.B, call func()) {
 		b.StartTimer()
 		call()
 	}
+}
+
+// Call is a hook call a benchmark posts: a path and the fixture directory
+// (under fixtures/) whose request.json it posts.
+type Call struct{ Path, Fixture string }
+
+// Calls are the calls cmd/formspec-hooks's BenchmarkColdCalls and
+// test/e2e/trivialhook's BenchmarkColdAnswer both post, so that the two
+// compare.
+var Calls = []Call{
+	{"/v1/workspace/sync", "workspace/sync/first-sync"},
+	{"/v1/workspace/sync", "workspace/sync/steady-ready"},
+	{"/v1/workspace/customize", "workspace/customize/class-only"},
+	{"/v1/pods/sync", "pods/sync/running-pod"},
 }

@@ -13,8 +13,6 @@ import (
 	"github.com/formspec/formspec-hooks/test/coldcache"
 )
 
-type benchCall struct{ path, fixture string }
-
 // BenchmarkAnswer posts the fixtures that cmd/formspec-hooks's
 // BenchmarkWorkspaceSync and BenchmarkPodsSync post, through the trivial
 // hook's handlers and without the network, so that the two hooks' own cost
@@ -23,35 +21,30 @@ type benchCall struct{ path, fixture string }
 //
 //	go test ./test/e2e/trivialhook -run '^$' -bench Answer -benchmem
 func BenchmarkAnswer(b *testing.B) {
-	benchAnswers(b, false, []benchCall{
-		{"/v1/workspace/sync", "workspace/sync/first-sync"},
-		{"/v1/workspace/sync", "workspace/sync/steady-ready"},
-		{"/v1/workspace/sync", "workspace/sync/auto-scaling-hpa-scaled"},
-		{"/v1/workspace/sync", "workspace/sync/credentials-mixed"},
-		{"/v1/pods/sync", "pods/sync/running-pod"},
-		{"/v1/workspace/customize", "workspace/customize/class-only"},
-		{"/v1/workspace/customize", "workspace/customize/with-datastores"},
+	benchAnswers(b, false, []coldcache.Call{
+		{Path: "/v1/workspace/sync", Fixture: "workspace/sync/first-sync"},
+		{Path: "/v1/workspace/sync", Fixture: "workspace/sync/steady-ready"},
+		{Path: "/v1/workspace/sync", Fixture: "workspace/sync/auto-scaling-hpa-scaled"},
+		{Path: "/v1/workspace/sync", Fixture: "workspace/sync/credentials-mixed"},
+		{Path: "/v1/pods/sync", Fixture: "pods/sync/running-pod"},
+		{Path: "/v1/workspace/customize", Fixture: "workspace/customize/class-only"},
+		{Path: "/v1/workspace/customize", Fixture: "workspace/customize/with-datastores"},
 	})
 }
 
-// BenchmarkColdAnswer posts the calls of cmd/formspec-hooks's
-// BenchmarkColdCalls, with the processor's L1 and L2 caches overwritten
+// BenchmarkColdAnswer posts coldcache.Calls, as cmd/formspec-hooks's
+// BenchmarkColdCalls does, with the processor's L1 and L2 caches overwritten
 // before every call (test/coldcache), as a call finds them under
 // Metacontroller.
 //
 //	go test ./test/e2e/trivialhook -run '^$' -bench ColdAnswer -benchtime 3000x
 func BenchmarkColdAnswer(b *testing.B) {
-	benchAnswers(b, true, []benchCall{
-		{"/v1/workspace/sync", "workspace/sync/first-sync"},
-		{"/v1/workspace/sync", "workspace/sync/steady-ready"},
-		{"/v1/workspace/customize", "workspace/customize/class-only"},
-		{"/v1/pods/sync", "pods/sync/running-pod"},
-	})
+	benchAnswers(b, true, coldcache.Calls)
 }
 
 // benchAnswers posts each call's fixture as a sub-benchmark, cold or in a
 // plain loop.
-func benchAnswers(b *testing.B, cold bool, calls []benchCall) {
+func benchAnswers(b *testing.B, cold bool, calls []coldcache.Call) {
 	m := meters{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "requests"}, []string{"hook", "code"}),
 		size:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "size"}, []string{"hook"}),
@@ -60,20 +53,21 @@ func benchAnswers(b *testing.B, cold bool, calls []benchCall) {
 	// HorizontalPodAutoscaler the hooks render, as it does under TestScale.
 	h := hooks(classes{hpa: "elastic"}, m)
 	for _, c := range calls {
-		body, err := os.ReadFile(filepath.Join("..", "..", "..", "fixtures", c.fixture, "request.json"))
+		body, err := os.ReadFile(filepath.Join("..", "..", "..", "fixtures", c.Fixture, "request.json"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		call := func() {
-			req := httptest.NewRequest(http.MethodPost, c.path, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK {
-				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+		b.Run(c.Fixture, func(b *testing.B) {
+			// call fails the sub-benchmark it runs in, from its goroutine.
+			call := func() {
+				req := httptest.NewRequest(http.MethodPost, c.Path, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
 			}
-		}
-		b.Run(c.fixture, func(b *testing.B) {
 			if cold {
 				coldcache.Loop(b, call)
 				return
