@@ -8,7 +8,13 @@
 //   - Changed: a file has changed when os.Stat reports a different file
 //     (Kubernetes swaps a mounted Secret by moving a symlink), a different
 //     modification time or a different size. Each Get stats the files and
-//     reads them again then.
+//     reads them again then. On Linux a Get skips the stat while inotify
+//     has reported nothing about the files since the last one, and that
+//     one is less than a second old: a change the kernel reports (a write,
+//     a rename, a removal, a symlink swapped, in the file's directory or
+//     in that of a symlink on the way to it) is seen by the next Get as
+//     before, one it cannot report (a directory further up renamed, a
+//     network file system changed from another machine) within a second.
 //   - Re-validated: a value is trusted for at most Options.Revalidate
 //     (DefaultRevalidate) after the files were last read; the first Get
 //     after that reads them again, changed or not. Stat cannot see
@@ -65,16 +71,27 @@ type Reloader[T any] struct {
 	paths []string
 	parse func(contents [][]byte) (T, error)
 
-	// now is time.Now; tests replace it.
-	now func() time.Time
+	// now is time.Now and stat statAll; tests replace them.
+	now  func() time.Time
+	stat func(paths []string) ([]stamp, error)
+
+	// watch tells Get when it may skip the stat (watch_linux.go); nil
+	// when there is no inotify, and then Get stats every time.
+	watch *watch
 
 	mu     sync.Mutex
 	stamps []stamp   // of the files as last read; nil until a read succeeded
 	readAt time.Time // when they were last read
+	statAt time.Time // when they were last stat'ed
 	val    T
 	err    error
 	tried  bool
 }
+
+// restatEvery is the longest Get trusts the kernel's silence about the
+// files: at least this often it stats them even when inotify reported no
+// change, for the changes inotify cannot see (see "Changed").
+const restatEvery = time.Second
 
 // New returns a Reloader of paths; parse turns their contents, in the order
 // of paths, into the value. parse's errors must not quote the contents.
@@ -86,7 +103,9 @@ func New[T any](opts Options, parse func(contents [][]byte) (T, error), paths ..
 	if opts.Revalidate <= 0 {
 		opts.Revalidate = DefaultRevalidate
 	}
-	return &Reloader[T]{opts: opts, paths: paths, parse: parse, now: time.Now}
+	r := &Reloader[T]{opts: opts, paths: paths, parse: parse, now: time.Now, stat: statAll}
+	r.watch = newWatch(r)
+	return r
 }
 
 // Error is why a Reloader's files are broken. Its message names them by
@@ -110,20 +129,28 @@ func (e *Error) Unwrap() error { return e.Err }
 func (r *Reloader[T]) Name() string { return r.opts.Name }
 
 // Get returns the value as the files hold it now, or the reason they are
-// broken. It costs a stat of each file; it reads them only when one has
-// changed or the re-validation period has passed, so it is cheap enough
-// for every request.
+// broken. It costs a stat of each file, or on Linux, while the kernel
+// reports no change to them, one read of an empty inotify queue; it reads
+// the files only when one has changed or the re-validation period has
+// passed, so it is cheap enough for every request.
 func (r *Reloader[T]) Get() (T, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	// Stat before reading: if a file changes between the two, the next Get
-	// sees a stamp newer than the one recorded and reads again.
-	stamps, err := statAll(r.paths)
+	fresh := now.Sub(r.readAt) < r.opts.Revalidate
+	if fresh && r.stamps != nil && now.Sub(r.statAt) < restatEvery && r.watch.quiet() {
+		return r.val, r.err
+	}
+	// Watch before the stat, and stat before reading: a file that changes
+	// after either shows at the next Get, as an event or as a stamp newer
+	// than the one recorded.
+	r.watch.arm(r.paths)
+	r.statAt = now
+	stamps, err := r.stat(r.paths)
 	if err != nil {
 		err = &Error{Name: r.opts.Name, Paths: r.paths, Op: "read", Err: err}
 	}
-	if err == nil && r.stamps != nil && equalStamps(stamps, r.stamps) && now.Sub(r.readAt) < r.opts.Revalidate {
+	if err == nil && r.stamps != nil && equalStamps(stamps, r.stamps) && fresh {
 		return r.val, r.err
 	}
 	var val T

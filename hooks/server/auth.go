@@ -20,10 +20,11 @@ func bearerToken(r *http.Request) (string, bool) {
 }
 
 // requireToken rejects requests that do not carry one of the token file's
-// tokens. The file is checked on every request (a stat; it is read again
-// when it changed and once per re-validation period), so a rotated token
-// works on the next request, and a file that becomes empty, unreadable or
-// deleted refuses every token (see filereload).
+// tokens. The file is checked on every request (filereload: a look at its
+// inotify events, a stat after a change; it is read again when it changed
+// and once per re-validation period), so a rotated token works on the
+// next request, and a file that becomes empty, unreadable or deleted
+// refuses every token (see filereload).
 //
 // Every refusal is counted in failures by reason, so that a botched token
 // rotation shows in Prometheus; the request log only samples them.

@@ -1,0 +1,254 @@
+package filereload
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// This file lets a Get skip its stat while the kernel reports no change to
+// the files (see "Changed" in the package doc). Linux's inotify queues an
+// event before the write, rename or removal that causes it returns, so a
+// change made before a request is in the queue by the time that request's
+// Get reads it; a Get that finds the queue empty has nothing a stat would
+// have shown, except what inotify does not see (a directory further up
+// renamed, a change made on another machine of a network file system),
+// which the stat at least once a second still catches.
+//
+// One inotify instance serves every Reloader of the process: the kernel
+// allows each user only a few (128 by default, shared with every other
+// process of that user on the node), and a test binary makes hundreds of
+// Reloaders. When there is none to be had, Get stats every time, as it
+// would anyway.
+
+// watchMask is every event that can mean one of the files changed: in a
+// watched directory, an entry created, removed, renamed or rewritten (a
+// symlink swapped, a file replaced or deleted); on the file itself, a
+// write, a mode change, its removal or its move.
+const watchMask = syscall.IN_CREATE | syscall.IN_DELETE | syscall.IN_MOVED_FROM | syscall.IN_MOVED_TO |
+	syscall.IN_MODIFY | syscall.IN_CLOSE_WRITE | syscall.IN_ATTRIB | syscall.IN_DELETE_SELF | syscall.IN_MOVE_SELF |
+	syscall.IN_DONT_FOLLOW | syscall.IN_EXCL_UNLINK
+
+// inotify is the process's one instance. fd is -1 when there is none.
+var inotify struct {
+	once sync.Once
+	mu   sync.Mutex
+	fd   int
+	// owners are the watches that asked for each watch descriptor: the
+	// same directory or file may be watched for several Reloaders, and the
+	// kernel gives it one descriptor.
+	owners map[int32]map[*atomic.Bool]bool
+	buf    [4096]byte
+}
+
+func inotifyFD() int {
+	inotify.once.Do(func() {
+		fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+		if err != nil {
+			fd = -1
+		}
+		inotify.fd = fd
+		inotify.owners = map[int32]map[*atomic.Bool]bool{}
+	})
+	return inotify.fd
+}
+
+// watch is one Reloader's share of the instance.
+type watch struct {
+	// changed is set when an event arrives on one of the watch's
+	// descriptors. It is the key of the watch in inotify.owners, so that
+	// the Reloader itself is not kept alive by the instance.
+	changed *atomic.Bool
+	wds     map[int32]bool
+	armed   bool
+}
+
+// newWatch returns the watch of a new Reloader r, or nil when the process
+// has no inotify instance. Its descriptors are given up when r is
+// collected.
+func newWatch[T any](r *Reloader[T]) *watch {
+	if inotifyFD() < 0 {
+		return nil
+	}
+	w := &watch{changed: new(atomic.Bool), wds: map[int32]bool{}}
+	runtime.AddCleanup(r, func(changed *atomic.Bool) {
+		inotify.mu.Lock()
+		defer inotify.mu.Unlock()
+		for wd, owners := range inotify.owners {
+			if owners[changed] {
+				release(wd, changed)
+			}
+		}
+	}, w.changed)
+	return w
+}
+
+// quiet reports whether the watch is armed and no event has arrived for it
+// since it was last armed. Called with the Reloader's lock held.
+func (w *watch) quiet() bool {
+	if w == nil || !w.armed {
+		return false
+	}
+	inotify.mu.Lock()
+	drain()
+	inotify.mu.Unlock()
+	return !w.changed.Load()
+}
+
+// arm watches paths anew: each directory in which a name on the way to a
+// file is looked up (its own directory, and the directory of every
+// symlink followed), and the file itself. The kubelet updates a mounted
+// Secret by swapping a symlink in the volume's directory, so that swap is
+// seen. Events that arrive from here on count; the caller stats the files
+// after arming, so no change can fall between the two. A path that cannot
+// be resolved leaves the watch unarmed, and Get stats every time until a
+// later arm succeeds. Called with the Reloader's lock held.
+func (w *watch) arm(paths []string) {
+	if w == nil {
+		return
+	}
+	inotify.mu.Lock()
+	defer inotify.mu.Unlock()
+	drain()
+	w.changed.Store(false)
+	want := map[int32]bool{}
+	ok := true
+	for _, p := range paths {
+		names, err := lookedUp(p)
+		if err != nil {
+			ok = false
+			break
+		}
+		for _, name := range names {
+			wd, err := syscall.InotifyAddWatch(inotify.fd, name, watchMask)
+			if err != nil {
+				ok = false
+				break
+			}
+			want[int32(wd)] = true
+		}
+	}
+	for wd := range want {
+		if inotify.owners[wd] == nil {
+			inotify.owners[wd] = map[*atomic.Bool]bool{}
+		}
+		inotify.owners[wd][w.changed] = true
+	}
+	for wd := range w.wds {
+		if !want[wd] {
+			release(wd, w.changed)
+		}
+	}
+	w.wds, w.armed = want, ok
+}
+
+// release gives up changed's share of wd, and the descriptor itself when
+// no watch has a share left. Called with inotify.mu held.
+func release(wd int32, changed *atomic.Bool) {
+	delete(inotify.owners[wd], changed)
+	if len(inotify.owners[wd]) == 0 {
+		delete(inotify.owners, wd)
+		// The kernel answers with an IN_IGNORED event, which drain skips;
+		// it may also have dropped the descriptor already, with its file.
+		_, _ = syscall.InotifyRmWatch(inotify.fd, uint32(wd))
+	}
+}
+
+// drain reads every queued event and marks the watches it concerns; an
+// overflowed queue, or a read that fails, marks every watch. Called with
+// inotify.mu held.
+func drain() {
+	for {
+		n, err := syscall.Read(inotify.fd, inotify.buf[:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if n <= 0 {
+			if err != nil && err != syscall.EAGAIN {
+				markAll()
+			}
+			return
+		}
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&inotify.buf[off]))
+			off += syscall.SizeofInotifyEvent + int(ev.Len)
+			switch {
+			case ev.Mask&syscall.IN_Q_OVERFLOW != 0:
+				markAll()
+			case ev.Mask&syscall.IN_IGNORED != 0:
+				// A descriptor went away (released, or its file deleted,
+				// which an earlier event of its directory reported).
+				delete(inotify.owners, ev.Wd)
+			default:
+				for changed := range inotify.owners[ev.Wd] {
+					changed.Store(true)
+				}
+			}
+		}
+	}
+}
+
+func markAll() {
+	for _, owners := range inotify.owners {
+		for changed := range owners {
+			changed.Store(true)
+		}
+	}
+}
+
+// lookedUp resolves path one name at a time, as the kernel does, and
+// returns where a change of the file can show: the directory of every
+// symlink followed on the way (the kubelet's ..data swap shows in the
+// volume's directory), the directory the file's own name is in, and the
+// file. All of them are symlink-free, so they are watched as they are. A
+// directory further up is not among them: renaming one is seen by the
+// stat at least once a second (see the file comment).
+func lookedUp(path string) ([]string, error) {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	rest, cur, links := components(path), "/", 0
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, name)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return nil, err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		// 40 is the kernel's own limit of symlinks in one lookup.
+		if links++; links > 40 {
+			return nil, syscall.ELOOP
+		}
+		names = append(names, cur)
+		target, err := os.Readlink(next)
+		if err != nil {
+			return nil, err
+		}
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(components(target), rest...)
+	}
+	return append(names, filepath.Dir(cur), cur), nil
+}
+
+func components(path string) []string { return strings.Split(path, "/") }
