@@ -1,8 +1,8 @@
 package metacontroller
 
 import (
+	"bytes"
 	"fmt"
-	"strings"
 
 	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 )
@@ -103,6 +103,9 @@ func (m ObjectMap) Count() int {
 	return n
 }
 
+// isNull reports whether raw is absent or JSON null. It looks at the
+// bytes in place: the objects it is asked about are the request's largest
+// values, and a string conversion would copy each one.
 func isNull(raw codec.RawMessage) bool {
-	return len(raw) == 0 || strings.TrimSpace(string(raw)) == "null"
+	return len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null"
 }

@@ -59,7 +59,8 @@ type CompositeResponse struct {
 // DecoratorRequest is the body Metacontroller sends to a DecoratorController's
 // sync and finalize hooks.
 type DecoratorRequest struct {
-	// Controller is the DecoratorController object; hooks only carry it.
+	// Controller is the DecoratorController object; hooks only carry it,
+	// and Decode skips it.
 	Controller codec.RawMessage `json:"controller,omitempty"`
 	// Object is the decorated object as observed.
 	Object codec.RawMessage `json:"object"`
@@ -92,7 +93,8 @@ type DecoratorResponse struct {
 // CustomizeRequest is the body of a customize hook request, for both
 // controller kinds.
 type CustomizeRequest struct {
-	// Controller is the controller object; hooks only carry it.
+	// Controller is the controller object; hooks only carry it, and
+	// Decode skips it.
 	Controller codec.RawMessage `json:"controller,omitempty"`
 	// Parent is the parent (or decorated) object.
 	Parent codec.RawMessage `json:"parent"`
@@ -121,6 +123,41 @@ type RelatedResourceRule struct {
 
 // Object is a Kubernetes object in its wire form, as produced by ToObject.
 type Object = map[string]any
+
+// The controller object Metacontroller sends with every request (a few
+// KiB: the whole CompositeController or DecoratorController) is carried
+// by the request types, so that tests can build requests as Metacontroller
+// does, but no hook reads it. The Decode methods of the types the hook
+// server serves skip it (the Workspace hooks have a request type of their
+// own, workspace.Request, which does the same), and the transport decodes
+// with them.
+
+// Decode decodes the request from body, all but its controller object.
+func (r *DecoratorRequest) Decode(body []byte) error {
+	var in struct {
+		Object      codec.RawMessage `json:"object"`
+		Attachments ObjectMap        `json:"attachments"`
+		Related     ObjectMap        `json:"related"`
+		Finalizing  bool             `json:"finalizing"`
+	}
+	if err := codec.Unmarshal(body, &in); err != nil {
+		return err
+	}
+	*r = DecoratorRequest{Object: in.Object, Attachments: in.Attachments, Related: in.Related, Finalizing: in.Finalizing}
+	return nil
+}
+
+// Decode decodes the request from body, all but its controller object.
+func (r *CustomizeRequest) Decode(body []byte) error {
+	var in struct {
+		Parent codec.RawMessage `json:"parent"`
+	}
+	if err := codec.Unmarshal(body, &in); err != nil {
+		return err
+	}
+	*r = CustomizeRequest{Parent: in.Parent}
+	return nil
+}
 
 // Validate reports a request that cannot be served: no parent object.
 func (r *CompositeRequest) Validate() error {

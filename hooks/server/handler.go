@@ -65,10 +65,11 @@ type validator interface {
 	Validate() error
 }
 
-// bodyDecoder is implemented by request types that decode themselves and
-// keep their body for the hook to decode more of later (workspace.Request).
-// The body is valid until the hook has returned: it then goes back to the
-// buffer pool, wiped.
+// bodyDecoder is implemented by request types that decode themselves:
+// metacontroller's, which skip the controller object, and
+// workspace.Request, which also keeps its body for the hook to decode more
+// of later. The body is valid until the hook has returned: it then goes
+// back to the buffer pool, wiped.
 type bodyDecoder interface {
 	Decode(body []byte) error
 }
