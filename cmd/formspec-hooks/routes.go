@@ -39,6 +39,6 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		server.HookRoute("/v1/wake/sync", wk.Sync),
 		server.HookRoute("/v1/wake/customize", wk.Customize),
 		server.HookRoute("/v1/nodes/sync", decorator(nodehealth.NodeHealth(sink))),
-		server.HookRoute("/v1/pods/sync", decorator(nodehealth.WorkspacePods(sink))),
+		server.HookRoute("/v1/pods/sync", nodehealth.WorkspacePods(sink)),
 	}
 }

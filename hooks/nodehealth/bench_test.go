@@ -7,7 +7,6 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/internal/codec"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
 
 // BenchmarkWorkspacePods decodes the workspace-pods fixture's request and
@@ -20,7 +19,7 @@ func BenchmarkWorkspacePods(b *testing.B) {
 	h := WorkspacePods(observation.Discard)
 	b.ReportAllocs()
 	for b.Loop() {
-		var req metacontroller.DecoratorRequest
+		var req PodsRequest
 		if err := codec.Unmarshal(raw, &req); err != nil {
 			b.Fatal(err)
 		}

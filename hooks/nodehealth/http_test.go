@@ -23,7 +23,7 @@ func TestMalformedRequestsOverHTTP(t *testing.T) {
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	hooks, err := server.New(server.Config{Logger: logger, Routes: []server.Route{
 		server.HookRoute("/v1/nodes/sync", decorator(NodeHealth(&sink{}))),
-		server.HookRoute("/v1/pods/sync", decorator(WorkspacePods(&sink{}))),
+		server.HookRoute("/v1/pods/sync", WorkspacePods(&sink{})),
 	}})
 	if err != nil {
 		t.Fatal(err)

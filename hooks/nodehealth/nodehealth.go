@@ -17,7 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Hook is the shape of a DecoratorController sync hook.
+// Hook is the shape of a DecoratorController sync hook (node-health's;
+// workspace-pods' takes a PodsRequest).
 type Hook func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error)
 
 // empty is the answer of both hooks. Attachments must be a non-nil list:
@@ -68,18 +69,39 @@ func NodeHealth(sink observation.Sink) Hook {
 	}
 }
 
+// PodsRequest is the workspace-pods hook's request: a DecoratorRequest
+// decoded in one pass, its object straight into the few fields the hook
+// reads. A DecoratorRequest would copy the Pod's bytes whole, for the hook
+// to read them a second time; this is the hook called most.
+type PodsRequest struct {
+	// Object is the Pod; nil when the request has none.
+	Object      *podView                 `json:"object"`
+	Attachments metacontroller.ObjectMap `json:"attachments"`
+	Related     metacontroller.ObjectMap `json:"related"`
+	Finalizing  bool                     `json:"finalizing"`
+}
+
+// Validate reports a request that cannot be served: no Pod.
+func (r *PodsRequest) Validate() error {
+	if r.Object == nil {
+		return errors.New("request has no object")
+	}
+	return nil
+}
+
+// ObjectCount is how many objects the request carries besides its Pod
+// (see metacontroller.CompositeRequest.ObjectCount).
+func (r *PodsRequest) ObjectCount() int { return r.Attachments.Count() + r.Related.Count() }
+
 // WorkspacePods returns the workspace-pods hook: it hands the placement of
 // every workspace pod it is shown to sink.
-func WorkspacePods(sink observation.Sink) Hook {
+func WorkspacePods(sink observation.Sink) func(context.Context, *PodsRequest) (*metacontroller.DecoratorResponse, error) {
 	sink = observation.OrDiscard(sink)
-	return func(ctx context.Context, req *metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+	return func(ctx context.Context, req *PodsRequest) (*metacontroller.DecoratorResponse, error) {
 		if err := req.Validate(); err != nil {
 			return nil, invalid("request", err)
 		}
-		var pod podView
-		if err := metacontroller.Decode(req.Object, &pod, "Pod"); err != nil {
-			return nil, err
-		}
+		pod := req.Object
 		ws := pod.Metadata.Labels[v1alpha1.LabelWorkspace]
 		if pod.Metadata.Namespace == "" || pod.Metadata.Name == "" || ws == "" {
 			// The controller's selector should make this impossible; a pod

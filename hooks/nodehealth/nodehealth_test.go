@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,27 @@ type sink struct{ got []observation.Observation }
 
 func (s *sink) Send(o observation.Observation) { s.got = append(s.got, o) }
 
+// hookCall runs one of the hooks on req as the transport would.
+type hookCall func(observation.Sink, metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error)
+
+func nodes(s observation.Sink, req metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+	return NodeHealth(s)(context.Background(), &req)
+}
+
+// pods encodes req and decodes it into the hook's own request type, as
+// the transport does with a body.
+func pods(s observation.Sink, req metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var pr PodsRequest
+	if err := codec.Unmarshal(body, &pr); err != nil {
+		return nil, err
+	}
+	return WorkspacePods(s)(context.Background(), &pr)
+}
+
 func TestHooks(t *testing.T) {
 	node := `{"apiVersion":"v1","kind":"Node","metadata":{"name":"pool-a-1","labels":{"formspec.dev/node-type":"standard"},"annotations":{"a":"b"},"managedFields":[{"manager":"kubelet"}]},
 	  "spec":{"unschedulable":true},"status":{"images":[{"names":["busybox"],"sizeBytes":1}],"conditions":[{"type":"Ready","status":"True"}]}}`
@@ -23,7 +45,7 @@ func TestHooks(t *testing.T) {
 	  "spec":{"nodeName":"pool-a-1"},"status":{"phase":"Running"}}`
 	cases := map[string]struct {
 		reason   string
-		hook     func(observation.Sink) Hook
+		hook     hookCall
 		req      metacontroller.DecoratorRequest
 		wantBody string
 		wantObs  []observation.Observation
@@ -31,7 +53,7 @@ func TestHooks(t *testing.T) {
 	}{
 		"Node": {
 			reason:   "a node is handed over without its image list, managed fields or annotations",
-			hook:     NodeHealth,
+			hook:     nodes,
 			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(node)},
 			wantBody: `{"attachments":[]}`,
 			wantObs: []observation.Observation{{Node: &corev1.Node{
@@ -43,13 +65,13 @@ func TestHooks(t *testing.T) {
 		},
 		"NodeFinalizing": {
 			reason:   "a finalize call is acknowledged and nothing is reported",
-			hook:     NodeHealth,
+			hook:     nodes,
 			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(node), Finalizing: true},
 			wantBody: `{"attachments":[],"finalized":true}`,
 		},
 		"Pod": {
 			reason:   "a workspace pod's placement is handed over",
-			hook:     WorkspacePods,
+			hook:     pods,
 			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(pod)},
 			wantBody: `{"attachments":[]}`,
 			wantObs: []observation.Observation{{Pod: &observation.PodPlacement{
@@ -58,7 +80,7 @@ func TestHooks(t *testing.T) {
 		},
 		"PodWhole": {
 			reason: "a pod as Metacontroller sends it, containers, statuses and managed fields included, gives the same placement; a deleted one is terminating",
-			hook:   WorkspacePods,
+			hook:   pods,
 			req: metacontroller.DecoratorRequest{Object: json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"shop-abc","namespace":"team-a",
 			  "deletionTimestamp":"2026-12-01T10:00:00Z","labels":{"formspec.dev/workspace":"shop","pod-template-hash":"5d8f"},
 			  "managedFields":[{"manager":"kubelet","fieldsV1":{"f:status":{}}}],"ownerReferences":[{"kind":"ReplicaSet","name":"shop-5d8f","uid":"u"}]},
@@ -71,25 +93,25 @@ func TestHooks(t *testing.T) {
 		},
 		"PodUndecodable": {
 			reason:  "a pod whose metadata is not an object is an error",
-			hook:    WorkspacePods,
+			hook:    pods,
 			req:     metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":"nope"}`)},
 			wantErr: true,
 		},
 		"PodWithoutLabel": {
 			reason:   "a pod without the workspace label is ignored, not an error",
-			hook:     WorkspacePods,
+			hook:     pods,
 			req:      metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":{"name":"x","namespace":"y"}}`)},
 			wantBody: `{"attachments":[]}`,
 		},
 		"Undecodable": {
 			reason:  "an object that is not a Node is an error",
-			hook:    NodeHealth,
+			hook:    nodes,
 			req:     metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":"nope"}`)},
 			wantErr: true,
 		},
 		"NoObject": {
 			reason:  "a request without an object is an error",
-			hook:    WorkspacePods,
+			hook:    pods,
 			req:     metacontroller.DecoratorRequest{},
 			wantErr: true,
 		},
@@ -97,7 +119,7 @@ func TestHooks(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := &sink{}
-			resp, err := tc.hook(s)(context.Background(), &tc.req)
+			resp, err := tc.hook(s, tc.req)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("%s: err = %v, wantErr %v", tc.reason, err, tc.wantErr)
 			}
