@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
-	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -89,8 +88,8 @@ func newQueued(obs observation.Observation, raw []byte) queued {
 
 // Send queues obs for the sidecar and returns at once, dropping what it
 // must to stay within QueueSize and QueueBytes. It encodes obs on the
-// caller's goroutine (a hook's), so it uses the hooks' codec, not
-// encoding/json: the same bytes, at a fraction of the cost.
+// caller's goroutine (a hook's), so it writes what the hooks' codec would
+// with the short path of encode.go, not encoding/json's.
 //
 // A state (a workspace status, a node, a pod placement) replaces the
 // queued observation of the same object that is not yet being posted, in
@@ -108,7 +107,7 @@ func (c *Client) Send(obs observation.Observation) {
 	if c == nil {
 		return
 	}
-	raw, err := codec.Marshal(obs)
+	raw, err := encode(obs)
 	if err != nil || len(raw) > c.opts.BatchBytes {
 		// Nothing the sidecar could take: count it rather than let it
 		// block the queue.
