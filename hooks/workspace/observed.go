@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 
@@ -89,13 +90,15 @@ type Parent struct {
 // ParentMeta is the part of a Workspace's metadata the hooks read. The
 // rest is skipped rather than decoded: above all managedFields, which
 // Metacontroller sends with every object and which can outweigh the spec.
+// Its times are time.Time, which the codec parses itself, where
+// metav1.Time's UnmarshalJSON goes through encoding/json on every call.
 type ParentMeta struct {
 	Name              string            `json:"name"`
 	Namespace         string            `json:"namespace"`
 	UID               types.UID         `json:"uid"`
 	Generation        int64             `json:"generation"`
-	CreationTimestamp metav1.Time       `json:"creationTimestamp"`
-	DeletionTimestamp *metav1.Time      `json:"deletionTimestamp"`
+	CreationTimestamp time.Time         `json:"creationTimestamp"`
+	DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
 	Annotations       map[string]string `json:"annotations"`
 }
 
@@ -209,10 +212,20 @@ func (v *deploymentView) deployment() *appsv1.Deployment {
 // Related are the related objects of a Workspace: its ClusterClass and the
 // ResourceClaims of its namespace.
 type Related struct {
-	ClusterClasses map[string]*v1alpha1.ClusterClass `json:"ClusterClass.formspec.dev/v1alpha1"`
+	ClusterClasses map[string]*classView `json:"ClusterClass.formspec.dev/v1alpha1"`
 	// ResourceClaims stay raw so that one claim that does not decode is
 	// skipped instead of failing every workspace of the namespace.
 	ResourceClaims map[string]codec.RawMessage `json:"ResourceClaim.formspec.dev/v1alpha1"`
+}
+
+// classView is a related ClusterClass as a sync reads it: its name and
+// its spec. The rest of its metadata is skipped, managedFields above all,
+// whose times would each go through encoding/json (metav1.Time).
+type classView struct {
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec v1alpha1.ClusterClassSpec `json:"spec"`
 }
 
 // Limits of one Workspace request, by kind, checked before anything is
@@ -296,17 +309,21 @@ func observe(req *Request) *observed {
 		Namespace:         p.Metadata.Namespace,
 		UID:               p.Metadata.UID,
 		Generation:        p.Metadata.Generation,
-		CreationTimestamp: p.Metadata.CreationTimestamp,
-		DeletionTimestamp: p.Metadata.DeletionTimestamp,
+		CreationTimestamp: metav1.Time{Time: p.Metadata.CreationTimestamp},
 		Annotations:       p.Metadata.Annotations,
 	}}
+	if d := p.Metadata.DeletionTimestamp; d != nil {
+		ws.DeletionTimestamp = &metav1.Time{Time: *d}
+	}
 	o := &observed{ws: ws, children: &req.Children, whole: req.whole}
 	if err := decodeSpec(p.Spec, &ws.Spec); err != nil {
 		ws.Spec = v1alpha1.WorkspaceSpec{}
 		o.invalidSpec = &problem{reason: v1alpha1.ReasonInvalidSpec, message: err.Error() + "; existing children are kept unchanged until the spec is fixed"}
 	}
 	if ws.Spec.ClusterClass != "" {
-		o.class = req.Related.ClusterClasses[ws.Spec.ClusterClass]
+		if c := req.Related.ClusterClasses[ws.Spec.ClusterClass]; c != nil {
+			o.class = &v1alpha1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Name: c.Metadata.Name}, Spec: c.Spec}
+		}
 	}
 	o.claims = claimsIn(req.Related.ResourceClaims)
 	name := metacontroller.Name(ws.Namespace, ws.Name)

@@ -161,17 +161,21 @@ func newWorkspace(namespace, name, class string) *v1alpha1.Workspace {
 // for what Metacontroller should have applied.
 func render(t testing.TB, ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass) *appsv1.Deployment {
 	t.Helper()
-	spec, err := json.Marshal(ws.Spec)
+	// The request as Metacontroller sends it, decoded as the server does.
+	body, err := json.Marshal(map[string]any{
+		"parent":   ws,
+		"children": map[string]any{},
+		"related":  map[string]any{"ClusterClass.formspec.dev/v1alpha1": map[string]any{class.Name: class}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var req workspace.Request
+	if err := req.Decode(body); err != nil {
+		t.Fatal(err)
+	}
 	h := workspace.New(workspace.Config{ControlClusterURL: controlClusterURL})
-	resp, err := h.Sync(context.Background(), &workspace.Request{
-		Parent: &workspace.Parent{TypeMeta: ws.TypeMeta, Spec: spec, Metadata: workspace.ParentMeta{
-			Name: ws.Name, Namespace: ws.Namespace, Generation: ws.Generation, Annotations: ws.Annotations,
-		}},
-		Related: workspace.Related{ClusterClasses: map[string]*v1alpha1.ClusterClass{class.Name: class}},
-	})
+	resp, err := h.Sync(context.Background(), &req)
 	if err != nil {
 		t.Fatalf("rendering Workspace %s/%s: %v", ws.Namespace, ws.Name, err)
 	}
