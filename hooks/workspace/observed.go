@@ -84,7 +84,37 @@ type Parent struct {
 	// Spec is the Workspace's spec, undecoded.
 	Spec codec.RawMessage `json:"spec"`
 	// Status is the status as last written, for condition transition times.
-	Status v1alpha1.WorkspaceStatus `json:"status,omitempty"`
+	Status statusView `json:"status,omitempty"`
+}
+
+// statusView is a WorkspaceStatus with its conditions' transition times as
+// time.Time (see ParentMeta): the outer Conditions field takes the JSON
+// name from the embedded one.
+type statusView struct {
+	v1alpha1.WorkspaceStatus
+	Conditions []conditionView `json:"conditions,omitempty"`
+}
+
+// conditionView is a metav1.Condition, field for field, its time a
+// time.Time (TestConditionView).
+type conditionView struct {
+	Type               string                 `json:"type"`
+	Status             metav1.ConditionStatus `json:"status"`
+	ObservedGeneration int64                  `json:"observedGeneration,omitempty"`
+	LastTransitionTime time.Time              `json:"lastTransitionTime"`
+	Reason             string                 `json:"reason"`
+	Message            string                 `json:"message"`
+}
+
+// status is the WorkspaceStatus the view holds.
+func (v *statusView) status() v1alpha1.WorkspaceStatus {
+	st := v.WorkspaceStatus
+	st.Conditions = nil
+	for _, c := range v.Conditions {
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, ObservedGeneration: c.ObservedGeneration,
+			LastTransitionTime: metav1.Time{Time: c.LastTransitionTime}, Reason: c.Reason, Message: c.Message})
+	}
+	return st
 }
 
 // ParentMeta is the part of a Workspace's metadata the hooks read. The
@@ -304,7 +334,7 @@ type observed struct {
 // does not decode is a decision, recorded in invalidSpec.
 func observe(req *Request) *observed {
 	p := req.Parent
-	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, Status: p.Status, ObjectMeta: metav1.ObjectMeta{
+	ws := &v1alpha1.Workspace{TypeMeta: p.TypeMeta, Status: p.Status.status(), ObjectMeta: metav1.ObjectMeta{
 		Name:              p.Metadata.Name,
 		Namespace:         p.Metadata.Namespace,
 		UID:               p.Metadata.UID,

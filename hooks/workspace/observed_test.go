@@ -11,6 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/internal/codec"
 )
 
 // TestRequestKeys keeps the JSON tags of Children and Related, which decide
@@ -78,5 +81,38 @@ func TestDeploymentView(t *testing.T) {
 		if err := new(Request).Decode([]byte(`{"children":{"Deployment.apps/v1":{"n/a":` + child + `}}}`)); err == nil {
 			t.Errorf("observed Deployment %s: got no error, want the request refused", child)
 		}
+	}
+}
+
+// TestConditionView checks that the parent's status decodes through
+// statusView into what decoding it straight into a WorkspaceStatus gives,
+// and that conditionView still has metav1.Condition's fields, so that a
+// field Kubernetes adds is not silently dropped.
+func TestConditionView(t *testing.T) {
+	cond, view := reflect.TypeFor[metav1.Condition](), reflect.TypeFor[conditionView]()
+	if cond.NumField() != view.NumField() {
+		t.Fatalf("metav1.Condition has %d fields, conditionView %d", cond.NumField(), view.NumField())
+	}
+	for i := range cond.NumField() {
+		c, v := cond.Field(i), view.Field(i)
+		if c.Name != v.Name || c.Tag.Get("json") != v.Tag.Get("json") || (c.Type != v.Type && c.Name != "LastTransitionTime") {
+			t.Errorf("field %d: metav1.Condition has %s %s %q, conditionView %s %s %q", i, c.Name, c.Type, c.Tag.Get("json"), v.Name, v.Type, v.Tag.Get("json"))
+		}
+	}
+	raw := []byte(`{"observedGeneration":3,"phase":"Ready","conditions":[
+	  {"type":"Ready","status":"True","observedGeneration":3,"lastTransitionTime":"2026-01-10T09:00:00Z","reason":"Available","message":"1 of 1 replicas available"},
+	  {"type":"Degraded","status":"False","lastTransitionTime":"2026-01-10T09:01:02Z","reason":"AsExpected","message":""}],
+	  "replicas":1,"readyReplicas":1,"updatedReplicas":1,"serviceName":"acme","artifactHash":"abc",
+	  "datastores":[{"name":"orders","claim":"acme-orders","state":"Injected","secretName":"acme-orders-credentials"}]}`)
+	var want v1alpha1.WorkspaceStatus
+	var got statusView
+	if err := codec.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := codec.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got.status()); diff != "" {
+		t.Errorf("status through statusView: -straight, +view:\n%s", diff)
 	}
 }
