@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 )
@@ -86,30 +87,140 @@ type wireObject[S any] struct {
 // wireDeploymentSpec is appsv1.DeploymentSpec with its pod template's
 // metadata as a desired object's: the outer Template field wins over the
 // embedded one of the same JSON name.
-type wireDeploymentSpec struct {
+type wireDeploymentSpec[P any] struct {
 	appsv1.DeploymentSpec
-	Template wirePodTemplate `json:"template"`
+	Template wirePodTemplate[P] `json:"template"`
 }
 
-type wirePodTemplate struct {
-	Metadata *wireMeta      `json:"metadata,omitempty"`
-	Spec     corev1.PodSpec `json:"spec"`
+// wirePodTemplate is a pod template: its spec is a wirePodSpec for a
+// Deployment buildDeployment made, a corev1.PodSpec for an observed one.
+type wirePodTemplate[P any] struct {
+	Metadata *wireMeta `json:"metadata,omitempty"`
+	Spec     P         `json:"spec"`
+}
+
+// wirePodSpec is the part of corev1.PodSpec that buildDeployment sets,
+// with the same names, tags and order, so that it encodes to the same
+// bytes. corev1.PodSpec has over forty fields and its container over
+// twenty; the codec looks at each of them on every answer, which costs
+// where calls find the processor's caches cold. TestWirePodSpec fails
+// when buildDeployment sets a field these types leave out.
+type wirePodSpec struct {
+	Volumes                      []corev1.Volume                   `json:"volumes,omitempty"`
+	Containers                   []wireContainer                   `json:"containers"`
+	NodeSelector                 map[string]string                 `json:"nodeSelector,omitempty"`
+	ServiceAccountName           string                            `json:"serviceAccountName,omitempty"`
+	AutomountServiceAccountToken *bool                             `json:"automountServiceAccountToken,omitempty"`
+	SecurityContext              *corev1.PodSecurityContext        `json:"securityContext,omitempty"`
+	ImagePullSecrets             []corev1.LocalObjectReference     `json:"imagePullSecrets,omitempty"`
+	Affinity                     *corev1.Affinity                  `json:"affinity,omitempty"`
+	Tolerations                  []corev1.Toleration               `json:"tolerations,omitempty"`
+	PriorityClassName            string                            `json:"priorityClassName,omitempty"`
+	TopologySpreadConstraints    []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// wireContainer is the part of corev1.Container that buildDeployment sets
+// (see wirePodSpec).
+type wireContainer struct {
+	Name            string                      `json:"name"`
+	Image           string                      `json:"image,omitempty"`
+	Ports           []corev1.ContainerPort      `json:"ports,omitempty"`
+	EnvFrom         []corev1.EnvFromSource      `json:"envFrom,omitempty"`
+	Env             []corev1.EnvVar             `json:"env,omitempty"`
+	Resources       corev1.ResourceRequirements `json:"resources,omitempty"`
+	VolumeMounts    []corev1.VolumeMount        `json:"volumeMounts,omitempty"`
+	SecurityContext *corev1.SecurityContext     `json:"securityContext,omitempty"`
+}
+
+func wirePod(s *corev1.PodSpec) wirePodSpec {
+	containers := make([]wireContainer, len(s.Containers))
+	for i, c := range s.Containers {
+		containers[i] = wireContainer{Name: c.Name, Image: c.Image, Ports: c.Ports, EnvFrom: c.EnvFrom, Env: c.Env,
+			Resources: c.Resources, VolumeMounts: c.VolumeMounts, SecurityContext: c.SecurityContext}
+	}
+	return wirePodSpec{
+		Volumes:                      s.Volumes,
+		Containers:                   containers,
+		NodeSelector:                 s.NodeSelector,
+		ServiceAccountName:           s.ServiceAccountName,
+		AutomountServiceAccountToken: s.AutomountServiceAccountToken,
+		SecurityContext:              s.SecurityContext,
+		ImagePullSecrets:             s.ImagePullSecrets,
+		Affinity:                     s.Affinity,
+		Tolerations:                  s.Tolerations,
+		PriorityClassName:            s.PriorityClassName,
+		TopologySpreadConstraints:    s.TopologySpreadConstraints,
+	}
+}
+
+// wireServiceSpec is the part of corev1.ServiceSpec that buildService
+// sets (see wirePodSpec; TestWireSpecs).
+type wireServiceSpec struct {
+	Ports    []wireServicePort  `json:"ports,omitempty"`
+	Selector map[string]string  `json:"selector,omitempty"`
+	Type     corev1.ServiceType `json:"type,omitempty"`
+}
+
+// wireServicePort is the part of corev1.ServicePort that buildService
+// sets. Its targetPort is the int32 or string the IntOrString holds, which
+// the codec writes itself: IntOrString's MarshalJSON goes through
+// encoding/json.
+type wireServicePort struct {
+	Name       string          `json:"name,omitempty"`
+	Protocol   corev1.Protocol `json:"protocol,omitempty"`
+	Port       int32           `json:"port"`
+	TargetPort any             `json:"targetPort,omitempty"`
+}
+
+func wireService(s *corev1.ServiceSpec) wireServiceSpec {
+	ports := make([]wireServicePort, len(s.Ports))
+	for i, p := range s.Ports {
+		var target any = p.TargetPort.IntVal
+		if p.TargetPort.Type == intstr.String {
+			target = p.TargetPort.StrVal
+		}
+		ports[i] = wireServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, TargetPort: target}
+	}
+	return wireServiceSpec{Ports: ports, Selector: s.Selector, Type: s.Type}
 }
 
 // wire wraps one child for encoding. A child frozen from its last-applied
-// annotation is already in wire form. An observed child's apiVersion and
-// kind may be empty (the API server leaves them out of list items), and a
+// annotation is already in wire form. A Deployment or Service that
+// buildDeployment or buildService made goes in its short form; every
+// other child, and every child kept as observed (observedChild), with the
+// spec type of its kind as it is. An observed child's apiVersion and kind
+// may be empty (the API server leaves them out of list items), and a
 // desired object must name its kind, hence the cmp.Or defaults.
 func wire(child any) any {
 	switch c := child.(type) {
 	case metacontroller.Object:
 		return c
+	case observedChild:
+		return wireWhole(c.obj)
+	case *appsv1.Deployment:
+		return &wireObject[wireDeploymentSpec[wirePodSpec]]{APIVersion: cmp.Or(c.APIVersion, "apps/v1"), Kind: cmp.Or(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec[wirePodSpec]{
+			DeploymentSpec: c.Spec,
+			Template:       wirePodTemplate[wirePodSpec]{Metadata: metaOf(&c.Spec.Template.ObjectMeta), Spec: wirePod(&c.Spec.Template.Spec)},
+		}}
+	case *corev1.Service:
+		return &wireObject[wireServiceSpec]{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "Service"), Metadata: metaOf(&c.ObjectMeta), Spec: wireService(&c.Spec)}
+	}
+	return wireWhole(child)
+}
+
+// observedChild is a child kept as observed (frozen.go): it may hold any
+// field of its type, so it is never sent in a short form.
+type observedChild struct{ obj any }
+
+// wireWhole wraps a child with its kind's spec type as it is.
+func wireWhole(child any) any {
+	switch c := child.(type) {
 	case *corev1.ConfigMap:
 		return &wireConfigMap{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "ConfigMap"), Metadata: metaOf(&c.ObjectMeta), Immutable: c.Immutable, Data: c.Data, BinaryData: c.BinaryData}
 	case *appsv1.Deployment:
-		return &wireObject[wireDeploymentSpec]{APIVersion: cmp.Or(c.APIVersion, "apps/v1"), Kind: cmp.Or(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec{
+		return &wireObject[wireDeploymentSpec[corev1.PodSpec]]{APIVersion: cmp.Or(c.APIVersion, "apps/v1"), Kind: cmp.Or(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec[corev1.PodSpec]{
 			DeploymentSpec: c.Spec,
-			Template:       wirePodTemplate{Metadata: metaOf(&c.Spec.Template.ObjectMeta), Spec: c.Spec.Template.Spec},
+			Template:       wirePodTemplate[corev1.PodSpec]{Metadata: metaOf(&c.Spec.Template.ObjectMeta), Spec: c.Spec.Template.Spec},
 		}}
 	case *corev1.Service:
 		return &wireObject[corev1.ServiceSpec]{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "Service"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}

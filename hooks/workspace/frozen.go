@@ -73,13 +73,15 @@ func freezeEach[T any](children map[string]*T, add func(any), replicas func(*T) 
 			r = replicas(child)
 		}
 		applied := lastApplied(any(child).(metav1.Object))
+		// A child kept as observed goes into the answer whole (encode.go's
+		// short forms hold only what this package's builders set).
 		switch {
 		case applied == nil && r != nil:
 			// Only Deployments have a replicas rule.
 			any(child).(*appsv1.Deployment).Spec.Replicas = ptr.To(*r)
-			add(child)
+			add(observedChild{child})
 		case applied == nil:
-			add(child)
+			add(observedChild{child})
 		case r != nil:
 			spec, _ := applied["spec"].(map[string]any)
 			if spec == nil {

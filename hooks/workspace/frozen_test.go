@@ -39,6 +39,17 @@ func TestFrozen(t *testing.T) {
 			freeze:   freeze{dropHPAs: true, replicas: ptr.To[int32](0)},
 			want:     `[{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a","namespace":"n"},"spec":{"replicas":0}},{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"b","namespace":"n"},"spec":{"replicas":0,"selector":{"matchLabels":{"k":"v"}},"strategy":{},"template":{"metadata":{"labels":{"k":"v"}},"spec":{"containers":[{"name":"c","resources":{}}]}}}}]`,
 		},
+		"ObservedDeploymentWhole": {
+			reason:   "An observed Deployment is kept with every field of its pod spec, those the API server defaulted and those buildDeployment never sets.",
+			children: `{"Deployment.apps/v1":{"n/a":{"metadata":{"name":"a","namespace":"n"},"spec":{"replicas":2,"selector":{"matchLabels":{"k":"v"}},"template":{"metadata":{"labels":{"k":"v"}},"spec":{"dnsPolicy":"ClusterFirst","restartPolicy":"Always","initContainers":[{"name":"init","imagePullPolicy":"IfNotPresent"}],"containers":[{"name":"c","terminationMessagePath":"/dev/termination-log"}]}}}}}}`,
+			freeze:   freeze{keepObservedReplicas: true},
+			want:     `[{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a","namespace":"n"},"spec":{"replicas":2,"selector":{"matchLabels":{"k":"v"}},"strategy":{},"template":{"metadata":{"labels":{"k":"v"}},"spec":{"initContainers":[{"name":"init","resources":{},"imagePullPolicy":"IfNotPresent"}],"containers":[{"name":"c","resources":{},"terminationMessagePath":"/dev/termination-log"}],"restartPolicy":"Always","dnsPolicy":"ClusterFirst"}}}}]`,
+		},
+		"ObservedServiceWhole": {
+			reason:   "An observed Service is kept with every field of its spec, those buildService never sets too.",
+			children: `{"Service.v1":{"n/a":{"metadata":{"name":"a","namespace":"n"},"spec":{"type":"ClusterIP","clusterIP":"10.0.0.7","sessionAffinity":"None","ports":[{"name":"http","port":80,"targetPort":8080,"protocol":"TCP"}]}}}}`,
+			want:     `[{"apiVersion":"v1","kind":"Service","metadata":{"name":"a","namespace":"n"},"spec":{"ports":[{"name":"http","protocol":"TCP","port":80,"targetPort":8080}],"clusterIP":"10.0.0.7","type":"ClusterIP","sessionAffinity":"None"}}]`,
+		},
 		"KeepObservedReplicas": {
 			reason:   "A workspace frozen because its class is missing keeps the replica count it runs now, not the one last applied.",
 			children: `{"Deployment.apps/v1":{"n/a":{"metadata":{"name":"a","namespace":"n","annotations":{` + applied + `}},"spec":{"replicas":4}}},"HorizontalPodAutoscaler.autoscaling/v2":{"n/a":{"metadata":{"name":"a","namespace":"n"},"spec":{"maxReplicas":5}}}}`,
