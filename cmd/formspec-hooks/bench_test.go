@@ -19,7 +19,7 @@ import (
 //	go test ./cmd/formspec-hooks -run '^$' -bench WorkspaceSync -benchmem
 //
 // Its "served" variants add what serve adds to every call: a bearer token
-// checked against its file (a stat per call), and the hand-off queue to the
+// checked against its file (filereload's check per call), and the hand-off queue to the
 // reporter, whose Send encodes each observation (no sidecar posts here, so
 // the queue coalesces the repeated status in place).
 func BenchmarkWorkspaceSync(b *testing.B) {

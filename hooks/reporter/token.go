@@ -41,8 +41,9 @@ func newFileToken(path string, logger *slog.Logger) (*fileToken, error) {
 	return t, nil
 }
 
-// get returns the current token. A stat per request is cheap next to the
-// request itself and catches Kubernetes' symlink swap of a mounted Secret.
+// get returns the current token. The check per request (filereload: an
+// inotify look, a stat after a change) is cheap next to the request itself
+// and catches Kubernetes' symlink swap of a mounted Secret.
 func (t *fileToken) get() (string, error) {
 	tok, err := t.tokens.Single()
 	switch {
