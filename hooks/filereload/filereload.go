@@ -143,10 +143,24 @@ func (r *Reloader[T]) Get() (T, error) {
 	}
 	// Watch before the stat, and stat before reading: a file that changes
 	// after either shows at the next Get, as an event or as a stamp newer
-	// than the one recorded.
-	r.watch.arm(r.paths)
+	// than the one recorded. Where the files are is resolved and watched
+	// again only when they have changed (or the watch no longer covers
+	// them): an event about another file of the same directory costs a
+	// stat, as it did before there was a watch.
+	armed := !r.watch.covers()
+	if armed {
+		r.watch.arm(r.paths)
+	} else {
+		r.watch.reset()
+	}
 	r.statAt = now
 	stamps, err := r.stat(r.paths)
+	if err == nil && !armed && r.watch != nil && (r.stamps == nil || !equalStamps(stamps, r.stamps)) {
+		// Another file now, perhaps somewhere else: watch it there, and
+		// stat again after that.
+		r.watch.arm(r.paths)
+		stamps, err = r.stat(r.paths)
+	}
 	if err != nil {
 		err = &Error{Name: r.opts.Name, Paths: r.paths, Op: "read", Err: err}
 	}

@@ -42,7 +42,7 @@ var inotify struct {
 	// owners are the watches that asked for each watch descriptor: the
 	// same directory or file may be watched for several Reloaders, and the
 	// kernel gives it one descriptor.
-	owners map[int32]map[*atomic.Bool]bool
+	owners map[int32]map[*flags]bool
 	buf    [4096]byte
 }
 
@@ -53,20 +53,24 @@ func inotifyFD() int {
 			fd = -1
 		}
 		inotify.fd = fd
-		inotify.owners = map[int32]map[*atomic.Bool]bool{}
+		inotify.owners = map[int32]map[*flags]bool{}
 	})
 	return inotify.fd
 }
 
 // watch is one Reloader's share of the instance.
 type watch struct {
-	// changed is set when an event arrives on one of the watch's
-	// descriptors. It is the key of the watch in inotify.owners, so that
-	// the Reloader itself is not kept alive by the instance.
-	changed *atomic.Bool
-	wds     map[int32]bool
-	armed   bool
+	// flags are the watch's key in inotify.owners, so that the Reloader
+	// itself is not kept alive by the instance.
+	flags *flags
+	wds   map[int32]bool
+	armed bool
 }
+
+// flags are what drain tells a watch: changed when an event arrived on
+// one of its descriptors, lost when the kernel dropped one (its file or
+// directory went), so that the watch no longer covers what it did.
+type flags struct{ changed, lost atomic.Bool }
 
 // newWatch returns the watch of a new Reloader r, or nil when the process
 // has no inotify instance. Its descriptors are given up when r is
@@ -75,32 +79,49 @@ func newWatch[T any](r *Reloader[T]) *watch {
 	if inotifyFD() < 0 {
 		return nil
 	}
-	w := &watch{changed: new(atomic.Bool), wds: map[int32]bool{}}
-	runtime.AddCleanup(r, func(changed *atomic.Bool) {
+	w := &watch{flags: new(flags), wds: map[int32]bool{}}
+	runtime.AddCleanup(r, func(f *flags) {
 		inotify.mu.Lock()
 		defer inotify.mu.Unlock()
 		for wd, owners := range inotify.owners {
-			if owners[changed] {
-				release(wd, changed)
+			if owners[f] {
+				release(wd, f)
 			}
 		}
-	}, w.changed)
+	}, w.flags)
 	return w
 }
+
+// covers reports whether the watch is armed and still has every
+// descriptor it was armed with.
+func (w *watch) covers() bool { return w != nil && w.armed && !w.flags.lost.Load() }
 
 // quiet reports whether the watch is armed and no event has arrived for it
 // since it was last armed. Called with the Reloader's lock held.
 func (w *watch) quiet() bool {
-	if w == nil || !w.armed {
+	if !w.covers() {
 		return false
 	}
 	inotify.mu.Lock()
 	drain()
 	inotify.mu.Unlock()
-	return !w.changed.Load()
+	return !w.flags.changed.Load()
 }
 
-// arm watches paths anew: each directory in which a name on the way to a
+// reset forgets the events that have arrived, for a Get that is about to
+// stat the files anyway. Called with the Reloader's lock held.
+func (w *watch) reset() {
+	if w == nil {
+		return
+	}
+	inotify.mu.Lock()
+	defer inotify.mu.Unlock()
+	drain()
+	w.flags.changed.Store(false)
+}
+
+// arm watches paths anew (Get does when the watch does not cover them, or
+// the files have changed): each directory in which a name on the way to a
 // file is looked up (its own directory, and the directory of every
 // symlink followed), and the file itself. The kubelet updates a mounted
 // Secret by swapping a symlink in the volume's directory, so that swap is
@@ -112,10 +133,12 @@ func (w *watch) arm(paths []string) {
 	if w == nil {
 		return
 	}
+	// An event between the reset and the watches added below only makes
+	// the next Get stat again.
+	w.reset()
 	inotify.mu.Lock()
 	defer inotify.mu.Unlock()
-	drain()
-	w.changed.Store(false)
+	w.flags.lost.Store(false)
 	want := map[int32]bool{}
 	ok := true
 	for _, p := range paths {
@@ -135,22 +158,22 @@ func (w *watch) arm(paths []string) {
 	}
 	for wd := range want {
 		if inotify.owners[wd] == nil {
-			inotify.owners[wd] = map[*atomic.Bool]bool{}
+			inotify.owners[wd] = map[*flags]bool{}
 		}
-		inotify.owners[wd][w.changed] = true
+		inotify.owners[wd][w.flags] = true
 	}
 	for wd := range w.wds {
 		if !want[wd] {
-			release(wd, w.changed)
+			release(wd, w.flags)
 		}
 	}
 	w.wds, w.armed = want, ok
 }
 
-// release gives up changed's share of wd, and the descriptor itself when
-// no watch has a share left. Called with inotify.mu held.
-func release(wd int32, changed *atomic.Bool) {
-	delete(inotify.owners[wd], changed)
+// release gives up f's share of wd, and the descriptor itself when no
+// watch has a share left. Called with inotify.mu held.
+func release(wd int32, f *flags) {
+	delete(inotify.owners[wd], f)
 	if len(inotify.owners[wd]) == 0 {
 		delete(inotify.owners, wd)
 		// The kernel answers with an IN_IGNORED event, which drain skips;
@@ -181,12 +204,16 @@ func drain() {
 			case ev.Mask&syscall.IN_Q_OVERFLOW != 0:
 				markAll()
 			case ev.Mask&syscall.IN_IGNORED != 0:
-				// A descriptor went away (released, or its file deleted,
-				// which an earlier event of its directory reported).
+				// A descriptor went away: its file or directory is gone
+				// (a descriptor released has no owners left to tell).
+				for f := range inotify.owners[ev.Wd] {
+					f.changed.Store(true)
+					f.lost.Store(true)
+				}
 				delete(inotify.owners, ev.Wd)
 			default:
-				for changed := range inotify.owners[ev.Wd] {
-					changed.Store(true)
+				for f := range inotify.owners[ev.Wd] {
+					f.changed.Store(true)
 				}
 			}
 		}
@@ -195,8 +222,8 @@ func drain() {
 
 func markAll() {
 	for _, owners := range inotify.owners {
-		for changed := range owners {
-			changed.Store(true)
+		for f := range owners {
+			f.changed.Store(true)
 		}
 	}
 }

@@ -9,4 +9,6 @@ type watch struct{}
 func newWatch[T any](*Reloader[T]) *watch { return nil }
 
 func (*watch) quiet() bool  { return false }
+func (*watch) covers() bool { return false }
+func (*watch) reset()       {}
 func (*watch) arm([]string) {}
