@@ -147,15 +147,15 @@ func (r *Reloader[T]) Get() (T, error) {
 	// again only when they have changed (or the watch no longer covers
 	// them): an event about another file of the same directory costs a
 	// stat, as it did before there was a watch.
-	armed := !r.watch.covers()
-	if armed {
+	rearmed := !r.watch.covers()
+	if rearmed {
 		r.watch.arm(r.paths)
 	} else {
 		r.watch.reset()
 	}
 	r.statAt = now
 	stamps, err := r.stat(r.paths)
-	if err == nil && !armed && r.watch != nil && (r.stamps == nil || !equalStamps(stamps, r.stamps)) {
+	if err == nil && !rearmed && (r.stamps == nil || !equalStamps(stamps, r.stamps)) {
 		// Another file now, perhaps somewhere else: watch it there, and
 		// stat again after that.
 		r.watch.arm(r.paths)

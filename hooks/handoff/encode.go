@@ -109,14 +109,10 @@ func (e *encoder) time(t time.Time) {
 }
 
 // metaTime writes t as metav1.Time's MarshalJSON does: null when zero,
-// else in UTC to the second.
+// else in UTC to the second, whatever the year.
 func (e *encoder) metaTime(t metav1.Time) {
 	if t.IsZero() {
 		e.b = append(e.b, "null"...)
-		return
-	}
-	if y := t.UTC().Year(); y < 0 || y > 9999 {
-		e.unusual = true
 		return
 	}
 	e.b = append(e.b, '"')

@@ -2,6 +2,7 @@ package metacontroller
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -121,5 +122,48 @@ func TestToObject(t *testing.T) {
 	}
 	if _, err := ToObject(&corev1.ConfigMap{}); err == nil {
 		t.Error("ToObject without TypeMeta: got nil error, want one")
+	}
+}
+
+// TestDecodeSkipsOnlyTheController checks that the Decode methods bring
+// every field but Controller through, and trips when a request type gains
+// a field, which its Decode (and this test) must then name too.
+func TestDecodeSkipsOnlyTheController(t *testing.T) {
+	for typ, fields := range map[reflect.Type]int{reflect.TypeFor[DecoratorRequest](): 5, reflect.TypeFor[CustomizeRequest](): 2} {
+		if typ.NumField() != fields {
+			t.Errorf("%s has %d fields, where its Decode knows %d", typ, typ.NumField(), fields)
+		}
+	}
+	object := json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}`)
+	objects := ObjectMap{"Secret.v1": {"ns/s": json.RawMessage(`{"metadata":{"name":"s"}}`)}}
+	controller := json.RawMessage(`{"kind":"DecoratorController"}`)
+	for name, tc := range map[string]struct {
+		full    any
+		decoded interface{ Decode([]byte) error }
+		want    any
+	}{
+		"Decorator": {
+			full:    DecoratorRequest{Controller: controller, Object: object, Attachments: objects, Related: objects, Finalizing: true},
+			decoded: new(DecoratorRequest),
+			want:    &DecoratorRequest{Object: object, Attachments: objects, Related: objects, Finalizing: true},
+		},
+		"Customize": {
+			full:    CustomizeRequest{Controller: controller, Parent: object},
+			decoded: new(CustomizeRequest),
+			want:    &CustomizeRequest{Parent: object},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body, err := json.Marshal(tc.full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.decoded.Decode(body); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, tc.decoded); diff != "" {
+				t.Errorf("Decode: -want, +got:\n%s", diff)
+			}
+		})
 	}
 }

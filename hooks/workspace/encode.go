@@ -103,8 +103,8 @@ type wirePodTemplate[P any] struct {
 // with the same names, tags and order, so that it encodes to the same
 // bytes. corev1.PodSpec has over forty fields and its container over
 // twenty; the codec looks at each of them on every answer, which costs
-// where calls find the processor's caches cold. TestWirePodSpec fails
-// when buildDeployment sets a field these types leave out.
+// where calls find the processor's caches cold. TestWireSpecs fails when
+// buildDeployment sets a field these types leave out.
 type wirePodSpec struct {
 	Volumes                      []corev1.Volume                   `json:"volumes,omitempty"`
 	Containers                   []wireContainer                   `json:"containers"`
@@ -132,7 +132,7 @@ type wireContainer struct {
 	SecurityContext *corev1.SecurityContext     `json:"securityContext,omitempty"`
 }
 
-func wirePod(s *corev1.PodSpec) wirePodSpec {
+func shortPod(s *corev1.PodSpec) wirePodSpec {
 	containers := make([]wireContainer, len(s.Containers))
 	for i, c := range s.Containers {
 		containers[i] = wireContainer{Name: c.Name, Image: c.Image, Ports: c.Ports, EnvFrom: c.EnvFrom, Env: c.Env,
@@ -172,7 +172,7 @@ type wireServicePort struct {
 	TargetPort any             `json:"targetPort,omitempty"`
 }
 
-func wireService(s *corev1.ServiceSpec) wireServiceSpec {
+func shortService(s *corev1.ServiceSpec) wireServiceSpec {
 	ports := make([]wireServicePort, len(s.Ports))
 	for i, p := range s.Ports {
 		var target any = p.TargetPort.IntVal
@@ -198,14 +198,24 @@ func wire(child any) any {
 	case observedChild:
 		return wireWhole(c.obj)
 	case *appsv1.Deployment:
-		return &wireObject[wireDeploymentSpec[wirePodSpec]]{APIVersion: cmp.Or(c.APIVersion, "apps/v1"), Kind: cmp.Or(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec[wirePodSpec]{
-			DeploymentSpec: c.Spec,
-			Template:       wirePodTemplate[wirePodSpec]{Metadata: metaOf(&c.Spec.Template.ObjectMeta), Spec: wirePod(&c.Spec.Template.Spec)},
-		}}
+		return wireDeployment(c, shortPod(&c.Spec.Template.Spec))
 	case *corev1.Service:
-		return &wireObject[wireServiceSpec]{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "Service"), Metadata: metaOf(&c.ObjectMeta), Spec: wireService(&c.Spec)}
+		return wireService(c, shortService(&c.Spec))
 	}
 	return wireWhole(child)
+}
+
+// wireDeployment is the wire form of a Deployment with pod spec p.
+func wireDeployment[P any](c *appsv1.Deployment, p P) any {
+	return &wireObject[wireDeploymentSpec[P]]{APIVersion: cmp.Or(c.APIVersion, "apps/v1"), Kind: cmp.Or(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec[P]{
+		DeploymentSpec: c.Spec,
+		Template:       wirePodTemplate[P]{Metadata: metaOf(&c.Spec.Template.ObjectMeta), Spec: p},
+	}}
+}
+
+// wireService is the wire form of a Service with spec s.
+func wireService[S any](c *corev1.Service, s S) any {
+	return &wireObject[S]{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "Service"), Metadata: metaOf(&c.ObjectMeta), Spec: s}
 }
 
 // observedChild is a child kept as observed (frozen.go): it may hold any
@@ -218,12 +228,9 @@ func wireWhole(child any) any {
 	case *corev1.ConfigMap:
 		return &wireConfigMap{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "ConfigMap"), Metadata: metaOf(&c.ObjectMeta), Immutable: c.Immutable, Data: c.Data, BinaryData: c.BinaryData}
 	case *appsv1.Deployment:
-		return &wireObject[wireDeploymentSpec[corev1.PodSpec]]{APIVersion: cmp.Or(c.APIVersion, "apps/v1"), Kind: cmp.Or(c.Kind, "Deployment"), Metadata: metaOf(&c.ObjectMeta), Spec: wireDeploymentSpec[corev1.PodSpec]{
-			DeploymentSpec: c.Spec,
-			Template:       wirePodTemplate[corev1.PodSpec]{Metadata: metaOf(&c.Spec.Template.ObjectMeta), Spec: c.Spec.Template.Spec},
-		}}
+		return wireDeployment(c, c.Spec.Template.Spec)
 	case *corev1.Service:
-		return &wireObject[corev1.ServiceSpec]{APIVersion: cmp.Or(c.APIVersion, "v1"), Kind: cmp.Or(c.Kind, "Service"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
+		return wireService(c, c.Spec)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		return &wireObject[autoscalingv2.HorizontalPodAutoscalerSpec]{APIVersion: cmp.Or(c.APIVersion, "autoscaling/v2"), Kind: cmp.Or(c.Kind, "HorizontalPodAutoscaler"), Metadata: metaOf(&c.ObjectMeta), Spec: c.Spec}
 	case *policyv1.PodDisruptionBudget:

@@ -63,7 +63,7 @@ func TestWireSpecs(t *testing.T) {
 		}
 		for _, child := range d.children {
 			if svc, ok := child.(*corev1.Service); ok {
-				same(t, name+" Service", svc.Spec, wireService(&svc.Spec))
+				same(t, name+" Service", svc.Spec, shortService(&svc.Spec))
 				services++
 			}
 			dep, ok := child.(*appsv1.Deployment)
@@ -71,7 +71,7 @@ func TestWireSpecs(t *testing.T) {
 				continue
 			}
 			built++
-			same(t, name+" pod spec", dep.Spec.Template.Spec, wirePod(&dep.Spec.Template.Spec))
+			same(t, name+" pod spec", dep.Spec.Template.Spec, shortPod(&dep.Spec.Template.Spec))
 			if name == "every-pod-option" && dep.Spec.Template.Spec.PriorityClassName != "high" {
 				t.Errorf("every-pod-option: the spec did not reach the pod: %+v", dep.Spec.Template.Spec)
 			}

@@ -109,7 +109,6 @@ type conditionView struct {
 // status is the WorkspaceStatus the view holds.
 func (v *statusView) status() v1alpha1.WorkspaceStatus {
 	st := v.WorkspaceStatus
-	st.Conditions = nil
 	for _, c := range v.Conditions {
 		st.Conditions = append(st.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, ObservedGeneration: c.ObservedGeneration,
 			LastTransitionTime: metav1.Time{Time: c.LastTransitionTime}, Reason: c.Reason, Message: c.Message})
