@@ -47,4 +47,9 @@ var Calls = []Call{
 	{"/v1/workspace/sync", "workspace/sync/steady-ready"},
 	{"/v1/workspace/customize", "workspace/customize/class-only"},
 	{"/v1/pods/sync", "pods/sync/running-pod"},
+	// A tenth of TestScale's workspaces claim a Datastore: each claim is
+	// granted once and verified again at every resync.
+	{"/v1/resourceclaim/sync", "resourceclaim/sync/granted-v2"},
+	{"/v1/resourceclaim/sync", "resourceclaim/sync/granted-unchanged"},
+	{"/v1/resourceclaim/customize", "resourceclaim/customize/same-namespace"},
 }

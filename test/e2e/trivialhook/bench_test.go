@@ -50,8 +50,14 @@ func benchAnswers(b *testing.B, cold bool, calls []coldcache.Call) {
 		size:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "size"}, []string{"hook"}),
 	}
 	// The auto-scaling fixture's class, so that the trivial hook adds the
-	// HorizontalPodAutoscaler the hooks render, as it does under TestScale.
-	h := hooks(classes{hpa: "elastic"}, m)
+	// HorizontalPodAutoscaler the hooks render, and the grant TestScale
+	// has it give every claim (FORMSPEC_E2E_SCALE_TRIVIAL_ANSWER), so that
+	// it answers claims as it does there.
+	claim, err := readClaimAnswer(filepath.Join("..", "..", "..", "fixtures", "resourceclaim", "sync", "granted-v2", "response.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := hooks(classes{hpa: "elastic", claim: &claim}, m)
 	for _, c := range calls {
 		body, err := os.ReadFile(filepath.Join("..", "..", "..", "fixtures", c.Fixture, "request.json"))
 		if err != nil {
