@@ -51,7 +51,7 @@ export FORMSPEC_NODE_BIN
 FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
 export FORMSPEC_KSM_BIN
 
-.PHONY: all build image release sync-version run test test-helm test-node test-faults test-upgrade node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench scale clean
+.PHONY: all build image release sync-version run test test-helm test-node test-faults test-upgrade node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench paced scale clean
 
 all: build
 
@@ -268,6 +268,19 @@ BENCH_MATCH ?= workspace/sync/steady-ready workspace/sync
 bench: build
 	$(GO) build -o $(BIN)/load ./test/load
 	@for m in $(BENCH_MATCH); do echo; $(BIN)/load -compare $(BIN)/formspec-hooks -match $$m $(BENCH_FLAGS) || exit 1; done
+
+# paced posts the hook calls of a converging fleet (per workspace a
+# customize and a first sync; for every tenth a claim's customize and two
+# claim syncs) at Metacontroller's pace, over TLS, to the hook server as
+# deployed and to TestScale's trivial hook in turn, and prints each one's
+# CPU per call from /proc and their ratio: TestScale's converge figure in
+# about three minutes instead of a fleet run (test/paced, docs/testing.md
+# "Paced calls"). PACED_FLAGS passes more, e.g. -only resourceclaim.
+PACED_FLAGS ?=
+paced: build
+	$(GO) build -o $(BIN)/trivialhook ./test/e2e/trivialhook
+	$(GO) build -o $(BIN)/paced ./test/paced
+	$(BIN)/paced -hooks $(BIN)/formspec-hooks -trivial $(BIN)/trivialhook $(PACED_FLAGS)
 
 # scale runs a fleet of Workspaces at each of SCALE_SIZES on the test
 # control plane under Metacontroller (METACONTROLLER_BIN, with

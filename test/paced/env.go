@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/formspec/formspec-hooks/test/controlplane"
+)
+
+// token is the bearer token the hook server is given and every call sends.
+const token = "paced-token-0123456789abcdef"
+
+// flushFor is how long a round waits after its last answer before it reads
+// the CPU, so that the hook server's hand-off linger (1 s) has posted
+// what it held.
+const flushFor = 2 * time.Second
+
+// env is what both servers share: a serving certificate, a token file, a
+// client that trusts the certificate, and a reporter stub.
+type env struct {
+	dir, cert, key, tokens string
+	roots                  *x509.CertPool
+	reporter               *http.Server
+	reporterURL            string
+	handoffs               atomic.Int64
+}
+
+func newEnv(dir string) (*env, error) {
+	e := &env{dir: dir, cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key"), tokens: filepath.Join(dir, "tokens")}
+	if err := e.writeCertificate(); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(e.tokens, []byte(token+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e.reporterURL = "http://" + ln.Addr().String()
+	e.reporter = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		e.handoffs.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	go func() { _ = e.reporter.Serve(ln) }()
+	return e, nil
+}
+
+func (e *env) close() { _ = e.reporter.Close() }
+
+// writeCertificate writes a serving certificate for 127.0.0.1, signed
+// by a CA of its own that the client trusts.
+func (e *env) writeCertificate() error {
+	ca, err := controlplane.NewCA("paced")
+	if err != nil {
+		return err
+	}
+	certPEM, keyPEM, err := ca.IssueServing("paced", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return err
+	}
+	e.roots = x509.NewCertPool()
+	if !e.roots.AppendCertsFromPEM(ca.CertPEM) {
+		return errors.New("cannot read the CA certificate just made")
+	}
+	if err := os.WriteFile(e.cert, certPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(e.key, keyPEM, 0o600)
+}
+
+// hooksCommand runs the hook server as deployed: TLS, the token, the
+// hand-off to the reporter stub. The image flags are the ones the
+// fixtures were made with.
+func (e *env) hooksCommand(bin string) func(listen, metrics string) *exec.Cmd {
+	return func(listen, metrics string) *exec.Cmd {
+		return exec.Command(bin, "serve", "--listen", listen, "--metrics-listen", metrics,
+			"--tls-cert-file", e.cert, "--tls-key-file", e.key, "--auth-token-file", e.tokens,
+			"--resource-image", "formahub/formspec-resource", "--default-version", "latest",
+			"--cluster-control-url", "http://formspec-ctl.formspec-system:7070",
+			"--reporter-url", e.reporterURL, "--shutdown-delay", "0s")
+	}
+}
+
+// trivialCommand runs the trivial hook answering with the hook server's
+// answers to the fixtures the plan posts.
+func (e *env) trivialCommand(bin, fixtures string) func(listen, metrics string) *exec.Cmd {
+	answer := func(f string) string { return filepath.Join(fixtures, filepath.FromSlash(f), "response.json") }
+	return func(listen, metrics string) *exec.Cmd {
+		return exec.Command(bin, "--listen", listen, "--metrics-listen", metrics,
+			"--tls-cert-file", e.cert, "--tls-key-file", e.key,
+			"--answer-like", answer(fixtureSync), "--claim-answer-like", answer(fixtureClaimSync))
+	}
+}
+
+// measure starts s, posts one workspace's calls so that start-up and the
+// first use of each path are not counted, then posts the plan at o.rate
+// workspaces a second and returns the CPU the server's process spent on
+// it.
+func (e *env) measure(ctx context.Context, s serverSpec, plan [][]call, o options) (measured, error) {
+	listen, err := freeAddr()
+	if err != nil {
+		return measured{}, err
+	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return measured{}, err
+	}
+	cmd := s.command(listen, metrics)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return measured{}, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	if err := waitReady("http://"+metrics+"/readyz", 20*time.Second); err != nil {
+		return measured{}, fmt.Errorf("%w; its output: %s", err, lastLines(logs.String(), 5))
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: e.roots}, MaxIdleConnsPerHost: o.idle}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	base := "https://" + listen
+	for _, c := range plan[0] {
+		if err := post(ctx, client, base, c); err != nil {
+			return measured{}, fmt.Errorf("warm-up %s: %w", c.path, err)
+		}
+	}
+	time.Sleep(flushFor)
+
+	before, err := processCPU(cmd.Process.Pid)
+	if err != nil {
+		return measured{}, err
+	}
+	e.handoffs.Store(0)
+	m := measured{calls: countCalls(plan)}
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(o.rate))
+	defer tick.Stop()
+	start := time.Now()
+	for _, ws := range plan {
+		<-tick.C
+		wg.Go(func() {
+			// One workspace's calls follow each other, as Metacontroller
+			// makes them.
+			for _, c := range ws {
+				if post(ctx, client, base, c) != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	m.elapsed = time.Since(start)
+	time.Sleep(flushFor)
+	after, err := processCPU(cmd.Process.Pid)
+	if err != nil {
+		return measured{}, err
+	}
+	m.cpu, m.failed, m.handoffs = after-before, int(failed.Load()), e.handoffs.Load()
+	return m, nil
+}
+
+// post makes one call and reads its whole answer; anything but a 200 is an
+// error.
+func post(ctx context.Context, client *http.Client, base string, c call) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+c.path, bytes.NewReader(c.body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %d", c.path, resp.StatusCode)
+	}
+	return nil
+}
+
+// processCPU is the user and system CPU a process has spent, from
+// /proc/<pid>/stat (in clock ticks of 1/100 s, USER_HZ on Linux).
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cannot read a server's CPU (paced needs Linux's /proc): %w", err)
+	}
+	return parseStatCPU(string(raw))
+}
+
+// parseStatCPU reads utime and stime, the 14th and 15th fields of a
+// /proc/<pid>/stat line; the command name before them is in parentheses
+// and may hold spaces.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("unexpected /proc stat line: no command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is the state, the 3rd field; utime is the 14th.
+	if len(f) < 13 {
+		return 0, errors.New("unexpected /proc stat line: too few fields")
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("unexpected /proc stat line: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// waitReady polls url until it answers 200: a bounded wait for start-up,
+// not a measurement.
+func waitReady(url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready within %v (%s)", within, url)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

@@ -1,0 +1,170 @@
+// Command paced measures the hook server's CPU per call against the
+// trivial hook's (test/e2e/trivialhook) the way TestScale sees it, in about
+// a minute and a half instead of a fleet run's five: it posts the calls of
+// a converging fleet at Metacontroller's pace, over TLS with a small idle
+// pool, to each server in turn, and reads the CPU each server's process
+// spent from /proc. It prints figures and asserts none (docs/testing.md,
+// "Paced calls").
+//
+// A fleet's hook calls arrive far apart: between two calls each server
+// sleeps, so a call pays for waking the process and for finding its code
+// and data out of the caches, which a benchmark loop never does. At 50
+// workspaces a second this reproduces TestScale's converge phase: the
+// same mix of calls (per workspace a customize and a first sync; for every
+// tenth a claim's customize and two claim syncs), about the same CPU per
+// call, and the same ratio between the two servers.
+//
+//	go build -o /tmp/fh ./cmd/formspec-hooks
+//	go build -o /tmp/trivial ./test/e2e/trivialhook
+//	go run ./test/paced -hooks /tmp/fh -trivial /tmp/trivial
+//
+// The hook server runs as deployed (TLS, a bearer token, a hand-off to a
+// reporter, which here is a stub that accepts every batch); the trivial
+// hook answers with the hook server's own answers (--answer-like and
+// --claim-answer-like, as FORMSPEC_E2E_SCALE_TRIVIAL_ANSWER=hooks-with-claims
+// has it), so both send the same bytes back.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "paced:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	hooksBin, trivialBin, fixtures string
+	workspaces, rate, rounds       int
+	idle                           int
+	only                           string
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("paced", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.hooksBin, "hooks", "", "formspec-hooks binary (required)")
+	fs.StringVar(&o.trivialBin, "trivial", "", "test/e2e/trivialhook binary (required)")
+	fs.StringVar(&o.fixtures, "fixtures", "fixtures", "fixtures directory")
+	fs.IntVar(&o.workspaces, "workspaces", 1000, "workspaces whose calls each round posts")
+	fs.IntVar(&o.rate, "rate", 50, "workspaces a second whose calls are posted; each brings two calls, five if it has a claim (fewer with -only)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each posts to both servers, alternating which goes first")
+	fs.IntVar(&o.idle, "idle-conns", 2, "idle connections the client keeps, as Metacontroller's (Go's default)")
+	fs.StringVar(&o.only, "only", "", "post only the calls whose path contains this (e.g. resourceclaim)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.hooksBin == "" || o.trivialBin == "" {
+		return errors.New("-hooks and -trivial are required: build ./cmd/formspec-hooks and ./test/e2e/trivialhook")
+	}
+	if o.workspaces < 1 || o.rate < 1 || o.rounds < 1 || o.idle < 1 {
+		return errors.New("want -workspaces, -rate, -rounds and -idle-conns of at least 1")
+	}
+	calls, err := loadCalls(o.fixtures)
+	if err != nil {
+		return err
+	}
+	plan := plan(calls, o.workspaces, o.only)
+	if len(plan) == 0 {
+		return fmt.Errorf("-only %q matches no call", o.only)
+	}
+	dir, err := os.MkdirTemp("", "paced-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	env, err := newEnv(dir)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+
+	servers := []serverSpec{
+		{name: "formspec-hooks", command: env.hooksCommand(o.hooksBin)},
+		{name: "trivial", command: env.trivialCommand(o.trivialBin, o.fixtures)},
+	}
+	fmt.Fprintf(stdout, "%d workspaces with calls to post, at %d a second, %d calls a round, %d idle connections, %d rounds\n",
+		len(plan), o.rate, countCalls(plan), o.idle, o.rounds)
+	perCall := map[string][]float64{}
+	for r := range o.rounds {
+		order := slices.Clone(servers)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, s := range order {
+			m, err := env.measure(context.Background(), s, plan, o)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", r+1, s.name, err)
+			}
+			fmt.Fprintf(stdout, "round %d  %-15s %5d calls in %5.1fs  CPU %.2fs  %6.1f µs a call  (%d failed, %d hand-off POSTs)\n",
+				r+1, s.name, m.calls, m.elapsed.Seconds(), m.cpu.Seconds(), m.perCall(), m.failed, m.handoffs)
+			perCall[s.name] = append(perCall[s.name], m.perCall())
+		}
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	h, t := median(perCall["formspec-hooks"]), median(perCall["trivial"])
+	fmt.Fprintln(tw, "median of the rounds\tformspec-hooks\ttrivial\tratio\t")
+	fmt.Fprintf(tw, "CPU a call (µs)\t%.1f\t%.1f\t%.2f\t\n", h, t, h/t)
+	return tw.Flush()
+}
+
+// serverSpec is one of the two servers: how to start it on a listener and
+// a metrics listener.
+type serverSpec struct {
+	name    string
+	command func(listen, metrics string) *exec.Cmd
+}
+
+// measured is what one round of one server measured.
+type measured struct {
+	calls, failed int
+	handoffs      int64
+	elapsed       time.Duration
+	cpu           time.Duration
+}
+
+func (m measured) perCall() float64 {
+	return m.cpu.Seconds() / float64(max(m.calls, 1)) * 1e6
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// fixturePath is a fixture's request under dir.
+func fixturePath(dir, fixture string) string {
+	return filepath.Join(dir, filepath.FromSlash(fixture), "request.json")
+}
+
+func countCalls(plan [][]call) int {
+	n := 0
+	for _, w := range plan {
+		n += len(w)
+	}
+	return n
+}

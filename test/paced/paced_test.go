@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestParseStatCPU(t *testing.T) {
+	// A command name with a space and a parenthesis, as /proc prints it.
+	stat := "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 500 0 0 0 123 45 0 0 20 0 7 0 100 0 0"
+	got, err := parseStatCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1680 * time.Millisecond; got != want {
+		t.Errorf("CPU = %v, want %v (utime 123 + stime 45 ticks)", got, want)
+	}
+	for _, bad := range []string{"", "4242 (x) S 1 2", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 x 0"} {
+		if _, err := parseStatCPU(bad); err == nil {
+			t.Errorf("parseStatCPU(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	c, err := loadCalls("../../fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan(c, 25, "")
+	if len(p) != 25 {
+		t.Fatalf("%d workspaces planned, want 25", len(p))
+	}
+	// Workspaces 0, 10 and 20 have a claim: 25*2 + 3*3 calls.
+	if n := countCalls(p); n != 59 {
+		t.Errorf("%d calls, want 59", n)
+	}
+	seen := map[string]bool{}
+	for i, ws := range p {
+		sync := ws[1]
+		if sync.path != "/v1/workspace/sync" {
+			t.Fatalf("workspace %d: second call is %s", i, sync.path)
+		}
+		name := fmt.Sprintf(`"acme-%05d"`, i)
+		if !bytes.Contains(sync.body, []byte(name)) || bytes.Contains(sync.body, []byte(fixtureName)) || bytes.Contains(sync.body, []byte(fixtureUID)) {
+			t.Errorf("workspace %d: sync body not renamed to %s with a uid of its own", i, name)
+		}
+		if seen[string(sync.body)] {
+			t.Errorf("workspace %d: same body as another workspace", i)
+		}
+		seen[string(sync.body)] = true
+		if got, want := len(ws), 2; i%claimEvery == 0 && got != 5 || i%claimEvery != 0 && got != want {
+			t.Errorf("workspace %d: %d calls", i, got)
+		}
+	}
+	claims := plan(c, 25, "resourceclaim")
+	if len(claims) != 3 || countCalls(claims) != 9 {
+		t.Errorf("-only resourceclaim: %d workspaces, %d calls, want 3 and 9", len(claims), countCalls(claims))
+	}
+	if len(plan(c, 25, "nothing")) != 0 {
+		t.Error("-only nothing planned calls")
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.xs); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+	}
+}
+
+// envServe makes the test binary a stand-in server (TestMain): hooks on
+// TLS with the given certificate that answer {} to a call with the token,
+// and hand one observation to the reporter after each sync, as the hook
+// server does; and a readyz on plain HTTP.
+const envServe = "PACED_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(envServe); args != "" {
+		f := strings.Fields(args) // listen metrics cert key
+		go func() {
+			_ = http.ListenAndServe(f[1], http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+		}()
+		err := http.ListenAndServeTLS(f[0], f[2], f[3], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+token || r.Method != http.MethodPost {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			// The hand-off a hook server makes after a sync.
+			if strings.HasSuffix(r.URL.Path, "/sync") {
+				if resp, err := http.Post(os.Getenv("PACED_TEST_REPORTER")+"/v1/observations", "application/json", strings.NewReader("[]")); err == nil {
+					_ = resp.Body.Close()
+				}
+			}
+			_, _ = w.Write([]byte("{}"))
+		}))
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// TestMeasure runs one round against the stand-in server: every planned
+// call is posted, at the pace asked for, and the hand-offs are counted.
+func TestMeasure(t *testing.T) {
+	c, err := loadCalls("../../fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.close()
+	var started atomic.Int32
+	s := serverSpec{name: "stand-in", command: func(listen, metrics string) *exec.Cmd {
+		started.Add(1)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envServe+"="+strings.Join([]string{listen, metrics, e.cert, e.key}, " "), "PACED_TEST_REPORTER="+e.reporterURL)
+		return cmd
+	}}
+	p := plan(c, 21, "")
+	start := time.Now()
+	m, err := e.measure(context.Background(), s, p, options{rate: 100, idle: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started.Load() != 1 {
+		t.Errorf("server started %d times", started.Load())
+	}
+	if m.calls != countCalls(p) || m.failed != 0 {
+		t.Errorf("%d calls, %d failed; want %d and none", m.calls, m.failed, countCalls(p))
+	}
+	// 21 workspaces, 3 with a claim: 21 workspace syncs and 6 claim syncs,
+	// the warm-up's 3 syncs before the count was reset.
+	if m.handoffs != 27 {
+		t.Errorf("%d hand-off POSTs counted, want 27", m.handoffs)
+	}
+	// The 21 workspaces' ticks are 10 ms apart.
+	if m.elapsed < 200*time.Millisecond {
+		t.Errorf("the round took %v: not paced at 100 workspaces a second", m.elapsed)
+	}
+	if m.cpu < 0 || time.Since(start) < 2*flushFor {
+		t.Errorf("CPU %v, round %v", m.cpu, time.Since(start))
+	}
+}
