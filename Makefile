@@ -272,9 +272,9 @@ bench: build
 # paced posts the hook calls of a converging fleet (per workspace a
 # customize and a first sync; for every tenth a claim's customize and two
 # claim syncs) at Metacontroller's pace, over TLS, to the hook server as
-# deployed and to TestScale's trivial hook in turn, and prints each one's
+# deployed and to TestScale's trivial hook side by side, and prints each one's
 # CPU per call from /proc and their ratio: TestScale's converge figure in
-# about three minutes instead of a fleet run (test/paced, docs/testing.md
+# about a minute and a half instead of a fleet run (test/paced, docs/testing.md
 # "Paced calls"). PACED_FLAGS passes more, e.g. -only resourceclaim.
 PACED_FLAGS ?=
 paced: build

@@ -110,75 +110,131 @@ func (e *env) trivialCommand(bin, fixtures string) func(listen, metrics string) 
 	}
 }
 
-// measure starts s, posts one workspace's calls so that start-up and the
-// first use of each path are not counted, then posts the plan at o.rate
-// workspaces a second and returns the CPU the server's process spent on
-// it.
-func (e *env) measure(ctx context.Context, s serverSpec, plan [][]call, o options) (measured, error) {
+// running is a started server and the client that posts to it.
+type running struct {
+	spec   serverSpec
+	cmd    *exec.Cmd
+	client *http.Client
+	base   string
+	// dials counts the connections the client opened: each cost the
+	// server a TLS handshake (TestScale counts Metacontroller's).
+	dials atomic.Int64
+}
+
+// start starts s on free loopback ports, waits until it is ready, and
+// makes its client.
+func (e *env) start(s serverSpec, o options) (*running, error) {
 	listen, err := freeAddr()
 	if err != nil {
-		return measured{}, err
+		return nil, err
 	}
 	metrics, err := freeAddr()
 	if err != nil {
-		return measured{}, err
+		return nil, err
 	}
-	cmd := s.command(listen, metrics)
+	r := &running{spec: s, cmd: s.command(listen, metrics), base: "https://" + listen}
 	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		return measured{}, err
+	r.cmd.Stdout, r.cmd.Stderr = &logs, &logs
+	if err := r.cmd.Start(); err != nil {
+		return nil, err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
 	if err := waitReady("http://"+metrics+"/readyz", 20*time.Second); err != nil {
-		return measured{}, fmt.Errorf("%w; its output: %s", err, lastLines(logs.String(), 5))
+		r.stop()
+		return nil, fmt.Errorf("%s: %w; its output: %s", s.name, err, lastLines(logs.String(), 5))
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: e.roots}, MaxIdleConnsPerHost: o.idle}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	base := "https://" + listen
-	for _, c := range plan[0] {
-		if err := post(ctx, client, base, c); err != nil {
-			return measured{}, fmt.Errorf("warm-up %s: %w", c.path, err)
+	var dialer net.Dialer
+	r.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: e.roots}, MaxIdleConnsPerHost: o.idle,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			r.dials.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
+	}}
+	return r, nil
+}
+
+func (r *running) stop() {
+	if r.client != nil {
+		r.client.CloseIdleConnections()
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.cmd.Wait()
+}
+
+// measure starts the servers side by side, posts one workspace's calls to
+// each so that start-up and the first use of each path are not counted,
+// then posts the plan to all of them at once, o.rate workspaces a second,
+// each server's calls a fraction of a tick after the previous server's,
+// and returns the CPU each server's process spent on it, and the hand-off
+// POSTs the reporter stub took. Side by side, both servers see the same
+// machine: on a shared host the CPU a call costs can double from one
+// minute to the next, for both.
+func (e *env) measure(ctx context.Context, specs []serverSpec, plan [][]call, o options) ([]measured, int64, error) {
+	servers := make([]*running, 0, len(specs))
+	defer func() {
+		for _, r := range servers {
+			r.stop()
+		}
+	}()
+	for _, s := range specs {
+		r, err := e.start(s, o)
+		if err != nil {
+			return nil, 0, err
+		}
+		servers = append(servers, r)
+	}
+	for _, r := range servers {
+		for _, c := range plan[0] {
+			if err := post(ctx, r.client, r.base, c); err != nil {
+				return nil, 0, fmt.Errorf("%s: warm-up %s: %w", r.spec.name, c.path, err)
+			}
 		}
 	}
 	time.Sleep(flushFor)
 
-	before, err := processCPU(cmd.Process.Pid)
-	if err != nil {
-		return measured{}, err
+	before := make([]time.Duration, len(servers))
+	for i, r := range servers {
+		cpu, err := processCPU(r.cmd.Process.Pid)
+		if err != nil {
+			return nil, 0, err
+		}
+		before[i] = cpu
+		r.dials.Store(0)
 	}
 	e.handoffs.Store(0)
-	m := measured{calls: countCalls(plan)}
-	var failed atomic.Int64
+	failed := make([]atomic.Int64, len(servers))
 	var wg sync.WaitGroup
-	tick := time.NewTicker(time.Second / time.Duration(o.rate))
+	period := time.Second / time.Duration(o.rate)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	start := time.Now()
 	for _, ws := range plan {
 		<-tick.C
-		wg.Go(func() {
-			// One workspace's calls follow each other, as Metacontroller
-			// makes them.
-			for _, c := range ws {
-				if post(ctx, client, base, c) != nil {
-					failed.Add(1)
+		for i, r := range servers {
+			wg.Go(func() {
+				time.Sleep(period * time.Duration(i) / time.Duration(len(servers)))
+				// One workspace's calls follow each other, as
+				// Metacontroller makes them.
+				for _, c := range ws {
+					if post(ctx, r.client, r.base, c) != nil {
+						failed[i].Add(1)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 	wg.Wait()
-	m.elapsed = time.Since(start)
+	elapsed := time.Since(start)
 	time.Sleep(flushFor)
-	after, err := processCPU(cmd.Process.Pid)
-	if err != nil {
-		return measured{}, err
+	out := make([]measured, len(servers))
+	for i, r := range servers {
+		after, err := processCPU(r.cmd.Process.Pid)
+		if err != nil {
+			return nil, 0, err
+		}
+		out[i] = measured{calls: countCalls(plan), failed: int(failed[i].Load()), handshakes: r.dials.Load(), elapsed: elapsed, cpu: after - before[i]}
 	}
-	m.cpu, m.failed, m.handoffs = after-before, int(failed.Load()), e.handoffs.Load()
-	return m, nil
+	return out, e.handoffs.Load(), nil
 }
 
 // post makes one call and reads its whole answer; anything but a 200 is an

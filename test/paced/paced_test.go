@@ -112,8 +112,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestMeasure runs one round against the stand-in server: every planned
-// call is posted, at the pace asked for, and the hand-offs are counted.
+// TestMeasure runs one round against two stand-in servers: every planned
+// call is posted to each, at the pace asked for, and the hand-offs and
+// connections are counted.
 func TestMeasure(t *testing.T) {
 	c, err := loadCalls("../../fixtures")
 	if err != nil {
@@ -125,34 +126,41 @@ func TestMeasure(t *testing.T) {
 	}
 	defer e.close()
 	var started atomic.Int32
-	s := serverSpec{name: "stand-in", command: func(listen, metrics string) *exec.Cmd {
-		started.Add(1)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envServe+"="+strings.Join([]string{listen, metrics, e.cert, e.key}, " "), "PACED_TEST_REPORTER="+e.reporterURL)
-		return cmd
-	}}
+	standIn := func(name string) serverSpec {
+		return serverSpec{name: name, command: func(listen, metrics string) *exec.Cmd {
+			started.Add(1)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), envServe+"="+strings.Join([]string{listen, metrics, e.cert, e.key}, " "), "PACED_TEST_REPORTER="+e.reporterURL)
+			return cmd
+		}}
+	}
 	p := plan(c, 21, "")
 	start := time.Now()
-	m, err := e.measure(context.Background(), s, p, options{rate: 100, idle: 2})
+	ms, handoffs, err := e.measure(context.Background(), []serverSpec{standIn("a"), standIn("b")}, p, options{rate: 100, idle: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if started.Load() != 1 {
-		t.Errorf("server started %d times", started.Load())
+	if started.Load() != 2 || len(ms) != 2 {
+		t.Fatalf("%d servers started, %d measured; want 2", started.Load(), len(ms))
 	}
-	if m.calls != countCalls(p) || m.failed != 0 {
-		t.Errorf("%d calls, %d failed; want %d and none", m.calls, m.failed, countCalls(p))
+	for i, m := range ms {
+		if m.calls != countCalls(p) || m.failed != 0 {
+			t.Errorf("server %d: %d calls, %d failed; want %d and none", i, m.calls, m.failed, countCalls(p))
+		}
+		// The 21 workspaces' ticks are 10 ms apart.
+		if m.elapsed < 200*time.Millisecond {
+			t.Errorf("server %d: the round took %v: not paced at 100 workspaces a second", i, m.elapsed)
+		}
+		if m.handshakes < 1 || m.cpu < 0 {
+			t.Errorf("server %d: %d handshakes, CPU %v", i, m.handshakes, m.cpu)
+		}
 	}
-	// 21 workspaces, 3 with a claim: 21 workspace syncs and 6 claim syncs,
-	// the warm-up's 3 syncs before the count was reset.
-	if m.handoffs != 27 {
-		t.Errorf("%d hand-off POSTs counted, want 27", m.handoffs)
+	// 21 workspaces, 3 with a claim: 21 workspace syncs and 6 claim syncs
+	// for each stand-in, the warm-up's syncs before the count was reset.
+	if handoffs != 2*27 {
+		t.Errorf("%d hand-off POSTs counted, want %d", handoffs, 2*27)
 	}
-	// The 21 workspaces' ticks are 10 ms apart.
-	if m.elapsed < 200*time.Millisecond {
-		t.Errorf("the round took %v: not paced at 100 workspaces a second", m.elapsed)
-	}
-	if m.cpu < 0 || time.Since(start) < 2*flushFor {
-		t.Errorf("CPU %v, round %v", m.cpu, time.Since(start))
+	if time.Since(start) < 2*flushFor {
+		t.Errorf("the round took %v, less than its two waits for the hand-off", time.Since(start))
 	}
 }
