@@ -275,7 +275,8 @@ bench: build
 # deployed and to TestScale's trivial hook side by side, and prints each one's
 # CPU per call from /proc and their ratio: TestScale's converge figure in
 # about a minute and a half instead of a fleet run (test/paced, docs/testing.md
-# "Paced calls"). PACED_FLAGS passes more, e.g. -only resourceclaim.
+# "Paced calls"). PACED_FLAGS passes more, e.g. -only resourceclaim, or
+# -also PATH to measure another build of the hook server beside.
 PACED_FLAGS ?=
 paced: build
 	$(GO) build -o $(BIN)/trivialhook ./test/e2e/trivialhook

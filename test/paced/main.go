@@ -53,9 +53,11 @@ func main() {
 // options are the command's flags.
 type options struct {
 	hooksBin, trivialBin, fixtures string
-	workspaces, rate, rounds       int
-	idle                           int
-	only                           string
+	// alsoBin is another hook server build to measure beside hooksBin.
+	alsoBin                  string
+	workspaces, rate, rounds int
+	idle                     int
+	only                     string
 }
 
 func run(args []string, stdout io.Writer) error {
@@ -63,6 +65,7 @@ func run(args []string, stdout io.Writer) error {
 	var o options
 	fs.StringVar(&o.hooksBin, "hooks", "", "formspec-hooks binary (required)")
 	fs.StringVar(&o.trivialBin, "trivial", "", "test/e2e/trivialhook binary (required)")
+	fs.StringVar(&o.alsoBin, "also", "", "another formspec-hooks binary (a build of a change) to measure beside -hooks, as \"also\"")
 	fs.StringVar(&o.fixtures, "fixtures", "fixtures", "fixtures directory")
 	fs.IntVar(&o.workspaces, "workspaces", 1000, "workspaces whose calls each round posts")
 	fs.IntVar(&o.rate, "rate", 50, "workspaces a second whose calls are posted; each brings two calls, five if it has a claim (fewer with -only)")
@@ -101,15 +104,16 @@ func run(args []string, stdout io.Writer) error {
 		{name: "formspec-hooks", command: env.hooksCommand(o.hooksBin)},
 		{name: "trivial", command: env.trivialCommand(o.trivialBin, o.fixtures)},
 	}
+	if o.alsoBin != "" {
+		servers = append(servers, serverSpec{name: "also", command: env.hooksCommand(o.alsoBin)})
+	}
 	fmt.Fprintf(stdout, "%d workspaces with calls to post, at %d a second, %d calls a round, %d idle connections, %d rounds\n",
 		len(plan), o.rate, countCalls(plan), o.idle, o.rounds)
 	perCall := map[string][]float64{}
 	for r := range o.rounds {
-		// Which server's calls go first in each tick alternates.
-		order := slices.Clone(servers)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
+		// Which server's calls go first in each tick changes by round.
+		k := r % len(servers)
+		order := append(slices.Clone(servers[k:]), servers[:k]...)
 		ms, handoffs, err := env.measure(context.Background(), order, plan, o)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", r+1, err)
@@ -120,12 +124,18 @@ func run(args []string, stdout io.Writer) error {
 				r+1, name, m.calls, m.elapsed.Seconds(), m.cpu.Seconds(), m.perCall(), m.failed, m.handshakes)
 			perCall[name] = append(perCall[name], m.perCall())
 		}
-		fmt.Fprintf(stdout, "round %d  hand-off POSTs from the hook server: %d\n", r+1, handoffs)
+		fmt.Fprintf(stdout, "round %d  hand-off POSTs from the hook servers: %d\n", r+1, handoffs)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	h, t := median(perCall["formspec-hooks"]), median(perCall["trivial"])
-	fmt.Fprintln(tw, "median of the rounds\tformspec-hooks\ttrivial\tratio\t")
-	fmt.Fprintf(tw, "CPU a call (µs)\t%.1f\t%.1f\t%.2f\t\n", h, t, h/t)
+	t := median(perCall["trivial"])
+	fmt.Fprintln(tw, "median of the rounds\tCPU a call (µs)\tagainst the trivial hook\t")
+	for _, s := range servers {
+		m := median(perCall[s.name])
+		fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t\n", s.name, m, m/t)
+	}
+	if o.alsoBin != "" {
+		fmt.Fprintf(tw, "also against formspec-hooks\t\t%.2f\t\n", median(perCall["also"])/median(perCall["formspec-hooks"]))
+	}
 	return tw.Flush()
 }
 

@@ -81,26 +81,31 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-// envServe makes the test binary a stand-in server (TestMain): hooks on
-// TLS with the given certificate that answer {} to a call with the token,
-// and hand one observation to the reporter after each sync, as the hook
-// server does; and a readyz on plain HTTP.
+// envServe makes the test binary a stand-in server (TestMain), started
+// with the flags paced gives the real ones: hooks on TLS (--listen,
+// --tls-cert-file, --tls-key-file) that answer {} to a call with the
+// token and, given --reporter-url as the hook server is, hand one
+// observation to it after each sync; and a readyz on --metrics-listen.
 const envServe = "PACED_TEST_SERVE"
 
 func TestMain(m *testing.M) {
-	if args := os.Getenv(envServe); args != "" {
-		f := strings.Fields(args) // listen metrics cert key
+	if os.Getenv(envServe) != "" {
+		flags := map[string]string{}
+		for i, a := range os.Args[1:] {
+			if strings.HasPrefix(a, "--") && i+2 < len(os.Args) {
+				flags[a] = os.Args[i+2]
+			}
+		}
 		go func() {
-			_ = http.ListenAndServe(f[1], http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+			_ = http.ListenAndServe(flags["--metrics-listen"], http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 		}()
-		err := http.ListenAndServeTLS(f[0], f[2], f[3], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := http.ListenAndServeTLS(flags["--listen"], flags["--tls-cert-file"], flags["--tls-key-file"], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Authorization") != "Bearer "+token || r.Method != http.MethodPost {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}
-			// The hand-off a hook server makes after a sync.
-			if strings.HasSuffix(r.URL.Path, "/sync") {
-				if resp, err := http.Post(os.Getenv("PACED_TEST_REPORTER")+"/v1/observations", "application/json", strings.NewReader("[]")); err == nil {
+			if reporter := flags["--reporter-url"]; reporter != "" && strings.HasSuffix(r.URL.Path, "/sync") {
+				if resp, err := http.Post(reporter+"/v1/observations", "application/json", strings.NewReader("[]")); err == nil {
 					_ = resp.Body.Close()
 				}
 			}
@@ -126,12 +131,12 @@ func TestMeasure(t *testing.T) {
 	}
 	defer e.close()
 	var started atomic.Int32
+	t.Setenv(envServe, "1")
 	standIn := func(name string) serverSpec {
+		hooks := e.hooksCommand(os.Args[0])
 		return serverSpec{name: name, command: func(listen, metrics string) *exec.Cmd {
 			started.Add(1)
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), envServe+"="+strings.Join([]string{listen, metrics, e.cert, e.key}, " "), "PACED_TEST_REPORTER="+e.reporterURL)
-			return cmd
+			return hooks(listen, metrics)
 		}}
 	}
 	p := plan(c, 21, "")
@@ -162,5 +167,36 @@ func TestMeasure(t *testing.T) {
 	}
 	if time.Since(start) < 2*flushFor {
 		t.Errorf("the round took %v, less than its two waits for the hand-off", time.Since(start))
+	}
+}
+
+// TestRun runs the command with stand-ins for the three servers: every
+// round measures each, and the summary sets each beside the trivial hook
+// and the second build beside the first.
+func TestRun(t *testing.T) {
+	t.Setenv(envServe, "1")
+	self := os.Args[0]
+	var out bytes.Buffer
+	err := run([]string{"-hooks", self, "-trivial", self, "-also", self, "-fixtures", "../../fixtures",
+		"-workspaces", "10", "-rate", "100", "-rounds", "2"}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{
+		"10 workspaces with calls to post, at 100 a second, 23 calls a round",
+		"round 1  formspec-hooks     23 calls", "round 1  trivial            23 calls", "round 1  also               23 calls",
+		"round 2  formspec-hooks", "round 2  trivial", "round 2  also",
+		// Only the two hook servers hand off: 10 workspace and 2 claim
+		// syncs each.
+		"round 1  hand-off POSTs from the hook servers: 24",
+		"against the trivial hook", "also against formspec-hooks",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if err := run([]string{"-hooks", self}, &out); err == nil || !strings.Contains(err.Error(), "-trivial") {
+		t.Errorf("without -trivial: %v, want an error naming it", err)
 	}
 }
