@@ -102,11 +102,11 @@ func (e *env) hooksCommand(bin string) func(listen, metrics string) *exec.Cmd {
 // trivialCommand runs the trivial hook answering with the hook server's
 // answers to the fixtures the plan posts.
 func (e *env) trivialCommand(bin, fixtures string) func(listen, metrics string) *exec.Cmd {
-	answer := func(f string) string { return filepath.Join(fixtures, filepath.FromSlash(f), "response.json") }
 	return func(listen, metrics string) *exec.Cmd {
 		return exec.Command(bin, "--listen", listen, "--metrics-listen", metrics,
 			"--tls-cert-file", e.cert, "--tls-key-file", e.key,
-			"--answer-like", answer(fixtureSync), "--claim-answer-like", answer(fixtureClaimSync))
+			"--answer-like", fixtureFile(fixtures, fixtureSync, "response.json"),
+			"--claim-answer-like", fixtureFile(fixtures, fixtureClaimSync, "response.json"))
 	}
 }
 

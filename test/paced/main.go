@@ -69,7 +69,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.fixtures, "fixtures", "fixtures", "fixtures directory")
 	fs.IntVar(&o.workspaces, "workspaces", 1000, "workspaces whose calls each round posts")
 	fs.IntVar(&o.rate, "rate", 50, "workspaces a second whose calls are posted; each brings two calls, five if it has a claim (fewer with -only)")
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each posts to both servers at once, alternating which gets each workspace's calls first")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each posts to every server at once, which one gets each workspace's calls first rotating by round")
 	fs.IntVar(&o.idle, "idle-conns", 2, "idle connections the client keeps, as Metacontroller's (Go's default)")
 	fs.StringVar(&o.only, "only", "", "post only the calls whose path contains this (e.g. resourceclaim)")
 	if err := fs.Parse(args); err != nil {
@@ -139,8 +139,9 @@ func run(args []string, stdout io.Writer) error {
 	return tw.Flush()
 }
 
-// serverSpec is one of the two servers: how to start it on a listener and
-// a metrics listener.
+// serverSpec is one of the servers measured (the hook server, the trivial
+// hook, and with -also a second hook server build): how to start it on a
+// listener and a metrics listener.
 type serverSpec struct {
 	name    string
 	command func(listen, metrics string) *exec.Cmd
@@ -171,9 +172,10 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// fixturePath is a fixture's request under dir.
-func fixturePath(dir, fixture string) string {
-	return filepath.Join(dir, filepath.FromSlash(fixture), "request.json")
+// fixtureFile is a file of a fixture (request.json, response.json) under
+// dir.
+func fixtureFile(dir, fixture, file string) string {
+	return filepath.Join(dir, filepath.FromSlash(fixture), file)
 }
 
 func countCalls(plan [][]call) int {

@@ -44,7 +44,7 @@ func loadCalls(dir string) (calls, error) {
 		fixture string
 		into    *[]byte
 	}{{fixtureSync, &c.sync}, {fixtureCustomize, &c.customize}, {fixtureClaimSync, &c.claimSync}, {fixtureClaimCustomize, &c.claimCustomize}} {
-		b, err := os.ReadFile(fixturePath(dir, f.fixture))
+		b, err := os.ReadFile(fixtureFile(dir, f.fixture, "request.json"))
 		if err != nil {
 			return calls{}, fmt.Errorf("%w (run from the repository's root, or set -fixtures)", err)
 		}
