@@ -145,6 +145,8 @@ func (e *env) start(s serverSpec, o options) (*running, error) {
 	var dialer net.Dialer
 	r.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: e.roots}, MaxIdleConnsPerHost: o.idle,
+		// Go's transport reads 0 idle connections as its default of 2.
+		DisableKeepAlives: o.idle == 0,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			r.dials.Add(1)
 			return dialer.DialContext(ctx, network, addr)

@@ -70,7 +70,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&o.workspaces, "workspaces", 1000, "workspaces whose calls each round posts")
 	fs.IntVar(&o.rate, "rate", 50, "workspaces a second whose calls are posted; each brings two calls, five if it has a claim (fewer with -only)")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each posts to every server at once, which one gets each workspace's calls first rotating by round")
-	fs.IntVar(&o.idle, "idle-conns", 2, "idle connections the client keeps, as Metacontroller's (Go's default)")
+	fs.IntVar(&o.idle, "idle-conns", 2, "idle connections the client keeps, as Metacontroller's (Go's default); 0 opens a connection, and so a TLS handshake, for every call")
 	fs.StringVar(&o.only, "only", "", "post only the calls whose path contains this (e.g. resourceclaim)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,8 +78,8 @@ func run(args []string, stdout io.Writer) error {
 	if o.hooksBin == "" || o.trivialBin == "" {
 		return errors.New("-hooks and -trivial are required: build ./cmd/formspec-hooks and ./test/e2e/trivialhook")
 	}
-	if o.workspaces < 1 || o.rate < 1 || o.rounds < 1 || o.idle < 1 {
-		return errors.New("want -workspaces, -rate, -rounds and -idle-conns of at least 1")
+	if o.workspaces < 1 || o.rate < 1 || o.rounds < 1 || o.idle < 0 {
+		return errors.New("want -workspaces, -rate and -rounds of at least 1, and -idle-conns of at least 0")
 	}
 	calls, err := loadCalls(o.fixtures)
 	if err != nil {
