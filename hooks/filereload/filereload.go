@@ -138,7 +138,9 @@ func (r *Reloader[T]) Get() (T, error) {
 	defer r.mu.Unlock()
 	now := r.now()
 	fresh := now.Sub(r.readAt) < r.opts.Revalidate
-	if fresh && r.stamps != nil && now.Sub(r.statAt) < restatEvery && r.watch.quiet() {
+	// A file broken because it is missing has no stamps, and is skipped
+	// too: the watch is on the directory where it would appear.
+	if fresh && r.tried && now.Sub(r.statAt) < restatEvery && r.watch.quiet() {
 		return r.val, r.err
 	}
 	// Watch before the stat, and stat before reading: a file that changes
@@ -155,8 +157,9 @@ func (r *Reloader[T]) Get() (T, error) {
 	}
 	r.statAt = now
 	stamps, err := r.stat(r.paths)
-	if err == nil && !rearmed && (r.stamps == nil || !equalStamps(stamps, r.stamps)) {
-		// Another file now, perhaps somewhere else: watch it there, and
+	if !rearmed && (err != nil || r.stamps == nil || !equalStamps(stamps, r.stamps)) {
+		// Another file now, perhaps somewhere else, or still none but
+		// perhaps a directory more on the way to it: watch it there, and
 		// stat again after that.
 		r.watch.arm(r.paths)
 		stamps, err = r.stat(r.paths)

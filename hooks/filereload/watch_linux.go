@@ -1,6 +1,8 @@
 package filereload
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -126,8 +128,11 @@ func (w *watch) reset() {
 // symlink followed), and the file itself. The kubelet updates a mounted
 // Secret by swapping a symlink in the volume's directory, so that swap is
 // seen. Events that arrive from here on count; the caller stats the files
-// after arming, so no change can fall between the two. A path that cannot
-// be resolved leaves the watch unarmed, and Get stats every time until a
+// after arming, so no change can fall between the two. A name on the way
+// that does not exist is watched for in the directory it would appear in,
+// so that a missing file (a Secret without the key yet) costs its Gets no
+// stat until something is created there. A path that cannot be resolved
+// otherwise leaves the watch unarmed, and Get stats every time until a
 // later arm succeeds. Called with the Reloader's lock held.
 func (w *watch) arm(paths []string) {
 	if w == nil {
@@ -234,7 +239,9 @@ func markAll() {
 // volume's directory), the directory the file's own name is in, and the
 // file. All of them are symlink-free, so they are watched as they are. A
 // directory further up is not among them: renaming one is seen by the
-// stat at least once a second (see the file comment).
+// stat at least once a second (see the file comment). When a name on the
+// way does not exist, the list ends with the directory it is missing from,
+// where its creation shows.
 func lookedUp(path string) ([]string, error) {
 	path, err := filepath.Abs(path)
 	if err != nil {
@@ -254,6 +261,9 @@ func lookedUp(path string) ([]string, error) {
 		}
 		next := filepath.Join(cur, name)
 		fi, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return append(names, cur), nil
+		}
 		if err != nil {
 			return nil, err
 		}

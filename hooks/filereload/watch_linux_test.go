@@ -64,6 +64,51 @@ func TestReloaderSkipsStatWhileQuiet(t *testing.T) {
 	get("And the period starts again.", "CC", 0)
 }
 
+// TestReloaderWatchesForMissingFile checks that a missing file, which
+// refuses everything, costs its Gets no stat while nothing is created where
+// it would be, and that its creation is seen by the next Get: also when a
+// directory on the way is missing too, and when the file goes again.
+func TestReloaderWatchesForMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "f")
+	r := New(Options{Name: "toy"}, upper, path)
+	var stats int
+	clock := countStats(r, &stats)
+	get := func(reason, want string, wantStats int) {
+		t.Helper()
+		stats = 0
+		got, err := r.Get()
+		if (err == nil) != (want != "") {
+			t.Fatalf("%s: %q, %v", reason, got, err)
+		}
+		if diff := cmp.Diff([]any{want, wantStats}, []any{got, stats}); diff != "" {
+			t.Errorf("%s\n(value, stats): -want, +got:\n%s", reason, diff)
+		}
+	}
+	get("The first Get stats and finds neither the directory nor the file.", "", 1)
+	get("Nothing created: no stat.", "", 0)
+	write(t, filepath.Join(dir, "other"), "x", 1000)
+	// A stat that fails after an event resolves the path again, and stats
+	// once more: the event may have been a directory on the way created.
+	get("Something else created beside the missing directory: still missing.", "", 2)
+	get("Quiet again.", "", 0)
+	if err := os.Mkdir(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	get("The directory created: watched there, still no file.", "", 2)
+	get("Quiet in the new directory.", "", 0)
+	write(t, path, "a", 1000)
+	get("The file created: read at once, and watched where it is (a second stat).", "A", 2)
+	get("Quiet with the file.", "A", 0)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	get("The file removed: refused at once (its own watch went with it, so no second stat).", "", 1)
+	get("Missing again, and quiet.", "", 0)
+	clock.advance(restatEvery)
+	get("At restatEvery a missing file is stat'ed, and resolved again.", "", 2)
+}
+
 // TestReloaderSeesKubeletSwap updates a Secret volume as the kubelet does:
 // the file is reached through the symlinks token -> ..data/token and
 // ..data -> a timestamped directory, and an update writes a new directory,
