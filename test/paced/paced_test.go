@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -100,6 +101,12 @@ func TestMain(m *testing.M) {
 			_ = http.ListenAndServe(flags["--metrics-listen"], http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 		}()
 		err := http.ListenAndServeTLS(flags["--listen"], flags["--tls-cert-file"], flags["--tls-key-file"], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Read the whole request before answering, as the real
+			// servers do. A server that answers first and closes (the
+			// client asks for no keep-alive) can reset the connection
+			// while the client still writes a large body: the client
+			// then sees "broken pipe", not the answer.
+			_, _ = io.Copy(io.Discard, r.Body)
 			if r.Header.Get("Authorization") != "Bearer "+token || r.Method != http.MethodPost {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
