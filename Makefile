@@ -246,7 +246,7 @@ vet:
 fixtures:
 	$(GO) run ./test/fixturegen -out fixtures
 	$(GO) test ./hooks/datastore ./hooks/resourceclaim ./hooks/wake -run 'TestFixtureRequests$$' -update
-	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$' -update
+	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$|TestWarmCallsCoverEveryHook$$' -update
 
 # load posts the Workspace sync fixtures to a running server (make run) and
 # prints throughput and latency percentiles.

@@ -23,7 +23,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/server"
 )
 
-var update = flag.Bool("update", false, "rewrite fixtures/**/response.json from the hooks' current output")
+var update = flag.Bool("update", false, "rewrite fixtures/**/response.json from the hooks' current output, and warmup/ from the fixtures' requests")
 
 // fixturesDir is the repository's fixtures folder, seen from this package.
 const fixturesDir = "../../fixtures"

@@ -236,7 +236,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		_ = handoff.Wait()
 	}()
 
-	cfg.Routes = hookRoutes(hookConfig{
+	hooks := hookConfig{
 		resourceImage:     image,
 		defaultVersion:    version,
 		controlClusterURL: f.clusterControlURL,
@@ -244,11 +244,20 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		reports:           reports,
 		logger:            logger,
 		decisions:         cfg.Metrics,
-	})
+	}
+	cfg.Routes = hookRoutes(hooks)
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
+	// Before the listeners open, so that /readyz passes only once the
+	// first calls of every hook are as quick as the rest.
+	start := time.Now()
+	n, err := warmUp(hooks)
+	if err != nil {
+		logger.Warn("warm-up incomplete; the first calls of a hook may be slower", "err", err)
+	}
+	logger.Info("hooks warmed up", "calls", n, "took", time.Since(start).Round(time.Millisecond))
 	return srv.Run(ctx)
 }
 

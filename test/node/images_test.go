@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,6 +92,49 @@ CMD ["serve"]
 				t.Errorf("%s\nParseFinalStage: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestDockerfileCopiesEverySource checks that the Dockerfile's build stage
+// copies in every folder of the repository that the two binaries are
+// built from: a package or embedded file outside them would build here
+// and fail in a docker build, which no test here runs.
+func TestDockerfileCopiesEverySource(t *testing.T) {
+	root := controlplane.RepoRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copied []string
+	for _, inst := range instructions(string(data)) {
+		f := strings.Fields(inst)
+		if !strings.EqualFold(f[0], "COPY") || strings.HasPrefix(f[1], "--from") {
+			continue
+		}
+		for _, src := range f[1 : len(f)-1] {
+			copied = append(copied, filepath.Clean(src))
+		}
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "./cmd/formspec-hooks", "./cmd/formspec-reporter")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	checked := 0
+	for dir := range strings.FieldsSeq(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue // a module's, not the repository's
+		}
+		checked++
+		top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+		if !slices.Contains(copied, top) {
+			t.Errorf("the binaries are built from %s, but the Dockerfile copies only %v: add COPY %s ./%s", rel, copied, top, top)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("go list named no package of the repository")
 	}
 }
 

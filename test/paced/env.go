@@ -164,7 +164,8 @@ func (r *running) stop() {
 }
 
 // measure starts the servers side by side, posts one workspace's calls to
-// each so that start-up and the first use of each path are not counted,
+// each so that start-up and the first use of each path are not counted
+// (it times them: a new server's first calls),
 // then posts the plan to all of them at once, o.rate workspaces a second,
 // each server's calls a fraction of a tick after the previous server's,
 // and returns the CPU each server's process spent on it, and the hand-off
@@ -185,12 +186,17 @@ func (e *env) measure(ctx context.Context, specs []serverSpec, plan [][]call, o 
 		}
 		servers = append(servers, r)
 	}
-	for _, r := range servers {
+	// The warm-up calls are each server's first after it became ready:
+	// how long they take shows what a new replica's first calls cost.
+	firsts := make([]time.Duration, len(servers))
+	for i, r := range servers {
+		start := time.Now()
 		for _, c := range plan[0] {
 			if err := post(ctx, r.client, r.base, c); err != nil {
 				return nil, 0, fmt.Errorf("%s: warm-up %s: %w", r.spec.name, c.path, err)
 			}
 		}
+		firsts[i] = time.Since(start)
 	}
 	time.Sleep(flushFor)
 
@@ -234,7 +240,7 @@ func (e *env) measure(ctx context.Context, specs []serverSpec, plan [][]call, o 
 		if err != nil {
 			return nil, 0, err
 		}
-		out[i] = measured{calls: countCalls(plan), failed: int(failed[i].Load()), handshakes: r.dials.Load(), elapsed: elapsed, cpu: after - before[i]}
+		out[i] = measured{calls: countCalls(plan), failed: int(failed[i].Load()), handshakes: r.dials.Load(), elapsed: elapsed, cpu: after - before[i], first: firsts[i]}
 	}
 	return out, e.handoffs.Load(), nil
 }

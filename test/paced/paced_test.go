@@ -166,6 +166,9 @@ func TestMeasure(t *testing.T) {
 		// With no idle connection kept, each call opens its own, and the
 		// warm-up's are not counted. (With idle connections, a fast server
 		// may answer the whole round on the warm-up's one.)
+		if m.first <= 0 {
+			t.Errorf("server %d: the first calls took %v", i, m.first)
+		}
 		if m.handshakes != int64(countCalls(p)) || m.cpu < 0 {
 			t.Errorf("server %d: %d handshakes, CPU %v; want %d handshakes", i, m.handshakes, m.cpu, countCalls(p))
 		}
@@ -201,6 +204,8 @@ func TestRun(t *testing.T) {
 		// syncs each.
 		"round 1  hand-off POSTs from the hook servers: 24",
 		"against the trivial hook", "also against formspec-hooks",
+		// Workspace 0 has a claim: its five calls are each server's first.
+		"first 5 calls", "first calls (ms)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
