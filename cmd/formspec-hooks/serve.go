@@ -250,15 +250,38 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	// Before the listeners open, so that /readyz passes only once the
-	// first calls of every hook are as quick as the rest.
-	start := time.Now()
-	n, err := warmUp(hooks)
-	if err != nil {
-		logger.Warn("warm-up incomplete; the first calls of a hook may be slower", "err", err)
-	}
-	logger.Info("hooks warmed up", "calls", n, "took", time.Since(start).Round(time.Millisecond))
+	warmUpBounded(logger, warmUpWait, func() (int, error) { return warmUp(hooks, logger) })
 	return srv.Run(ctx)
+}
+
+// warmUpBounded runs warm (warmUp) before the listeners open, so that
+// /readyz passes only once the first calls of every hook are as quick as
+// the rest, and says how it went. It waits at most wait: a warm-up that
+// fails or hangs leaves the server slower on its first calls, never down.
+func warmUpBounded(logger *slog.Logger, wait time.Duration, warm func() (int, error)) {
+	start := time.Now()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := warm()
+		done <- result{n, err}
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		took := time.Since(start).Round(time.Millisecond)
+		if r.err != nil {
+			logger.Warn("warm-up incomplete; the first calls of some hooks may be slower", "calls", r.n, "took", took, "err", r.err)
+			return
+		}
+		logger.Info("hooks warmed up", "calls", r.n, "took", took)
+	case <-timer.C:
+		logger.Warn("warm-up unfinished; serving without waiting for it", "waited", wait)
+	}
 }
 
 // serveUsage heads serve's --help.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,10 @@ func TestRunServeFlags(t *testing.T) {
 	// Every case starts with a default version, which serve requires; a
 	// later --default-version takes it back.
 	version := []string{"--default-version", "1.8.2"}
+	warm, err := warmCalls()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cases := map[string]struct {
 		reason string
@@ -77,9 +82,11 @@ func TestRunServeFlags(t *testing.T) {
 		},
 		"MissingTokenFile": {reason: "A missing token file stops the server at start.", args: []string{"--auth-token-file", filepath.Join(t.TempDir(), "nope")}, wantErr: "--auth-token-file"},
 		"ServesAndStops": {
-			reason:     "Valid flags serve until the context ends, then stop cleanly.",
-			args:       append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--cluster-control-url", "https://control.example"),
-			wantStderr: []string{`"msg":"formspec-hooks starting","version":"` + buildinfo.Release() + `"`},
+			reason: "Valid flags serve until the context ends, then stop cleanly.",
+			args:   append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--cluster-control-url", "https://control.example"),
+			wantStderr: []string{`"msg":"formspec-hooks starting","version":"` + buildinfo.Release() + `"`,
+				// Before it listens, it calls every hook once (warmup.go).
+				fmt.Sprintf(`"msg":"hooks warmed up","calls":%d,`, len(warm))},
 		},
 		"DeprecatedAliasServes": {
 			reason:     "The old flag name still works, with a warning naming the new one.",

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 )
@@ -14,16 +15,18 @@ type WarmCall struct {
 	Body       []byte
 }
 
-// WarmUp serves each call, in the process, on the handler routes would
+// WarmUp serves each call, in the process, on the router routes would
 // have with the default limits, so that the first calls of a new server
 // cost what later ones do: a hook's first call otherwise compiles the
 // codec's programs for its types and brings its code into memory. Call it
 // before Run, so that readiness passes only afterwards. The routes should
 // be hooks built without effects outside their answers (nothing handed
-// off, counted or logged): the calls are not real. It returns an error
-// naming every call that was not answered 200.
-func WarmUp(routes []Route, calls []WarmCall) error {
-	s, err := New(Config{Routes: routes})
+// off, counted or logged): the calls are not real. What the transport
+// logs of them goes to logger (nil discards): a panic's stack, a failed
+// hook, and each call at debug level. It returns an error naming every
+// call that was not answered 200.
+func WarmUp(logger *slog.Logger, routes []Route, calls []WarmCall) error {
+	h, err := newRouter(Config{Routes: routes, Logger: logger}.withDefaults())
 	if err != nil {
 		return err
 	}
@@ -35,7 +38,7 @@ func WarmUp(routes []Route, calls []WarmCall) error {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		w := &statusWriter{header: http.Header{}}
-		s.hooks.ServeHTTP(w, req)
+		h.ServeHTTP(w, req)
 		if w.code != http.StatusOK {
 			failed = append(failed, fmt.Sprintf("%s (%s) answered %d", c.Path, c.Name, w.code))
 		}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -16,7 +18,7 @@ func TestWarmUp(t *testing.T) {
 	}
 	routes := []Route{HookRoute("/v1/x/sync", hook)}
 
-	if err := WarmUp(routes, []WarmCall{{Name: "x/sync/a", Path: "/v1/x/sync", Body: []byte(validBody)}}); err != nil {
+	if err := WarmUp(nil, routes, []WarmCall{{Name: "x/sync/a", Path: "/v1/x/sync", Body: []byte(validBody)}}); err != nil {
 		t.Fatalf("WarmUp = %v, want nil", err)
 	}
 	if len(parents) != 1 || !strings.Contains(parents[0], `"name":"ws"`) {
@@ -25,7 +27,7 @@ func TestWarmUp(t *testing.T) {
 
 	// Every call is made, and the error names each that failed.
 	parents = nil
-	err := WarmUp(routes, []WarmCall{
+	err := WarmUp(nil, routes, []WarmCall{
 		{Name: "x/sync/not-json", Path: "/v1/x/sync", Body: []byte("{")},
 		{Name: "x/sync/a", Path: "/v1/x/sync", Body: []byte(validBody)},
 		{Name: "y/sync/a", Path: "/v1/y/sync", Body: []byte(validBody)},
@@ -36,5 +38,20 @@ func TestWarmUp(t *testing.T) {
 	}
 	if len(parents) != 1 {
 		t.Errorf("the hook was called %d times, want once (the good call)", len(parents))
+	}
+}
+
+// TestWarmUpLogsPanics: a hook that panics while warming up is named in
+// the error, and its stack is in the log, for the operator to report.
+func TestWarmUpLogsPanics(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	routes := []Route{HookRoute("/v1/x/sync", panickingHook)}
+	err := WarmUp(logger, routes, []WarmCall{{Name: "x/sync/a", Path: "/v1/x/sync", Body: []byte(validBody)}})
+	if err == nil || !strings.Contains(err.Error(), "(x/sync/a) answered 500") {
+		t.Errorf("WarmUp = %v, want the panicking call named with its 500", err)
+	}
+	if !strings.Contains(logs.String(), "panic serving hook") || !strings.Contains(logs.String(), "index out of range") || !strings.Contains(logs.String(), "stack=") {
+		t.Errorf("the log lacks the panic and its stack:\n%s", logs.String())
 	}
 }
