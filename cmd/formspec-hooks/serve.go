@@ -250,7 +250,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	warmUpBounded(logger, warmUpWait, func() (int, error) { return warmUp(hooks, logger) })
+	warmUpBounded(logger, warmUpWait, func() (int, error) { return warmUp(hooks) })
 	return srv.Run(ctx)
 }
 

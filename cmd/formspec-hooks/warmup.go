@@ -34,9 +34,10 @@ const warmUpWait = 10 * time.Second
 // Cluster Control, the metrics and the logs never see a fixture otherwise.
 // A fresh server takes some 10 ms over its first Workspace sync instead of
 // a tenth of one, and in a rollout every replica pays that on its first
-// calls of every hook. It returns how many calls it made.
-func warmUp(cfg hookConfig, logger *slog.Logger) (int, error) {
-	quiet := slog.New(atLeast{logger.Handler(), slog.LevelWarn}).With("warmUp", true)
+// calls of every hook. Its errors go to cfg.logger. It returns how many
+// calls it made.
+func warmUp(cfg hookConfig) (int, error) {
+	quiet := slog.New(atLeast{cfg.logger.Handler(), slog.LevelWarn}).With("warmUp", true)
 	cfg.reports = nil
 	cfg.decisions = decision.Discard
 	cfg.logger = quiet

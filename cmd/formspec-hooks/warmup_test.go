@@ -41,7 +41,7 @@ func TestWarmUp(t *testing.T) {
 	}
 
 	cfg, reports, decisions, logs := effects()
-	n, err := warmUp(cfg, cfg.logger)
+	n, err := warmUp(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
