@@ -270,3 +270,53 @@ func TestErrorBodyHidesToken(t *testing.T) {
 		t.Errorf("error %q: want the page without the token, which shows as [token]", msg)
 	}
 }
+
+// TestErrorBodyHidesTokenCut checks that a token in an error page is
+// hidden however the page holds it: where the read limit falls inside
+// it, where a proxy cut it, and more than once; and that a page without
+// it is left as it was.
+func TestErrorBodyHidesTokenCut(t *testing.T) {
+	const token = "s3cret-bearer-token-0123456789abcdef"
+	pad := strings.Repeat("x", errorBodyLimit-len("Authorization: Bearer ")-10)
+	cases := map[string]struct {
+		page string
+		want string // what the logged page must hold
+	}{
+		"the limit falls in the token": {
+			page: pad + "Authorization: Bearer " + token + " and more",
+			want: "Authorization: Bearer [token]",
+		},
+		"a proxy cut the token": {
+			page: "you sent Authorization: Bearer " + token[:20] + "...",
+			want: "you sent Authorization: Bearer [token]...",
+		},
+		"the token's end alone": {
+			page: "header value ended with " + token[10:] + "; try again",
+			want: "header value ended with [token]; try again",
+		},
+		"twice": {
+			page: token + " / " + token,
+			want: "[token] / [token]",
+		},
+		"no token": {
+			page: "upstream connect error or disconnect/reset before headers",
+			want: "upstream connect error or disconnect/reset before headers",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := errorBody(strings.NewReader(tc.page), token)
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("errorBody = %q, want it to hold %q", got, tc.want)
+			}
+			for i := 0; i+tokenFragment <= len(token); i++ {
+				if part := token[i : i+tokenFragment]; strings.Contains(got, part) {
+					t.Fatalf("errorBody = %q holds %q, a part of the token", got, part)
+				}
+			}
+			if len(got) > errorBodyLimit+len("[token]") {
+				t.Errorf("errorBody kept %d bytes, more than the limit of %d", len(got), errorBodyLimit)
+			}
+		})
+	}
+}

@@ -78,6 +78,71 @@ type ccClient struct {
 // one stable line is all Cluster Control is supposed to send.
 const errorBodyLimit = 1024
 
+// tokenFragment is the shortest run of a token's characters that
+// errorBody hides when it finds it alone: a proxy may cut the token it
+// echoes. Eight characters of a random token are not found in an error
+// page by chance.
+const tokenFragment = 8
+
+// errorBody reads an error answer for the log: at most errorBodyLimit
+// bytes (more only to end a token the limit would cut), with the token
+// that was sent, and every run of at least tokenFragment of its
+// characters, shown as [token]. A proxy in front of Cluster Control may
+// echo the request's headers in its error page, whole or cut; the token
+// must not reach the log either way.
+func errorBody(body io.Reader, token string) string {
+	if token == "" {
+		raw, _ := io.ReadAll(io.LimitReader(body, errorBodyLimit))
+		return strings.TrimSpace(string(raw))
+	}
+	// Read a token's length past the limit, so that a token the limit
+	// falls in is read whole and hidden whole.
+	raw, _ := io.ReadAll(io.LimitReader(body, errorBodyLimit+int64(len(token))))
+	page := string(raw)
+	spans := tokenSpans(page, token)
+	end := min(len(page), errorBodyLimit)
+	for _, sp := range spans {
+		if sp[0] < end && end < sp[1] {
+			end = sp[1]
+		}
+	}
+	var b strings.Builder
+	at := 0
+	for _, sp := range spans {
+		if sp[0] >= end {
+			break
+		}
+		b.WriteString(page[at:sp[0]])
+		b.WriteString("[token]")
+		at = sp[1]
+	}
+	if at < end {
+		b.WriteString(page[at:end])
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// tokenSpans lists, in order, the runs of page that are the token or a
+// part of it at least tokenFragment long (the whole token when it is
+// shorter), each as its start and end.
+func tokenSpans(page, token string) [][2]int {
+	least := min(tokenFragment, len(token))
+	var spans [][2]int
+	for i := 0; i+least <= len(page); {
+		if !strings.Contains(token, page[i:i+least]) {
+			i++
+			continue
+		}
+		n := least
+		for i+n < len(page) && n < len(token) && strings.Contains(token, page[i:i+n+1]) {
+			n++
+		}
+		spans = append(spans, [2]int{i, i + n})
+		i += n
+	}
+	return spans
+}
+
 // responseLimit bounds a deploy-status answer: a directive is ~200 bytes,
 // so 8 MiB is tens of thousands of workspaces.
 const responseLimit = 8 << 20
@@ -136,13 +201,7 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, responseLimit))
 		return result{outcome: sent, status: resp.StatusCode}
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-	msg := strings.TrimSpace(string(raw))
-	if sentToken != "" {
-		// A proxy in front of Cluster Control may echo the request's
-		// headers in its error page: the token must not reach the log.
-		msg = strings.ReplaceAll(msg, sentToken, "[token]")
-	}
+	msg := errorBody(resp.Body, sentToken)
 	res := result{status: resp.StatusCode, err: fmt.Errorf("cluster control answered %s: %s", resp.Status, msg)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
