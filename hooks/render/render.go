@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -59,7 +60,7 @@ func Documents(name string, raw []byte) ([]json.RawMessage, error) {
 	for i, doc := range parts {
 		j, err := yaml.YAMLToJSON(doc)
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", name, i+1, err)
+			return nil, fmt.Errorf("%s: document %d: not valid YAML%s", name, i+1, yamlLine(err))
 		}
 		if s := strings.TrimSpace(string(j)); s == "null" || s == "" {
 			continue
@@ -74,6 +75,21 @@ func Documents(name string, raw []byte) ([]json.RawMessage, error) {
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// yamlErrorLine finds the line a YAML parser's error names.
+var yamlErrorLine = regexp.MustCompile(`\byaml: line (\d+):`)
+
+// yamlLine is " (line N)" for a YAML error that names its line, and ""
+// otherwise. The parser's own words are not passed on: some quote the
+// document (an unknown alias names its anchor, which in a Secret
+// carelessly passed along is a value), and a Secret's value must not
+// reach a terminal or a CI log.
+func yamlLine(err error) string {
+	if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil {
+		return " (line " + m[1] + ")"
+	}
+	return ""
 }
 
 // objectHead is what identifies an object.

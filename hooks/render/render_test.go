@@ -55,3 +55,29 @@ func TestDocumentsSkipsEmpty(t *testing.T) {
 		t.Errorf("Documents: got %q, want the one Secret", docs)
 	}
 }
+
+// TestDocumentsBadYAMLHidesValues checks that a document that is not
+// YAML is named with its line where the parser gives one, and that
+// nothing of the document reaches the error: an unknown alias, for
+// one, is quoted by the parser, and here it is a Secret's value.
+func TestDocumentsBadYAMLHidesValues(t *testing.T) {
+	const secretValue = "Hunter2NeverPrinted"
+	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  password: "
+	cases := map[string]struct{ in, want string }{
+		"unknown alias":   {secret + "*" + secretValue + "\n", "in.yaml: document 2: not valid YAML"},
+		"broken mapping":  {secret + secretValue + ": x: y\n", "in.yaml: document 2: not valid YAML (line 6)"},
+		"unclosed quote":  {secret + `"` + secretValue + "\n", "in.yaml: document 2: not valid YAML"},
+		"tab indentation": {secret + "\n\t" + secretValue + "\n", "in.yaml: document 2: not valid YAML"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Documents("in.yaml", []byte("apiVersion: v1\nkind: ConfigMap\n---\n"+tc.in))
+			if err == nil {
+				t.Fatal("Documents accepted a document that is not YAML")
+			}
+			if msg := err.Error(); strings.Contains(msg, secretValue) || !strings.HasPrefix(msg, tc.want) {
+				t.Errorf("Documents: error %q; want it to start %q, without the Secret's value", msg, tc.want)
+			}
+		})
+	}
+}
