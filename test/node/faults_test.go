@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
@@ -98,11 +99,21 @@ func (fg *figures) String() string { return strings.Join(*fg.rows, "\n") }
 func (f *fleet) settle() { time.Sleep(f.resync) }
 
 // driveDuring runs the driver while fn runs and returns what it did.
+// The driver stops also when fn ends the test (t.Fatal), so that it does
+// not go on touching workspaces under the faults after it.
 func (f *fleet) driveDuring(fn func()) (touched, failed int64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := f.drive(ctx, drivePeriod)
+	stopped := false
+	defer func() {
+		if !stopped {
+			cancel()
+			stop()
+		}
+	}()
 	fn()
 	cancel()
+	stopped = true
 	return stop()
 }
 
@@ -223,6 +234,8 @@ func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
 	// Cluster Control refuses workspace reports, so the first deletions
 	// stay with the reporters as tombstones.
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/faults", ccFault{Path: "/v1/workspace-status", Status: http.StatusServiceUnavailable})
+	faultsCleared := false
+	f.undoOnFailure(t, &faultsCleared, http.MethodDelete, "/admin/faults", nil)
 	for _, w := range early {
 		f.deleteWorkspace(t, w)
 	}
@@ -246,6 +259,14 @@ func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
 	granted := &fleetWorkspace{ns: early[0].ns, name: "late-claim"}
 	denied := &fleetWorkspace{ns: early[0].ns, name: "stranger-claim"}
 	decisions := []*v1alpha1.ResourceClaim{fleetClaim(granted, claimstest.Owner), fleetClaim(denied, claimstest.Stranger)}
+	unconsumed := 0
+	if st, err := clusterControlState(f.admin); err == nil {
+		for _, w := range append(slices.Clone(restarted), idled) {
+			if len(consumedFor(st, w.ns, w.name)) == 0 {
+				unconsumed++
+			}
+		}
+	}
 	killed := time.Now()
 	var down time.Duration
 	for i, p := range f.c.hookPods(t) {
@@ -257,6 +278,7 @@ func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
 		down = max(down, time.Since(died))
 	}
 	f.clusterControlAdmin(t, http.MethodDelete, "/admin/faults", nil)
+	faultsCleared = true
 
 	deleted := append(slices.Clone(early), late...)
 	f.forget(deleted...)
@@ -294,8 +316,9 @@ func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
 			t.Fatal(err)
 		}
 	}
-	figs.add("the reporter of each hook pod killed (SIGKILL) in turn, holding %v tombstones between them, each back (pod Ready) within %.1f s; %d deletions, 2 claim decisions, %d directives all delivered %.1f s after Cluster Control took reports again; %d hook calls failed meanwhile",
-		tombstones, down.Seconds(), len(deleted), len(restarted)+1, delivered.Seconds(), len(f.c.failedHookCalls(t, killed)))
+	failed := f.c.failedHookCalls(t, killed)
+	figs.add("the reporter of each hook pod killed (SIGKILL) in turn, holding %v tombstones between them and %d of the %d directives not yet consumed, each back (pod Ready) within %.1f s; %d deletions, 2 claim decisions, %d directives all delivered %.1f s after Cluster Control took reports again; %d syncs failed meanwhile, %d of them hook calls",
+		tombstones, unconsumed, len(restarted)+1, down.Seconds(), len(deleted), len(restarted)+1, delivered.Seconds(), len(failed), hookCalls(failed))
 }
 
 // ccFault is the body of the reference Cluster Control's PUT /admin/faults.
@@ -304,9 +327,18 @@ type ccFault struct {
 	Status int    `json:"status,omitempty"`
 }
 
-// clusterControlAdmin calls the reference Cluster Control's admin API.
+// clusterControlAdmin calls the reference Cluster Control's admin API,
+// failing the test on an error.
 func (f *fleet) clusterControlAdmin(t *testing.T, method, path string, body any) {
 	t.Helper()
+	if err := f.callClusterControlAdmin(method, path, body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// callClusterControlAdmin calls the reference Cluster Control's admin
+// API.
+func (f *fleet) callClusterControlAdmin(method, path string, body any) error {
 	var r *bytes.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -316,16 +348,30 @@ func (f *fleet) clusterControlAdmin(t *testing.T, method, path string, body any)
 	}
 	req, err := http.NewRequest(method, f.admin+path, r)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("%s %s: status %d", method, path, resp.StatusCode)
+		return fmt.Errorf("%s %s: status %d", method, path, resp.StatusCode)
 	}
+	return nil
+}
+
+// undoOnFailure has Cluster Control undo a fault (a call to its admin
+// API) when the test ends before the fault's own undo, so that the rows
+// after it do not fail for this one's reason.
+func (f *fleet) undoOnFailure(t *testing.T, undone *bool, method, path string, body any) {
+	t.Cleanup(func() {
+		if !*undone {
+			if err := f.callClusterControlAdmin(method, path, body); err != nil {
+				t.Errorf("cannot undo the fault: %v", err)
+			}
+		}
+	})
 }
 
 // deleteWorkspace deletes a workspace as kubectl does.
@@ -397,7 +443,12 @@ func faultMetacontrollerDeletedMidTeardown(t *testing.T, f *fleet, figs *figures
 		t.Fatalf("cannot delete the Metacontroller pod: %v", err)
 	}
 	f.c.waitFor(t, "a new Metacontroller pod Ready", func() (bool, string) {
-		p := f.c.pod(t, "metacontroller", "metacontroller-0")
+		// Between the old pod going and the StatefulSet making the new
+		// one, there is none to read.
+		var p corev1.Pod
+		if err := f.c.getInto("/api/v1/namespaces/metacontroller/pods/metacontroller-0", &p); err != nil {
+			return false, err.Error()
+		}
 		return p.UID != mc.UID && podReady(p), string(p.Status.Phase)
 	}, "metacontroller")
 	mcBack := time.Since(start)
@@ -406,13 +457,14 @@ func faultMetacontrollerDeletedMidTeardown(t *testing.T, f *fleet, figs *figures
 	}
 	done := time.Since(start)
 	f.forget(doomed...)
+	byWatch := 0
 	for _, w := range doomed {
-		tr := trackers[w.key()]
-		if tr.configGone.Before(tr.podsGone) {
-			t.Errorf("%s: its ConfigMap went %v before its last pod", w.key(), tr.podsGone.Sub(tr.configGone))
+		exact, err := trackers[w.key()].inOrder()
+		if err != nil {
+			t.Errorf("%s: %v", w.key(), err)
 		}
-		if tr.serviceGone.Before(tr.podsGone) {
-			t.Errorf("%s: its Service went %v before its last pod", w.key(), tr.podsGone.Sub(tr.serviceGone))
+		if exact {
+			byWatch++
 		}
 		if err := f.c.Client().Delete(v1alpha1.APIVersion, "ResourceClaim", w.ns, w.claim()); err != nil {
 			t.Fatal(err)
@@ -428,21 +480,150 @@ func faultMetacontrollerDeletedMidTeardown(t *testing.T, f *fleet, figs *figures
 		}
 		return len(left) == 0, strings.Join(left, ", ")
 	}, doomed[0].ns)
-	figs.add("%d workspaces deleted (one per class); Metacontroller pod deleted %.1f s in, a new one Ready at %.1f s; every teardown done in order at %.1f s, nothing of them left at %.1f s",
-		len(doomed), halfway.Seconds(), mcBack.Seconds(), done.Seconds(), time.Since(start).Seconds())
+	figs.add("%d workspaces deleted (one per class); Metacontroller pod deleted %.1f s in, a new one Ready at %.1f s; every teardown done in order at %.1f s (the order from the API server's resourceVersions for %d of them, from polling for the rest), nothing of them left at %.1f s",
+		len(doomed), halfway.Seconds(), mcBack.Seconds(), done.Seconds(), byWatch, time.Since(start).Seconds())
 }
 
-// teardown records when each part of a deleted workspace disappeared.
+// teardown records when each part of a deleted workspace disappeared:
+// by polling, every 200 ms, and by watching, as the API server ordered
+// the writes.
 type teardown struct {
 	c                                         *Cluster
 	w                                         *fleetWorkspace
 	podsGone, configGone, serviceGone, wsGone time.Time
 	done                                      chan struct{}
+	order                                     teardownOrder
+	stopWatches                               context.CancelFunc
 }
 
-// trackTeardown polls a workspace's parts until it and they are gone.
+// teardownOrder is the resourceVersion of each write that ended a part
+// of a workspace: each of its pods finishing (or going, if it had not
+// finished), its ConfigMap and its Service going. The API server
+// orders its writes by these (k8s.io/apimachinery's
+// resourceversion.CompareResourceVersion), where a poll sees two parts
+// gone at once when both went within one of its 200 ms.
+type teardownOrder struct {
+	mu                      sync.Mutex
+	pods                    map[string]string // pod → its ending write; "" while it runs
+	configGone, serviceGone string
+}
+
+// watchedObject is what the teardown watches read of an object.
+type watchedObject struct {
+	Metadata struct {
+		Name            string            `json:"name"`
+		Labels          map[string]string `json:"labels"`
+		ResourceVersion string            `json:"resourceVersion"`
+	} `json:"metadata"`
+	Status struct {
+		Phase corev1.PodPhase `json:"phase"`
+	} `json:"status"`
+}
+
+// watchTeardown watches a workspace's pods, ConfigMap and Service until
+// ctx ends.
+func (c *Cluster) watchTeardown(ctx context.Context, w *fleetWorkspace, o *teardownOrder) {
+	o.pods = map[string]string{}
+	read := func(ev watchEvent) (watchedObject, bool) {
+		var obj watchedObject
+		return obj, json.Unmarshal(ev.Object, &obj) == nil
+	}
+	c.watch(ctx, "/api/v1/namespaces/"+w.ns+"/pods", func(ev watchEvent) {
+		obj, ok := read(ev)
+		if !ok || obj.Metadata.Labels[v1alpha1.LabelWorkspace] != w.name {
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		ended, seen := o.pods[obj.Metadata.Name]
+		switch {
+		case seen && ended != "":
+		case ev.Type == "DELETED", obj.Status.Phase == corev1.PodSucceeded, obj.Status.Phase == corev1.PodFailed:
+			o.pods[obj.Metadata.Name] = obj.Metadata.ResourceVersion
+		default:
+			o.pods[obj.Metadata.Name] = ""
+		}
+	})
+	for path, into := range map[string]*string{
+		"/api/v1/namespaces/" + w.ns + "/configmaps": &o.configGone,
+		"/api/v1/namespaces/" + w.ns + "/services":   &o.serviceGone,
+	} {
+		name := w.name
+		if strings.HasSuffix(path, "/configmaps") {
+			name += "-config"
+		}
+		c.watch(ctx, path, func(ev watchEvent) {
+			if obj, ok := read(ev); ok && ev.Type == "DELETED" && obj.Metadata.Name == name {
+				o.mu.Lock()
+				defer o.mu.Unlock()
+				*into = obj.Metadata.ResourceVersion
+			}
+		})
+	}
+}
+
+// complete reports whether every part's ending write was seen.
+func (o *teardownOrder) complete() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.configGone == "" || o.serviceGone == "" || len(o.pods) == 0 {
+		return false
+	}
+	for _, rv := range o.pods {
+		if rv == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// inOrder checks that the ConfigMap and the Service went after the last
+// pod stopped: by the writes' resourceVersions when the watches saw them
+// all (exact), by the poll's times otherwise.
+func (tr *teardown) inOrder() (exact bool, err error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !tr.order.complete() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	tr.stopWatches()
+	if !tr.order.complete() {
+		if tr.configGone.Before(tr.podsGone) {
+			return false, fmt.Errorf("its ConfigMap went %v before its last pod (by polling)", tr.podsGone.Sub(tr.configGone))
+		}
+		if tr.serviceGone.Before(tr.podsGone) {
+			return false, fmt.Errorf("its Service went %v before its last pod (by polling)", tr.podsGone.Sub(tr.serviceGone))
+		}
+		return false, nil
+	}
+	o := &tr.order
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	last, lastPod := "", ""
+	for pod, rv := range o.pods {
+		if c, err := resourceversion.CompareResourceVersion(rv, last); last == "" || (err == nil && c > 0) {
+			last, lastPod = rv, pod
+		}
+	}
+	for part, rv := range map[string]string{"ConfigMap": o.configGone, "Service": o.serviceGone} {
+		c, err := resourceversion.CompareResourceVersion(rv, last)
+		if err != nil {
+			return true, fmt.Errorf("cannot order the teardown's writes: %v", err)
+		}
+		if c < 0 {
+			return true, fmt.Errorf("its %s went (resourceVersion %s) before pod %s stopped (%s)", part, rv, lastPod, last)
+		}
+	}
+	return true, nil
+}
+
+// trackTeardown polls a workspace's parts until it and they are gone,
+// and watches them, until inOrder, for the order of their ends.
 func (c *Cluster) trackTeardown(t *testing.T, w *fleetWorkspace) *teardown {
 	tr := &teardown{c: c, w: w, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	tr.stopWatches = cancel
+	t.Cleanup(cancel)
+	c.watchTeardown(ctx, w, &tr.order)
 	go func() {
 		defer close(tr.done)
 		deadline := time.Now().Add(2 * waitTimeout)
@@ -519,6 +700,12 @@ func faultAPIServerRestarted(t *testing.T, f *fleet, figs *figures) {
 			changed = append(changed, w)
 		}
 	}
+	// Each change must roll its workspace: a new config hash on the
+	// Deployment's pod template, rolled out.
+	hashes := map[string]string{}
+	for _, ws := range changed {
+		hashes[ws.key()] = f.c.configHash(t, ws)
+	}
 	w := f.open(t)
 	var gone, converged time.Duration
 	f.driveDuring(func() {
@@ -536,6 +723,10 @@ func faultAPIServerRestarted(t *testing.T, f *fleet, figs *figures) {
 				}
 				return stringField(cm, "data", "FAULT") == value, fmt.Sprint(cm["data"])
 			}, ws.ns)
+			f.c.waitFor(t, "a new pod template for "+ws.key(), func() (bool, string) {
+				h := f.c.configHash(t, ws)
+				return h != hashes[ws.key()], "config hash still " + h
+			}, ws.ns)
 			f.c.waitRolledOut(t, ws.ns, ws.name)
 		}
 		f.waitConverged(t, "after the API server restart", 2*f.resync+waitTimeout)
@@ -547,6 +738,17 @@ func faultAPIServerRestarted(t *testing.T, f *fleet, figs *figures) {
 	if converged > f.resync {
 		t.Errorf("the fleet converged %.1f s after the API server was back, more than one resync (%v)", converged.Seconds(), f.resync)
 	}
+}
+
+// configHash is the config hash on a workspace's Deployment's pod
+// template.
+func (c *Cluster) configHash(t *testing.T, w *fleetWorkspace) string {
+	t.Helper()
+	d, err := c.Client().Get("apps/v1", "Deployment", w.ns, w.name)
+	if err != nil {
+		t.Fatalf("cannot read Deployment %s: %v", w.key(), err)
+	}
+	return stringField(d, "spec", "template", "metadata", "annotations", v1alpha1.AnnotationConfigHash)
 }
 
 // outage is EnvOutage, or defaultOutage.
@@ -565,18 +767,27 @@ func outage(t *testing.T) time.Duration {
 
 // faultClusterControlDown takes Cluster Control down (connections
 // refused) for the outage while workspaces change: created, deleted,
-// reconfigured, woken. The reporters' memory must stay bounded (below the
-// container's limit, the backlog at most one report per workspace), and
-// within one resync of Cluster Control's return it must hold the latest
-// state of every workspace.
+// reconfigured, woken. The reporters' memory must stay bounded (neither
+// reporter restarted, its RSS below half its container's limit, its
+// backlog at most one report per workspace it holds), and within one
+// resync of Cluster Control's return it must hold the latest state of
+// every workspace.
 func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 	length := outage(t)
+	pods := f.c.hookPods(t)
+	restarts := map[string]int32{}
+	for _, p := range pods {
+		restarts[p.Name] = containerStatus(p, "reporter").RestartCount
+	}
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": true})
+	back := false
+	f.undoOnFailure(t, &back, http.MethodPut, "/admin/down", map[string]bool{"down": false})
 	start := time.Now()
-	samples := &memorySamples{}
+	samples := &memorySamples{reporters: len(pods)}
 	ctx, cancel := context.WithCancel(context.Background())
 	sampled := make(chan struct{})
 	go func() { defer close(sampled); f.c.sampleReporterMemory(ctx, samples) }()
+	defer func() { cancel(); <-sampled }()
 
 	// Every round reconfigures two running workspaces (their pods roll),
 	// wakes an idle one every other round, deletes one (three at most)
@@ -617,18 +828,19 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 		sleepCtx(context.Background(), min(length/5, length-time.Since(start)))
 	}
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": false})
+	back = true
 	up := time.Now()
 	delivered, staleAtBound := f.waitDelivered(t, deleted, f.resync, 2*f.resync+waitTimeout)
 	cancel()
 	<-sampled
-	figs.add("Cluster Control down %.0f s while %d rounds of changes were made (%d workspaces now, %d deleted); reporter RSS %s; pending reports at most %v; latest state of every workspace delivered %.1f s after it was back (one resync: %.0f s)",
+	figs.add("Cluster Control down %.0f s while %d rounds of changes were made (%d workspaces now, %d deleted); reporter RSS %s; pending reports at most %v, both reporters together; latest state of every workspace delivered %.1f s after it was back (one resync: %.0f s)",
 		up.Sub(start).Seconds(), rounds, len(f.members()), len(deleted), samples, samples.maxPending, delivered.Seconds(), f.resync.Seconds())
-	if limit := int64(128 << 20); samples.maxRSS >= limit {
-		t.Errorf("a reporter's RSS reached %d MiB, its container's limit", samples.maxRSS>>20)
+	for _, p := range f.c.hookPods(t) {
+		if n, ok := restarts[p.Name]; !ok || containerStatus(p, "reporter").RestartCount != n {
+			t.Errorf("pod %s: its reporter restarted during the outage (or the pod is new): %d restarts before, %d after", p.Name, n, containerStatus(p, "reporter").RestartCount)
+		}
 	}
-	if tracked := float64(2 * (len(f.members()) + len(deleted))); samples.maxPending > tracked {
-		t.Errorf("the reporters held %v pending reports, more than one per workspace each (%v)", samples.maxPending, tracked)
-	}
+	samples.check(t, reporterMemoryLimit/2)
 	if delivered > f.resync {
 		t.Errorf("the latest state of every workspace reached Cluster Control %.1f s after it was back, more than one resync (%v); still stale at the last look within it:\n%s",
 			delivered.Seconds(), f.resync, staleAtBound)
@@ -636,12 +848,41 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 	f.waitConverged(t, "after the outage", waitTimeout)
 }
 
+// reporterMemoryLimit is the reporter container's memory limit, the
+// chart's default.
+const reporterMemoryLimit = 128 << 20
+
 // memorySamples are the reporters' RSS and backlog over an outage.
 type memorySamples struct {
 	mu                  sync.Mutex
 	first, last, maxRSS int64
 	n                   int
 	maxPending          float64
+	// reporters is how many reporters each sample must find.
+	reporters int
+	// missed lists the samples that did not read every reporter's RSS
+	// and metrics; overBacklog those where a reporter held more pending
+	// reports than workspaces and tombstones.
+	missed, overBacklog []string
+}
+
+// check fails the test unless every sample read every reporter, no
+// reporter's backlog was ever larger than what it holds, and the largest
+// RSS stayed below limit.
+func (s *memorySamples) check(t *testing.T, limit int64) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == 0 || len(s.missed) > 0 {
+		t.Errorf("the reporters' memory was not sampled as it should be: %d samples, %d of them short of the %d reporters: %s",
+			s.n, len(s.missed), s.reporters, strings.Join(firstLines(s.missed, 5), "; "))
+	}
+	if len(s.overBacklog) > 0 {
+		t.Errorf("a reporter held more pending reports than workspaces and tombstones: %s", strings.Join(firstLines(s.overBacklog, 5), "; "))
+	}
+	if s.maxRSS >= limit {
+		t.Errorf("a reporter's RSS reached %.1f MiB, at least %d MiB", float64(s.maxRSS)/(1<<20), limit>>20)
+	}
 }
 
 func (s *memorySamples) String() string {
@@ -652,25 +893,41 @@ func (s *memorySamples) String() string {
 }
 
 // sampleReporterMemory records the largest reporter's RSS and the
-// reporters' pending reports every 5 s until ctx ends.
+// reporters' pending reports every 5 s until ctx ends, and each sample
+// that did not read every reporter or found one holding a larger backlog
+// than the workspaces and tombstones it tracks.
 func (c *Cluster) sampleReporterMemory(ctx context.Context, s *memorySamples) {
 	for ctx.Err() == nil {
+		at := time.Now().Format("15:04:05")
 		var largest int64
+		rssRead := 0
 		for _, p := range containerProcesses("/usr/local/bin/formspec-reporter") {
 			var pid int
 			if _, err := fmt.Sscan(p.pid, &pid); err == nil {
 				if rss, err := processRSS(pid); err == nil {
 					largest = max(largest, rss)
+					rssRead++
 				}
 			}
 		}
-		pending := 0.0
+		pending, scraped := 0.0, 0
+		var over []string
 		if pods, err := c.listPods(hooksNamespace, "app.kubernetes.io/name="+hooksName); err == nil {
 			for _, p := range pods {
-				if body, err := get("http://" + p.Status.PodIP + ":9091/metrics"); err == nil {
-					pending += metricValue(body, "formspec_reporter_pending_workspaces")
+				body, err := get("http://" + p.Status.PodIP + ":9091/metrics")
+				if err != nil {
+					continue
+				}
+				scraped++
+				mine := metricValue(body, "formspec_reporter_pending_workspaces")
+				pending += mine
+				if held := metricValue(body, "formspec_reporter_tracked_workspaces") + metricValue(body, "formspec_reporter_tombstones"); mine > held {
+					over = append(over, fmt.Sprintf("%s: %s pending %v, holding %v", at, p.Name, mine, held))
 				}
 			}
+		}
+		if ctx.Err() != nil {
+			return
 		}
 		s.mu.Lock()
 		if s.n == 0 {
@@ -680,6 +937,10 @@ func (c *Cluster) sampleReporterMemory(ctx context.Context, s *memorySamples) {
 		s.last = largest
 		s.maxRSS = max(s.maxRSS, largest)
 		s.maxPending = max(s.maxPending, pending)
+		if rssRead < s.reporters || scraped < s.reporters {
+			s.missed = append(s.missed, fmt.Sprintf("%s: RSS of %d, metrics of %d", at, rssRead, scraped))
+		}
+		s.overBacklog = append(s.overBacklog, over...)
 		s.mu.Unlock()
 		sleepCtx(ctx, 5*time.Second)
 	}

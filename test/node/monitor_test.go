@@ -166,8 +166,13 @@ func (fc failedCall) String() string { return fc.at.Format("15:04:05.000") + " "
 // beside a SyncError Event on the parent. A 429 is not one: Metacontroller
 // requeues after its Retry-After without an error. The log is the current
 // Metacontroller pod's.
+//
+// Metacontroller's log times are whole seconds (RFC 3339), so a line
+// of the second since falls in counts: a call cut a fraction of a
+// second after since is logged as before it.
 func (c *Cluster) failedHookCalls(t *testing.T, since time.Time) []failedCall {
 	t.Helper()
+	since = since.Truncate(time.Second)
 	var out []failedCall
 	logs := c.kubectl(t, "-n", "metacontroller", "logs", "metacontroller-0", "--since-time="+since.UTC().Format(time.RFC3339))
 	for _, line := range strings.Split(logs, "\n") {
@@ -191,13 +196,21 @@ func (c *Cluster) failedHookCalls(t *testing.T, since time.Time) []failedCall {
 // getJSON GETs an API path into v, failing the test on an error.
 func (c *Cluster) getJSON(t *testing.T, path string, v any) {
 	t.Helper()
+	if err := c.getInto(path, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// getInto GETs an API path into v.
+func (c *Cluster) getInto(path string, v any) error {
 	raw, err := c.Client().Do("GET", path, nil)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		return fmt.Errorf("GET %s: %w", path, err)
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		return fmt.Errorf("GET %s: %w", path, err)
 	}
+	return nil
 }
 
 // listPods lists the pods of a namespace that a label selector selects.
