@@ -101,6 +101,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if _, err := weburl.Parse("--cluster-control-url", cfg.ClusterControlURL); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
+	if cfg.InterceptorAdminURL != "" {
+		if _, err := reporter.ParseInterceptorAdminURL("--interceptor-admin-url", cfg.InterceptorAdminURL); err != nil {
+			return cliflag.Usagef(fs, "%w", err)
+		}
+	}
 	if cfg.Reporter == "" {
 		cfg.Reporter = os.Getenv("POD_NAME")
 	}

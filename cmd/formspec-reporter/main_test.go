@@ -68,6 +68,18 @@ func TestRun(t *testing.T) {
 			wantErr: "--cluster-control-url must be an http or https URL",
 			usage:   true,
 		},
+		"BadInterceptorAdminURL": {
+			reason:  "An interceptor admin URL that is not http://host:port is a usage mistake naming the flag, found before the reporter starts.",
+			args:    append(slices.Clone(local), "--interceptor-admin-url", "https://keda-interceptor-admin:9090"),
+			wantErr: "--interceptor-admin-url must be http://host:port",
+			usage:   true,
+		},
+		"InterceptorAdminURLWithPassword": {
+			reason:  "A user and password in the interceptor admin URL are refused like Cluster Control's, as a usage mistake.",
+			args:    append(slices.Clone(local), "--interceptor-admin-url", "http://u:p@keda-interceptor-admin:9090"),
+			wantErr: "--interceptor-admin-url",
+			usage:   true,
+		},
 		"UnknownFlag": {
 			reason:  "A mistake is a usage error, reported by main (exit 2) without the flag list.",
 			args:    []string{"--nope"},

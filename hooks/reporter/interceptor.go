@@ -59,16 +59,27 @@ type interceptorPoller struct {
 	lookup  func(ctx context.Context, host string) ([]string, error)
 }
 
-func newInterceptorPoller(raw string, timeout time.Duration) (*interceptorPoller, error) {
-	u, err := weburl.Parse("interceptor admin URL", raw)
+// ParseInterceptorAdminURL checks an interceptor admin URL
+// (Config.InterceptorAdminURL), naming it name in its errors: main checks
+// the flag with it before starting, so that a mistake is a usage error.
+func ParseInterceptorAdminURL(name, raw string) (*url.URL, error) {
+	u, err := weburl.Parse(name, raw)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case u.Scheme != "http":
-		return nil, fmt.Errorf("interceptor admin URL must be http://host:port (the interceptor's admin port is plain HTTP), not %s", u.Scheme)
+		return nil, fmt.Errorf("%s must be http://host:port (the interceptor's admin port is plain HTTP), not %s", name, u.Scheme)
 	case u.Hostname() == "" || u.Port() == "":
-		return nil, fmt.Errorf("interceptor admin URL must be http://host:port, with both a host and the interceptor's admin port")
+		return nil, fmt.Errorf("%s must be http://host:port, with both a host and the interceptor's admin port", name)
+	}
+	return u, nil
+}
+
+func newInterceptorPoller(raw string, timeout time.Duration) (*interceptorPoller, error) {
+	u, err := ParseInterceptorAdminURL("interceptor admin URL", raw)
+	if err != nil {
+		return nil, err
 	}
 	return &interceptorPoller{
 		base: u,
