@@ -1,8 +1,8 @@
 # formspec-hooks — see README.md.
 #   make run    run the hook server on localhost, with its reporter sidecar and
 #               a reference Cluster Control, for a local demo
-#   make test   run every test layer (builds the Kubernetes test binaries once)
-#               and the Helm chart's tests
+#   make test   run every test layer but the fault and upgrade suites (builds
+#               the Kubernetes test binaries once) and the Helm chart's tests
 #   make image  build the container image with docker, podman or buildah
 #   make release  write dist/: the packaged chart, install.yaml, the image
 #               as an OCI archive, linux/amd64 and linux/arm64 binaries and
