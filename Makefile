@@ -162,7 +162,9 @@ test-node: k8s-binaries node-binaries
 # Datastore's endpoint Secret is deleted and created again; each asserts
 # what docs/reliability.md says must hold and logs the figures the table
 # quotes. It needs root and METACONTROLLER_BIN (it skips and says why
-# without them), takes about 25 minutes, and is not part of make test.
+# without them), takes about 10 minutes once the Kubernetes and node
+# binaries are built (their first build adds about 15), and is not part of
+# make test.
 FLEET_WORKSPACES ?= 50
 OUTAGE ?= 5m
 test-faults: k8s-binaries node-binaries
@@ -177,7 +179,8 @@ test-faults: k8s-binaries node-binaries
 # --reset-then-reuse-values under Metacontroller, and finds no new
 # ReplicaSet, no recreated credentials Secret, no failed hook call and no
 # Workspace leaving Ready (TestUpgrade in test/node). Root and
-# METACONTROLLER_BIN, like test-faults; about 6 minutes.
+# METACONTROLLER_BIN, like test-faults; about 3 minutes once the binaries
+# are built.
 test-upgrade: k8s-binaries node-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the upgrade test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
 	cd test/node && FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
