@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -39,8 +40,9 @@ func WarmUp(logger *slog.Logger, routes []Route, calls []WarmCall) error {
 		req.Header.Set("Content-Type", "application/json")
 		w := &statusWriter{header: http.Header{}}
 		h.ServeHTTP(w, req)
-		if w.code != http.StatusOK {
-			failed = append(failed, fmt.Sprintf("%s (%s) answered %d", c.Path, c.Name, w.code))
+		// A handler that writes nothing answers 200, as recorder counts it.
+		if code := cmp.Or(w.code, http.StatusOK); code != http.StatusOK {
+			failed = append(failed, fmt.Sprintf("%s (%s) answered %d", c.Path, c.Name, code))
 		}
 	}
 	if len(failed) > 0 {

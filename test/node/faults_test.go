@@ -234,8 +234,7 @@ func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
 	// Cluster Control refuses workspace reports, so the first deletions
 	// stay with the reporters as tombstones.
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/faults", ccFault{Path: "/v1/workspace-status", Status: http.StatusServiceUnavailable})
-	faultsCleared := false
-	f.undoOnFailure(t, &faultsCleared, http.MethodDelete, "/admin/faults", nil)
+	f.undoAtEnd(t, http.MethodDelete, "/admin/faults", nil)
 	for _, w := range early {
 		f.deleteWorkspace(t, w)
 	}
@@ -278,7 +277,6 @@ func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
 		down = max(down, time.Since(died))
 	}
 	f.clusterControlAdmin(t, http.MethodDelete, "/admin/faults", nil)
-	faultsCleared = true
 
 	deleted := append(slices.Clone(early), late...)
 	f.forget(deleted...)
@@ -361,15 +359,13 @@ func (f *fleet) callClusterControlAdmin(method, path string, body any) error {
 	return nil
 }
 
-// undoOnFailure has Cluster Control undo a fault (a call to its admin
-// API) when the test ends before the fault's own undo, so that the rows
-// after it do not fail for this one's reason.
-func (f *fleet) undoOnFailure(t *testing.T, undone *bool, method, path string, body any) {
+// undoAtEnd has Cluster Control undo a fault (an idempotent call to its
+// admin API) when the test ends, also when it ends before the fault's own
+// undo, so that the rows after it do not fail for this one's reason.
+func (f *fleet) undoAtEnd(t *testing.T, method, path string, body any) {
 	t.Cleanup(func() {
-		if !*undone {
-			if err := f.callClusterControlAdmin(method, path, body); err != nil {
-				t.Errorf("cannot undo the fault: %v", err)
-			}
+		if err := f.callClusterControlAdmin(method, path, body); err != nil {
+			t.Errorf("cannot undo the fault: %v", err)
 		}
 	})
 }
@@ -544,19 +540,18 @@ func (c *Cluster) watchTeardown(ctx context.Context, w *fleetWorkspace, o *teard
 			o.pods[obj.Metadata.Name] = ""
 		}
 	})
-	for path, into := range map[string]*string{
-		"/api/v1/namespaces/" + w.ns + "/configmaps": &o.configGone,
-		"/api/v1/namespaces/" + w.ns + "/services":   &o.serviceGone,
+	for _, part := range []struct {
+		path, name string
+		gone       *string
+	}{
+		{"/api/v1/namespaces/" + w.ns + "/configmaps", w.name + "-config", &o.configGone},
+		{"/api/v1/namespaces/" + w.ns + "/services", w.name, &o.serviceGone},
 	} {
-		name := w.name
-		if strings.HasSuffix(path, "/configmaps") {
-			name += "-config"
-		}
-		c.watch(ctx, path, func(ev watchEvent) {
-			if obj, ok := read(ev); ok && ev.Type == "DELETED" && obj.Metadata.Name == name {
+		c.watch(ctx, part.path, func(ev watchEvent) {
+			if obj, ok := read(ev); ok && ev.Type == "DELETED" && obj.Metadata.Name == part.name {
 				o.mu.Lock()
 				defer o.mu.Unlock()
-				*into = obj.Metadata.ResourceVersion
+				*part.gone = obj.Metadata.ResourceVersion
 			}
 		})
 	}
@@ -600,7 +595,9 @@ func (tr *teardown) inOrder() (exact bool, err error) {
 	defer o.mu.Unlock()
 	last, lastPod := "", ""
 	for pod, rv := range o.pods {
-		if c, err := resourceversion.CompareResourceVersion(rv, last); last == "" || (err == nil && c > 0) {
+		if last == "" {
+			last, lastPod = rv, pod
+		} else if c, err := resourceversion.CompareResourceVersion(rv, last); err == nil && c > 0 {
 			last, lastPod = rv, pod
 		}
 	}
@@ -780,8 +777,7 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 		restarts[p.Name] = containerStatus(p, "reporter").RestartCount
 	}
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": true})
-	back := false
-	f.undoOnFailure(t, &back, http.MethodPut, "/admin/down", map[string]bool{"down": false})
+	f.undoAtEnd(t, http.MethodPut, "/admin/down", map[string]bool{"down": false})
 	start := time.Now()
 	samples := &memorySamples{reporters: len(pods)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -828,7 +824,6 @@ func faultClusterControlDown(t *testing.T, f *fleet, figs *figures) {
 		sleepCtx(context.Background(), min(length/5, length-time.Since(start)))
 	}
 	f.clusterControlAdmin(t, http.MethodPut, "/admin/down", map[string]bool{"down": false})
-	back = true
 	up := time.Now()
 	delivered, staleAtBound := f.waitDelivered(t, deleted, f.resync, 2*f.resync+waitTimeout)
 	cancel()
