@@ -104,16 +104,9 @@ func (f *fleet) settle() { time.Sleep(f.resync) }
 func (f *fleet) driveDuring(fn func()) (touched, failed int64) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := f.drive(ctx, drivePeriod)
-	stopped := false
-	defer func() {
-		if !stopped {
-			cancel()
-			stop()
-		}
-	}()
+	defer func() { cancel(); stop() }()
 	fn()
 	cancel()
-	stopped = true
 	return stop()
 }
 

@@ -403,7 +403,7 @@ func (f *fleet) waitConverged(t *testing.T, what string, limit time.Duration) ti
 // busy cluster does: it bumps fleetTouch on one workspace after another,
 // every period, until ctx ends. A touch changes nothing the hooks render.
 // It returns how many touches were made and how many failed (the API
-// server down) once ctx ends.
+// server down) once ctx ends; it may be called more than once.
 func (f *fleet) drive(ctx context.Context, period time.Duration) func() (touched, failed int64) {
 	var ok, bad atomic.Int64
 	done := make(chan struct{})
