@@ -80,10 +80,12 @@ func BenchmarkPodsSync(b *testing.B) {
 
 // BenchmarkClaimSync posts ResourceClaim sync fixtures through the real
 // router and handler: a claim's every resync verifies its grant again.
+// granted-unchanged-managed-fields is granted-unchanged as Metacontroller
+// sends it, every object with its managedFields.
 //
 //	go test ./cmd/formspec-hooks -run '^$' -bench ClaimSync -benchmem
 func BenchmarkClaimSync(b *testing.B) {
-	benchFixtures(b, "/v1/resourceclaim/sync", "granted-unchanged", "granted-rotated-key", "denied-stranger-key")
+	benchFixtures(b, "/v1/resourceclaim/sync", "granted-unchanged", "granted-unchanged-managed-fields", "granted-rotated-key", "denied-stranger-key")
 }
 
 // BenchmarkWorkspaceCustomize posts the Workspace customize fixtures, half

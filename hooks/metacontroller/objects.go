@@ -25,13 +25,23 @@ func Name(namespace, name string) string {
 // Get decodes the object stored under key and name into a new T. It returns
 // nil and no error when the object is not there.
 func Get[T any](m ObjectMap, key, name string) (*T, error) {
+	return GetAs(m, key, name, func(raw []byte) (*T, error) {
+		out := new(T)
+		return out, codec.Unmarshal(raw, out)
+	})
+}
+
+// GetAs is Get, with decode in place of the codec's plain decoding: for
+// decoders that read an object only as far as a hook needs it
+// (hooks/internal/objects). Its error is reported as Get's.
+func GetAs[T any](m ObjectMap, key, name string, decode func([]byte) (*T, error)) (*T, error) {
 	raw, ok := m[key][name]
 	if !ok || isNull(raw) {
 		return nil, nil
 	}
-	out := new(T)
-	if err := Decode(raw, out, key+" "+name); err != nil {
-		return nil, err
+	out, err := decode(raw)
+	if err != nil {
+		return nil, &InvalidObjectError{What: key + " " + name, Err: err}
 	}
 	return out, nil
 }

@@ -142,6 +142,47 @@ func credentialsAsApplied(secret *corev1.Secret) string {
 	return string(b)
 }
 
+// managed adds the managedFields the API server keeps on every object and
+// Metacontroller sends along: who applied the claim, the Datastore and
+// the endpoint Secret, and which status fields the hooks' answers set.
+func (s scene) managed() scene {
+	at := metav1.NewTime(claimstest.Now.Add(-50 * time.Minute))
+	entry := func(manager, apiVersion, subresource string, operation metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: operation, APIVersion: apiVersion, Time: &at,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Subresource: subresource}
+	}
+	conditions := func(types ...string) string {
+		var out []string
+		for _, t := range types {
+			out = append(out, `"k:{\"type\":\"`+t+`\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}`)
+		}
+		return `"f:conditions":{` + strings.Join(out, ",") + `}`
+	}
+	s.claim.ManagedFields = []metav1.ManagedFieldsEntry{
+		entry("kubectl", v1alpha1.APIVersion, "", metav1.ManagedFieldsOperationApply,
+			`{"f:spec":{"f:datastore":{"f:name":{},"f:namespace":{}},"f:grantedAt":{},"f:grantedBy":{},"f:permission":{},"f:signature":{},"f:signatureVersion":{},"f:workspace":{}}}`),
+		entry("metacontroller", v1alpha1.APIVersion, "status", metav1.ManagedFieldsOperationUpdate,
+			`{"f:status":{".":{},"f:binding":{".":{},"f:name":{}},`+conditions("Ready", "Denied")+`,"f:credentialsHash":{},"f:observedGeneration":{}}}`),
+	}
+	s.ds.ManagedFields = []metav1.ManagedFieldsEntry{
+		entry("kubectl", v1alpha1.APIVersion, "", metav1.ManagedFieldsOperationApply,
+			`{"f:spec":{"f:allowedTenants":{},"f:driver":{},"f:endpointSecretRef":{"f:name":{}},"f:owner":{},"f:ownerPublicKey":{},"f:ownerPublicKeys":{}}}`),
+		entry("metacontroller", v1alpha1.APIVersion, "status", metav1.ManagedFieldsOperationUpdate,
+			`{"f:status":{".":{},`+conditions("Validated", "Denied")+`,"f:endpoint":{},"f:observedGeneration":{}}}`),
+	}
+	s.secret.ManagedFields = []metav1.ManagedFieldsEntry{
+		entry("kubectl", "v1", "", metav1.ManagedFieldsOperationApply,
+			`{"f:data":{"f:database":{},"f:host":{},"f:password":{},"f:port":{},"f:username":{}},"f:metadata":{"f:labels":{"f:formspec.dev/datastore":{}}},"f:type":{}}`),
+	}
+	if s.attachment != nil {
+		s.attachment.ManagedFields = []metav1.ManagedFieldsEntry{
+			entry("metacontroller", "v1", "", metav1.ManagedFieldsOperationApply,
+				`{"f:data":{"f:database":{},"f:host":{},"f:password":{},"f:port":{},"f:provider":{},"f:type":{},"f:username":{}},"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{},"f:formspec.dev/resourceclaim":{}},"f:ownerReferences":{"k:{\"uid\":\"`+string(s.claim.UID)+`\"}":{}}},"f:type":{}}`),
+		}
+	}
+	return s
+}
+
 func (s scene) request(t *testing.T) *metacontroller.DecoratorRequest {
 	var related []golden.Object
 	if s.ds != nil {
@@ -203,6 +244,9 @@ func syncRequests(t *testing.T) map[string]any {
 			return s
 		}().request(t),
 		"granted-unchanged": world().granted().request(t),
+		// The same, with the managedFields of every object, as
+		// Metacontroller sends it: the hooks' answer does not change.
+		"granted-unchanged-managed-fields": world().granted().managed().request(t),
 		// Metacontroller runs with its default --apply-strategy=dynamic-apply,
 		// so the credentials Secret carries a copy of itself in an
 		// annotation. The claim already says so (this is a later sync), and

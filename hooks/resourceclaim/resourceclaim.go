@@ -17,6 +17,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/decision"
 	"github.com/formspec/formspec-hooks/hooks/internal/codec"
+	"github.com/formspec/formspec-hooks/hooks/internal/objects"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,15 +141,15 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	var ds *v1alpha1.Datastore
 	var secret *corev1.Secret
 	if g.DatastoreName != "" {
-		ds, err = metacontroller.Get[v1alpha1.Datastore](req.Related,
-			metacontroller.Key(v1alpha1.APIVersion, "Datastore"), metacontroller.Name(g.DatastoreNamespace, g.DatastoreName))
+		ds, err = metacontroller.GetAs(req.Related,
+			metacontroller.Key(v1alpha1.APIVersion, "Datastore"), metacontroller.Name(g.DatastoreNamespace, g.DatastoreName), objects.Datastore)
 		if err != nil {
 			return nil, err
 		}
 	}
 	if ds != nil && ds.Spec.EndpointSecretRef.Name != "" {
-		secret, err = metacontroller.Get[corev1.Secret](req.Related,
-			metacontroller.Key("v1", "Secret"), metacontroller.Name(ds.Namespace, ds.Spec.EndpointSecretRef.Name))
+		secret, err = metacontroller.GetAs(req.Related,
+			metacontroller.Key("v1", "Secret"), metacontroller.Name(ds.Namespace, ds.Spec.EndpointSecretRef.Name), objects.Secret)
 		if err != nil {
 			return nil, err
 		}
@@ -194,16 +195,16 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	exposed := false
 	if d.Allowed {
 		// A denied claim's Secret is being deleted: nothing to fix.
-		observed, err := metacontroller.Get[metav1.PartialObjectMetadata](req.Attachments,
-			metacontroller.Key("v1", "Secret"), metacontroller.Name(claim.Namespace, claim.Name+SecretSuffix))
+		attached, err := metacontroller.GetAs(req.Attachments,
+			metacontroller.Key("v1", "Secret"), metacontroller.Name(claim.Namespace, claim.Name+SecretSuffix), objects.Metadata)
 		if err != nil {
 			return nil, err
 		}
-		if observed != nil {
-			_, exposed = observed.Annotations[LastAppliedAnnotation]
+		if attached != nil {
+			_, exposed = attached.Annotations[LastAppliedAnnotation]
 		}
 		if exposed {
-			c := credentialsExposed(observed)
+			c := credentialsExposed(attached)
 			c.ObservedGeneration = claim.Generation
 			conds = append(conds, c)
 		}
@@ -292,9 +293,9 @@ func checkCounts(req *metacontroller.DecoratorRequest) error {
 }
 
 func decode(raw codec.RawMessage) (*v1alpha1.ResourceClaim, error) {
-	c := &v1alpha1.ResourceClaim{}
-	if err := metacontroller.Decode(raw, c, "ResourceClaim"); err != nil {
-		return nil, err
+	c, err := objects.ResourceClaim(raw)
+	if err != nil {
+		return nil, &metacontroller.InvalidObjectError{What: "ResourceClaim", Err: err}
 	}
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/internal/codec"
+	"github.com/formspec/formspec-hooks/hooks/internal/objects"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -92,27 +93,13 @@ type Parent struct {
 // name from the embedded one.
 type statusView struct {
 	v1alpha1.WorkspaceStatus
-	Conditions []conditionView `json:"conditions,omitempty"`
-}
-
-// conditionView is a metav1.Condition, field for field, its time a
-// time.Time (TestConditionView).
-type conditionView struct {
-	Type               string                 `json:"type"`
-	Status             metav1.ConditionStatus `json:"status"`
-	ObservedGeneration int64                  `json:"observedGeneration,omitempty"`
-	LastTransitionTime time.Time              `json:"lastTransitionTime"`
-	Reason             string                 `json:"reason"`
-	Message            string                 `json:"message"`
+	Conditions []objects.Condition `json:"conditions,omitempty"`
 }
 
 // status is the WorkspaceStatus the view holds.
 func (v *statusView) status() v1alpha1.WorkspaceStatus {
 	st := v.WorkspaceStatus
-	for _, c := range v.Conditions {
-		st.Conditions = append(st.Conditions, metav1.Condition{Type: c.Type, Status: c.Status, ObservedGeneration: c.ObservedGeneration,
-			LastTransitionTime: metav1.Time{Time: c.LastTransitionTime}, Reason: c.Reason, Message: c.Message})
-	}
+	st.Conditions = objects.Conditions(v.Conditions)
 	return st
 }
 
@@ -399,9 +386,10 @@ func configMapName(ws string) string { return ws + "-config" }
 func claimsIn(related map[string]codec.RawMessage) []*v1alpha1.ResourceClaim {
 	var out []*v1alpha1.ResourceClaim
 	for _, name := range slices.Sorted(maps.Keys(related)) {
-		c := &v1alpha1.ResourceClaim{}
-		if raw := related[name]; len(raw) > 0 && string(raw) != "null" && codec.Unmarshal(raw, c) == nil {
-			out = append(out, c)
+		if raw := related[name]; len(raw) > 0 && string(raw) != "null" {
+			if c, err := objects.ResourceClaim(raw); err == nil {
+				out = append(out, c)
+			}
 		}
 	}
 	return out
