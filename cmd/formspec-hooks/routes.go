@@ -23,7 +23,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		Reports:           sink,
 	})
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
-	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink})
+	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink, Claims: cfg.claims})
 	wk := wake.New()
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	return []server.Route{

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/formspec/formspec-hooks/hooks/buildinfo"
+	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
 	"github.com/formspec/formspec-hooks/hooks/decision"
 	"github.com/formspec/formspec-hooks/hooks/filereload"
@@ -38,6 +39,8 @@ type hookConfig struct {
 	reports   *handoff.Client
 	logger    *slog.Logger
 	decisions decision.Recorder
+	// claims are the install's choices about grants.
+	claims claims.Options
 }
 
 // serveFlags are the serve command's flags, parsed.
@@ -51,6 +54,7 @@ type serveFlags struct {
 	bodyTimeout                              time.Duration
 	tlsCertFile, tlsKeyFile, tlsClientCAFile string
 	authTokenFile                            string
+	acceptV1Grants                           bool
 	shutdownDelay, shutdownTimeout           time.Duration
 	pprof                                    bool
 	logging                                  *cliflag.Logging
@@ -77,6 +81,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
 	fs.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "require client certificates signed by these CAs (mTLS; reloaded when it changes)")
 	fs.StringVar(&f.authTokenFile, "auth-token-file", "", "require a bearer token from this file, one per line (re-read when it changes)")
+	fs.BoolVar(&f.acceptV1Grants, "accept-v1-grants", false, "accept ResourceClaims signed in the original operator's v1 format for every Datastore, as a Datastore's spec.grantPolicy.acceptV1Signatures does for its own; v1 binds no namespace, so only while moving from that operator (docs/claims.md)")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.DefaultShutdownDelay, "how long /readyz fails before the listener closes")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ on the --metrics-listen listener (off by default: profiles reveal internals and cost CPU)")
@@ -244,6 +249,10 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		reports:           reports,
 		logger:            logger,
 		decisions:         cfg.Metrics,
+		claims:            claims.Options{AcceptV1: f.acceptV1Grants},
+	}
+	if f.acceptV1Grants {
+		logger.Warn("--accept-v1-grants: ResourceClaims signed as v1, which binds no namespace, are granted for every Datastore; sign them again as v2 and drop the flag (docs/claims.md)")
 	}
 	cfg.Routes = hookRoutes(hooks)
 	srv, err := server.New(cfg)

@@ -49,7 +49,8 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 	if requiredKeys[ds.Spec.Driver] == nil {
 		return deny(v1alpha1.ReasonUnsupportedDriver, "spec.driver %q is not one of postgres, mysql, redis, mongodb", ds.Spec.Driver)
 	}
-	if _, err := PublicKeys(ds); err != nil {
+	keys, err := PublicKeys(ds)
+	if err != nil {
 		// One weak key refuses the whole Datastore, not just that key: the
 		// Datastore would otherwise report Validated while listing a key
 		// anyone can sign with, and its owner would not look.
@@ -66,6 +67,9 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 			return deny(v1alpha1.ReasonInvalidTenant, "spec.allowedTenants: %v", err)
 		}
 	}
+	if _, err := parsePolicy(ds.Spec.GrantPolicy); err != nil {
+		return deny(v1alpha1.ReasonInvalidGrantPolicy, "%v", err)
+	}
 	ref := ds.Spec.EndpointSecretRef.Name
 	if ref == "" {
 		return deny(v1alpha1.ReasonSecretNotFound, "spec.endpointSecretRef.name is empty")
@@ -76,6 +80,21 @@ func CheckDatastore(ds *v1alpha1.Datastore, secret *corev1.Secret) Decision {
 	if secret.Labels[v1alpha1.LabelDatastore] != ds.Name {
 		return deny(v1alpha1.ReasonSecretNotLabeled, "Secret %s/%s must carry the label %s=%s: the label is its owner's consent to having its data projected into claims",
 			ds.Namespace, ref, v1alpha1.LabelDatastore, ds.Name)
+	}
+	// The label says the Secret may be projected; the pinned keys say for
+	// whose grants. Without pins, whoever can edit the Datastore could list
+	// a key of their own and sign themselves a grant.
+	pinned, pins, err := pinnedKeys(secret)
+	if err != nil {
+		return deny(v1alpha1.ReasonOwnerKeyNotPinned, "Secret %s/%s pins owner keys, but %v; its owner must list the hex public keys it consents to", ds.Namespace, ref, err)
+	}
+	if pins {
+		for i, k := range keys {
+			if !pinned[grant.FormatPublicKey(k)] {
+				return deny(v1alpha1.ReasonOwnerKeyNotPinned, "owner key %d of %d (%s) is not among the keys Secret %s/%s pins in its annotation %s; the Secret's owner must add it there before the Datastore may list it",
+					i+1, len(keys), grant.FormatPublicKey(k), ds.Namespace, ref, v1alpha1.AnnotationOwnerPublicKeys)
+			}
+		}
 	}
 	var missing []string
 	for _, p := range Permissions {

@@ -2,6 +2,7 @@ package claims_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,6 +50,90 @@ func TestCheckDatastore(t *testing.T) {
 				return s
 			},
 			want: v1alpha1.ReasonInvalidPublicKey,
+		},
+		"GrantPolicyValid": {
+			reason: "A grant policy with every field set, well formed.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{AcceptV1Signatures: true, MaxLifetime: "2160h", RevokedBefore: "2025-06-01T00:00:00Z",
+					RevokedSignatures: []string{"sha256:" + strings.Repeat("0f", 32)}}
+				return s
+			},
+			want: v1alpha1.ReasonValidated,
+		},
+		"MaxLifetimeNotADuration": {
+			reason: "maxLifetime is a Go duration; a limit that does not parse must not be read as none.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "90d"}
+				return s
+			},
+			want: v1alpha1.ReasonInvalidGrantPolicy,
+		},
+		"MaxLifetimeNotPositive": {
+			reason: "A zero or negative lifetime is no limit anyone means.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "-1h"}
+				return s
+			},
+			want: v1alpha1.ReasonInvalidGrantPolicy,
+		},
+		"RevokedBeforeNotATime": {
+			reason: "revokedBefore is RFC 3339.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedBefore: "yesterday"}
+				return s
+			},
+			want: v1alpha1.ReasonInvalidGrantPolicy,
+		},
+		"RevokedSignatureNotADigest": {
+			reason: "A revoked entry is a digest, not the signature itself.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedSignatures: []string{strings.Repeat("A", 86) + "=="}}
+				return s
+			},
+			want: v1alpha1.ReasonInvalidGrantPolicy,
+		},
+		"TooManyRevokedSignatures": {
+			reason: "The list is capped; older grants are revoked by date.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{}
+				for range v1alpha1.MaxRevokedSignatures + 1 {
+					ds.Spec.GrantPolicy.RevokedSignatures = append(ds.Spec.GrantPolicy.RevokedSignatures, "sha256:"+strings.Repeat("0f", 32))
+				}
+				return s
+			},
+			want: v1alpha1.ReasonInvalidGrantPolicy,
+		},
+		"KeysPinned": {
+			reason: "The Secret pins every key the Datastore lists, in any case and order.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				s.Annotations = map[string]string{v1alpha1.AnnotationOwnerPublicKeys: ds.Spec.OwnerPublicKeys[0] + "\n" + strings.ToUpper(ds.Spec.OwnerPublicKey)}
+				return s
+			},
+			want: v1alpha1.ReasonValidated,
+		},
+		"KeyNotPinned": {
+			reason: "The Datastore lists a key the Secret does not pin.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				s.Annotations = map[string]string{v1alpha1.AnnotationOwnerPublicKeys: ds.Spec.OwnerPublicKey}
+				return s
+			},
+			want: v1alpha1.ReasonOwnerKeyNotPinned,
+		},
+		"PinsEmpty": {
+			reason: "An empty pin list pins nothing: no key may be used, rather than every key.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				s.Annotations = map[string]string{v1alpha1.AnnotationOwnerPublicKeys: " , "}
+				return s
+			},
+			want: v1alpha1.ReasonOwnerKeyNotPinned,
+		},
+		"PinNotAKey": {
+			reason: "A pinned entry that is no public key refuses the Datastore.",
+			change: func(ds *v1alpha1.Datastore, s *corev1.Secret) *corev1.Secret {
+				s.Annotations = map[string]string{v1alpha1.AnnotationOwnerPublicKeys: ds.Spec.OwnerPublicKey + "," + ds.Spec.OwnerPublicKeys[0] + ",abc"}
+				return s
+			},
+			want: v1alpha1.ReasonOwnerKeyNotPinned,
 		},
 		"TooManyTenants": {
 			reason: "The CRD allows 256 tenants; more would make every claim walk them all.",

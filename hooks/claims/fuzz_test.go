@@ -45,7 +45,7 @@ func FuzzVerify(f *testing.F) {
 		ds := claimstest.Datastore()
 		ds.Spec.OwnerPublicKey = key
 		ds.Spec.OwnerPublicKeys = nil
-		d := claims.Verify(c, ds, claimstest.Secret(), claimstest.Now)
+		d := claims.Verify(c, ds, claimstest.Secret(), claimstest.Now, claims.Options{AcceptV1: true})
 		if d.Reason == "" || d.Message == "" {
 			t.Fatalf("Verify() gave an empty reason or message: %+v", d)
 		}

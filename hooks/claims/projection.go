@@ -1,11 +1,16 @@
 package claims
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims/grant"
@@ -107,19 +112,51 @@ func SortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// CredentialsHash is the digest of projected credentials that a claim's
-// status carries, so a workspace can roll its pods when they change
-// without reading the Secret. It is "sha256:" and the hex SHA-256 of the
-// keys in order, each key and value length-prefixed (as in MessageV2) so
-// that no two different maps share an input.
-//
-// Like any unkeyed digest it lets someone who can read the claim confirm a
-// guess of every value at once; generated passwords keep that useless.
-func CredentialsHash(data map[string][]byte) string {
-	fields := make([]string, 0, 2*len(data))
-	for _, k := range SortedKeys(data) {
-		fields = append(fields, k, string(data[k]))
+// The credentials a claim's workspace runs with are named without being
+// described. Whoever can read Pods, ReplicaSets or the claim (the built-in
+// "view" role, and so dashboards, GitOps and backup tools) reads
+// status.credentialsHash and the pod-template annotation derived from it.
+// A digest of the credentials there, keyed or not by anything such a
+// reader can learn, would let them test password guesses offline: the
+// host, port, database and user are public or guessable, and a million
+// guesses of the password take a core about a second. So the value is
+// derived from non-secret inputs only: the claim's UID and a revision that
+// counts the versions of the credentials Secret's data. The revision lives
+// on the Secret itself (v1alpha1.AnnotationCredentialsRevision), where the
+// hook observes it on every sync, so the hook stays stateless and gives
+// the same answer to the same request.
+
+// CredentialsRevision is the revision of the credentials Secret that is to
+// hold data: the observed Secret's revision while its data is data, one
+// more once it differs (the credentials rotated), and 1 for a first
+// Secret. A Secret observed without the annotation, as made before there
+// was one, or with a value that is no positive number, counts as
+// revision 1. observed is the credentials Secret as Metacontroller last
+// saw it, nil when there is none.
+func CredentialsRevision(observed *corev1.Secret, data map[string][]byte) int64 {
+	if observed == nil {
+		return 1
 	}
-	sum := sha256.Sum256(grant.PAE(fields...))
+	rev, err := strconv.ParseInt(observed.Annotations[v1alpha1.AnnotationCredentialsRevision], 10, 64)
+	if err != nil || rev < 1 {
+		rev = 1
+	}
+	if maps.EqualFunc(observed.Data, data, bytes.Equal) {
+		return rev
+	}
+	return rev + 1
+}
+
+// credentialsDomain separates CredentialsHash's input from any other
+// SHA-256 input.
+const credentialsDomain = "formspec.dev/credentials/v2"
+
+// CredentialsHash is a granted claim's status.credentialsHash: "sha256:"
+// and the hex SHA-256 of the claim's UID and the credentials revision
+// (CredentialsRevision), length-prefixed as in grant.MessageV2. It changes
+// when the credentials rotate, and when the claim is created anew (a new
+// UID), and at no other time; it says nothing about the credentials.
+func CredentialsHash(claimUID types.UID, revision int64) string {
+	sum := sha256.Sum256(grant.PAE(credentialsDomain, string(claimUID), strconv.FormatInt(revision, 10)))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }

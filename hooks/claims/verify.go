@@ -43,6 +43,9 @@ type Decision struct {
 	// not: the expiry of a granted claim, or the moment a claim granted a
 	// little too far in the future becomes acceptable.
 	RecheckAt time.Time
+	// LegacySignature is true when the claim is granted on a v1
+	// signature, which binds no namespace (v1alpha1.ConditionLegacySignature).
+	LegacySignature bool
 }
 
 // Verify decides whether a claim may receive its Datastore's credentials.
@@ -57,9 +60,17 @@ type Decision struct {
 //     accepts, and then every owner key must be accepted: a Datastore
 //     listing a weak key is refused whole, even for grants signed by its
 //     sound keys;
-//  4. authorization: namespace/workspace is in allowedTenants;
-//  5. time: grantedAt within the clock skew, expiresAt in the future;
-//  6. the Datastore validates now, endpoint Secret included (CheckDatastore).
+//  4. the signature version: a v1 grant only where the Datastore's
+//     spec.grantPolicy.acceptV1Signatures or the install (opts.AcceptV1)
+//     accepts one;
+//  5. authorization: namespace/workspace is in allowedTenants;
+//  6. revocation: the owner has not revoked the grant, by its date
+//     (spec.grantPolicy.revokedBefore) or by its signature's digest
+//     (spec.grantPolicy.revokedSignatures);
+//  7. time: grantedAt within the clock skew; expiresAt, and grantedAt plus
+//     the Datastore's spec.grantPolicy.maxLifetime, in the future;
+//  8. the Datastore validates now, endpoint Secret included, with the
+//     owner keys it pins (CheckDatastore).
 //
 // Anyone can write a claim in their own namespace naming any Datastore, so
 // until step 3 passes a denial says no more than "the Datastore exists and
@@ -67,15 +78,16 @@ type Decision struct {
 // label, keys), its tenants or its keys, not even that one of them is
 // malformed. Tenants come before the Secret because a well-signed grant for
 // another tenant has no business learning about the Secret either, and time
-// comes before it for the same reason: an expired grant or one not yet
-// valid authorizes nothing. So the Secret's state is told only to claims
-// that would be granted but for it, which is the Datastore owner's own
-// grant.
+// and revocation come before it for the same reason: an expired, revoked
+// or not yet valid grant authorizes nothing. So the Secret's state is told
+// only to claims that would be granted but for it, which is the Datastore
+// owner's own grant, and the Datastore's grant policy (steps 4, 6 and 7)
+// only to grants its owner signed.
 //
 // The Datastore is validated here again rather than trusted from its
 // status: the status may be older than the Secret or the Datastore in this
 // request, and a claim must never be granted on a stale "Validated".
-func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev1.Secret, now time.Time) Decision {
+func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev1.Secret, now time.Time, opts Options) Decision {
 	deny := func(reason, format string, args ...any) Decision {
 		return Decision{Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
@@ -129,26 +141,58 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 		return deny(v1alpha1.ReasonMalformedPublicKey, "Datastore %s: %v", dsRef, err)
 	}
 
+	// A policy that does not parse refuses the Datastore at step 8; until
+	// then its parts that do parse apply, so that no broken field of it
+	// lets through what another field refuses.
+	pol, _ := parsePolicy(ds.Spec.GrantPolicy)
+
+	// The signature version. A v1 message binds no namespace and no
+	// expiry: the same signed claim is valid in every namespace the
+	// Datastore allows, and with expiresAt removed.
+	if version == v1alpha1.SignatureV1 && !pol.acceptV1 && !opts.AcceptV1 {
+		return deny(v1alpha1.ReasonSignatureVersionNotAccepted,
+			"the claim is signed in the v1 format of the original FormSpec operator, which binds neither namespace nor expiry, and Datastore %s does not accept it; "+
+				"ask its owner to sign the claim again as v2 (formspec-hooks claim sign), or, while moving from that operator, to set spec.grantPolicy.acceptV1Signatures: true on the Datastore "+
+				"(or the install to run the hooks with --accept-v1-grants)", dsRef)
+	}
+
 	// Authorization.
 	if !TenantAllowed(ds.Spec.AllowedTenants, claim.Namespace, g.Workspace) {
 		return deny(v1alpha1.ReasonTenantNotAllowed, "%s/%s is not in spec.allowedTenants of Datastore %s; its owner must add %s/%s or %s/*",
 			claim.Namespace, g.Workspace, dsRef, claim.Namespace, g.Workspace, claim.Namespace)
 	}
+
+	// Revocation, by date and by signature.
+	if !pol.revokedBefore.IsZero() && times.GrantedAt.Before(pol.revokedBefore) {
+		return deny(v1alpha1.ReasonGrantRevoked, "Datastore %s revokes every grant signed before %s (spec.grantPolicy.revokedBefore), and this one's spec.grantedAt is %s; ask the Datastore owner for a new grant",
+			dsRef, pol.revokedBefore.UTC().Format(time.RFC3339), times.GrantedAt.UTC().Format(time.RFC3339))
+	}
+	if digest := grant.Digest(sig); pol.revoked[digest] {
+		return deny(v1alpha1.ReasonGrantRevoked, "the grant whose signature digest is %s is revoked by Datastore %s (spec.grantPolicy.revokedSignatures); ask the Datastore owner for a new grant",
+			digest, dsRef)
+	}
+
+	// Time.
 	if earliest := times.GrantedAt.Add(-MaxClockSkew); now.Before(earliest) {
 		d := deny(v1alpha1.ReasonGrantedInFuture, "spec.grantedAt is more than %s ahead of the cluster's clock; the claim becomes usable at %s",
 			MaxClockSkew, earliest.UTC().Format(time.RFC3339))
 		d.RecheckAt = earliest
 		return d
 	}
-	if !times.ExpiresAt.IsZero() && !now.Before(times.ExpiresAt) {
-		return deny(v1alpha1.ReasonExpired, "the grant expired at %s; ask the Datastore owner for a new one", times.ExpiresAt.UTC().Format(time.RFC3339))
+	end, capped := pol.end(times)
+	if !end.IsZero() && !now.Before(end) {
+		if capped {
+			return deny(v1alpha1.ReasonExpired, "the grant expired at %s: Datastore %s accepts grants for at most %s after their spec.grantedAt (spec.grantPolicy.maxLifetime); ask the Datastore owner for a new one",
+				end.UTC().Format(time.RFC3339), dsRef, pol.maxLifetimeText)
+		}
+		return deny(v1alpha1.ReasonExpired, "the grant expired at %s; ask the Datastore owner for a new one", end.UTC().Format(time.RFC3339))
 	}
 
 	// Only now, for a grant that holds in every other respect, is the
 	// Datastore's endpoint Secret looked at and described.
 	if d := CheckDatastore(ds, secret); !d.Allowed {
 		switch d.Reason {
-		case v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretNotLabeled, v1alpha1.ReasonWeakPublicKey:
+		case v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretNotLabeled, v1alpha1.ReasonWeakPublicKey, v1alpha1.ReasonOwnerKeyNotPinned:
 			return deny(d.Reason, "Datastore %s: %s", dsRef, d.Message)
 		case v1alpha1.ReasonInvalidPublicKey:
 			return deny(v1alpha1.ReasonMalformedPublicKey, "Datastore %s: %s", dsRef, d.Message)
@@ -158,10 +202,11 @@ func Verify(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore, secret *corev
 	}
 	msgText := fmt.Sprintf("%s signature of %s verified; %s access to Datastore %s granted to workspace %s",
 		version, g.GrantedBy, g.Permission, dsRef, g.Workspace)
-	if !times.ExpiresAt.IsZero() {
-		msgText += " until " + times.ExpiresAt.UTC().Format(time.RFC3339)
+	if !end.IsZero() {
+		msgText += " until " + end.UTC().Format(time.RFC3339)
 	}
-	return Decision{Allowed: true, Reason: v1alpha1.ReasonGranted, Message: msgText, RecheckAt: times.ExpiresAt}
+	return Decision{Allowed: true, Reason: v1alpha1.ReasonGranted, Message: msgText, RecheckAt: end,
+		LegacySignature: version == v1alpha1.SignatureV1}
 }
 
 // verifies reports whether sig is a signature of msg by one of the

@@ -22,6 +22,7 @@ type world struct {
 	ds     *v1alpha1.Datastore
 	secret *corev1.Secret
 	now    time.Time
+	opts   claims.Options
 }
 
 func valid() world {
@@ -54,6 +55,7 @@ type outcome struct {
 	allowed   bool
 	reason    string
 	recheckAt time.Time
+	legacy    bool
 }
 
 type verifyCase struct {
@@ -69,10 +71,150 @@ func TestVerify(t *testing.T) {
 			change: func(*world) {},
 			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
-		"GrantedV1": {
-			reason: "A v1 claim, as the original operator signed them, is still granted.",
+		"V1RefusedByDefault": {
+			reason: "A v1 claim, as the original operator signed them, binds no namespace: refused unless the Datastore or the install opts in.",
 			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = "" }),
+			want:   outcome{reason: v1alpha1.ReasonSignatureVersionNotAccepted},
+		},
+		"GrantedV1WhereTheDatastoreOptsIn": {
+			reason: "spec.grantPolicy.acceptV1Signatures accepts v1 grants for that Datastore, marked as legacy.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = "" })(w)
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{AcceptV1Signatures: true}
+			},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted, legacy: true},
+		},
+		"GrantedV1WhereTheInstallOptsIn": {
+			reason: "--accept-v1-grants accepts v1 grants for every Datastore, marked as legacy.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = "" })(w)
+				w.opts.AcceptV1 = true
+			},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted, legacy: true},
+		},
+		// The three v1 replays of the review, each granted before v1 needed
+		// an opt-in.
+		"V1ReplayedIntoAnotherAllowedNamespace": {
+			reason: "The same v1 claim applied in team-b, which the Datastore allows as team-b/*: v1 binds no namespace.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = v1alpha1.SignatureV1 })(w)
+				w.claim.Namespace = "team-b"
+			},
+			want: outcome{reason: v1alpha1.ReasonSignatureVersionNotAccepted},
+		},
+		"V1ReplayedOnAnotherDatastoreOfTheOwner": {
+			reason: "A v1 claim moved to another namespace's Datastore of the same name and owner key: v1 binds no Datastore namespace.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.SignatureVersion = v1alpha1.SignatureV1 })(w)
+				w.claim.Spec.Datastore.Namespace = "data-copy"
+				w.ds.Namespace, w.secret.Namespace = "data-copy", "data-copy"
+			},
+			want: outcome{reason: v1alpha1.ReasonSignatureVersionNotAccepted},
+		},
+		"V1WithExpiresAtRemoved": {
+			reason: "A v1 claim whose expiresAt was removed after signing: v1 does not sign it.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) {
+					c.Spec.SignatureVersion = v1alpha1.SignatureV1
+					c.Spec.ExpiresAt = "2025-12-31T23:30:00Z"
+				})(w)
+				w.claim.Spec.ExpiresAt = ""
+			},
+			want: outcome{reason: v1alpha1.ReasonSignatureVersionNotAccepted},
+		},
+		"RevokedBeforeItsDate": {
+			reason: "spec.grantPolicy.revokedBefore revokes every grant signed before it.",
+			change: func(w *world) {
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedBefore: claimstest.Now.Add(-time.Minute).Format(time.RFC3339)}
+			},
+			want: outcome{reason: v1alpha1.ReasonGrantRevoked},
+		},
+		"SignedAfterTheRevocationDate": {
+			reason: "A grant signed after revokedBefore stands.",
+			change: func(w *world) {
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedBefore: claimstest.Now.Add(-2 * time.Hour).Format(time.RFC3339)}
+			},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted},
+		},
+		"RevokedBySignatureDigest": {
+			reason: "spec.grantPolicy.revokedSignatures revokes one grant by its signature's digest.",
+			change: func(w *world) {
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedSignatures: []string{signatureDigest(w.claim)}}
+			},
+			want: outcome{reason: v1alpha1.ReasonGrantRevoked},
+		},
+		"RevokedSignatureWithoutPadding": {
+			reason: "The same signature spelled without base64 padding has the same digest: still revoked.",
+			change: func(w *world) {
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedSignatures: []string{signatureDigest(w.claim)}}
+				w.claim.Spec.Signature = strings.TrimRight(w.claim.Spec.Signature, "=")
+			},
+			want: outcome{reason: v1alpha1.ReasonGrantRevoked},
+		},
+		"AnotherSignatureRevoked": {
+			reason: "Revoking another grant leaves this one alone.",
+			change: func(w *world) {
+				other := claimstest.SignClaim(claimstest.Claim(), claimstest.Rotated)
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedSignatures: []string{signatureDigest(other)}}
+			},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted},
+		},
+		"OldGrantPastTheMaximumLifetime": {
+			reason: "A grant dated 2015 without expiresAt ends maxLifetime after its grantedAt.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2015-03-01T00:00:00Z" })(w)
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "2160h"}
+			},
+			want: outcome{reason: v1alpha1.ReasonExpired},
+		},
+		"OldGrantWithoutMaximumLifetime": {
+			reason: "Without maxLifetime the same grant is granted, as before.",
+			change: changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.GrantedAt = "2015-03-01T00:00:00Z" }),
 			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
+		},
+		"MaximumLifetimeBeforeExpiresAt": {
+			reason: "maxLifetime ends a grant before its later expiresAt, and the resync comes then.",
+			change: func(w *world) {
+				changedThenSigned(func(c *v1alpha1.ResourceClaim) { c.Spec.ExpiresAt = "2027-01-01T00:00:00Z" })(w)
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "24h"}
+			},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted, recheckAt: claimstest.Now.Add(23 * time.Hour)},
+		},
+		"InvalidGrantPolicy": {
+			reason: "A maxLifetime that does not parse refuses the Datastore, never lifts the limit.",
+			change: func(w *world) { w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "90 days"} },
+			want:   outcome{reason: v1alpha1.ReasonDatastoreNotValidated},
+		},
+		"OwnerKeysPinnedBySecret": {
+			reason: "The Secret pins both keys the Datastore lists.",
+			change: func(w *world) { pin(w.secret, w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys...) },
+			want:   outcome{allowed: true, reason: v1alpha1.ReasonGranted},
+		},
+		"DatastoreEditorAddsOwnKey": {
+			reason: "Whoever edits the Datastore but not the Secret lists a key of theirs and signs a grant: the Secret pins the owner's keys only.",
+			change: func(w *world) {
+				pin(w.secret, w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys...)
+				w.ds.Spec.OwnerPublicKeys = append(w.ds.Spec.OwnerPublicKeys, claimstest.PublicHex(claimstest.Stranger))
+				w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Stranger)
+			},
+			want: outcome{reason: v1alpha1.ReasonOwnerKeyNotPinned},
+		},
+		"DatastoreEditorReplacesKeys": {
+			reason: "The same with the owner's keys replaced by the editor's.",
+			change: func(w *world) {
+				pin(w.secret, w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys...)
+				w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = claimstest.PublicHex(claimstest.Stranger), nil
+				w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Stranger)
+			},
+			want: outcome{reason: v1alpha1.ReasonOwnerKeyNotPinned},
+		},
+		"DatastoreEditorWithoutPins": {
+			reason: "Without pins the Datastore's keys are trusted as they are: the editor's grant holds, which is what pinning is for.",
+			change: func(w *world) {
+				w.ds.Spec.OwnerPublicKey, w.ds.Spec.OwnerPublicKeys = claimstest.PublicHex(claimstest.Stranger), nil
+				w.claim = claimstest.SignClaim(claimstest.Claim(), claimstest.Stranger)
+			},
+			want: outcome{allowed: true, reason: v1alpha1.ReasonGranted},
 		},
 		"GrantedByRotatedKey": {
 			reason: "Any key in ownerPublicKeys verifies, so keys can be rotated.",
@@ -136,6 +278,7 @@ func TestVerify(t *testing.T) {
 				c.Spec.SignatureVersion = v1alpha1.SignatureV1
 				w.claim = claimstest.SignClaim(c, claimstest.Owner)
 				w.claim.Spec.ExpiresAt = "2025-12-31T23:30:00Z"
+				w.opts.AcceptV1 = true
 			},
 			want: outcome{reason: v1alpha1.ReasonExpired},
 		},
@@ -351,19 +494,21 @@ func TestVerify(t *testing.T) {
 				want.reason = v1alpha1.ReasonDatastoreNotFound
 			case version == v1alpha1.SignatureV1 && field == "ExpiresAt":
 				// v1 does not sign expiresAt: extending it is possible, which
-				// is why v2 exists. The test pins that known weakness.
-				want = outcome{allowed: true, reason: v1alpha1.ReasonGranted, recheckAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+				// is why v2 exists and v1 needs an opt-in. The test pins that
+				// known weakness where v1 is accepted.
+				want = outcome{allowed: true, reason: v1alpha1.ReasonGranted, recheckAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), legacy: true}
 			case version == v1alpha1.SignatureV1 && field == "ClaimNamespace":
 				// Nor the namespace; allowedTenants is what confines v1.
-				want = outcome{allowed: true, reason: v1alpha1.ReasonGranted}
+				want = outcome{allowed: true, reason: v1alpha1.ReasonGranted, legacy: true}
 			}
 			cases["Tampered"+field+strings.ToUpper(version)] = verifyCase{
-				reason: "Changing a field after signing breaks the signature (or the lookup).",
+				reason: "Changing a field after signing breaks the signature (or the lookup), v1 accepted by the install.",
 				change: func(w *world) {
 					c := claimstest.Claim()
 					c.Spec.SignatureVersion = version
 					w.claim = claimstest.SignClaim(c, claimstest.Owner)
 					change(w.claim)
+					w.opts.AcceptV1 = true
 				},
 				want: want,
 			}
@@ -373,8 +518,8 @@ func TestVerify(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := valid()
 			tc.change(&w)
-			d := claims.Verify(w.claim, w.ds, w.secret, w.now)
-			got := outcome{allowed: d.Allowed, reason: d.Reason, recheckAt: d.RecheckAt}
+			d := claims.Verify(w.claim, w.ds, w.secret, w.now, w.opts)
+			got := outcome{allowed: d.Allowed, reason: d.Reason, recheckAt: d.RecheckAt, legacy: d.LegacySignature}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(outcome{})); diff != "" {
 				t.Errorf("%s\nVerify(): -want, +got:\n%s\nmessage: %s", tc.reason, diff, d.Message)
 			}
@@ -480,6 +625,20 @@ func TestVerifyUnauthenticated(t *testing.T) {
 			reason: "Its driver.",
 			change: func(w *world) { w.ds.Spec.Driver = "oracle" },
 		},
+		"GrantPolicy": {
+			reason: "Its grant policy: v1 off, this grant revoked by date and digest, a lifetime it exceeds.",
+			change: func(w *world) {
+				w.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{
+					RevokedBefore:     claimstest.Now.Format(time.RFC3339),
+					RevokedSignatures: []string{signatureDigest(valid().claim)},
+					MaxLifetime:       "1s",
+				}
+			},
+		},
+		"PinnedKeys": {
+			reason: "Which keys its Secret pins.",
+			change: func(w *world) { pin(w.secret, claimstest.PublicHex(claimstest.Stranger)) },
+		},
 		"Everything": {
 			reason: "All of it at once.",
 			change: func(w *world) {
@@ -495,13 +654,14 @@ func TestVerifyUnauthenticated(t *testing.T) {
 		"host", "port", "username", "password", "database", "missing",
 		"allowedTenants", "tenant", "team-a/", "team-b/", "not a tenant entry",
 		"ownerPublicKey", "public key", "weak", "small order", "driver", "oracle", "postgres",
+		"grantPolicy", "revoke", "lifetime", "pin", "v1",
 	}
 	for sigName, sc := range signatures {
 		for dsName, bc := range breakages {
 			t.Run(sigName+"/"+dsName, func(t *testing.T) {
 				base := valid()
 				sc.change(&base)
-				want := claims.Verify(base.claim, base.ds, base.secret, base.now)
+				want := claims.Verify(base.claim, base.ds, base.secret, base.now, base.opts)
 				if diff := cmp.Diff(sc.want, want.Reason); diff != "" {
 					t.Fatalf("%s\nVerify() on the intact Datastore: -want, +got:\n%s\nmessage: %s", sc.reason, diff, want.Message)
 				}
@@ -509,7 +669,7 @@ func TestVerifyUnauthenticated(t *testing.T) {
 				w := valid()
 				sc.change(&w)
 				bc.change(&w)
-				got := claims.Verify(w.claim, w.ds, w.secret, w.now)
+				got := claims.Verify(w.claim, w.ds, w.secret, w.now, w.opts)
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("%s %s\nVerify() tells a broken Datastore from an intact one: -want, +got:\n%s", sc.reason, bc.reason, diff)
 				}
@@ -541,12 +701,29 @@ func TestVerifyTriesAtMostTheKeyLimit(t *testing.T) {
 	}
 	ds.Spec.OwnerPublicKeys = append(ds.Spec.OwnerPublicKeys, owner)
 	claim := claimstest.SignClaim(claimstest.Claim(), claimstest.Owner)
-	if d := claims.Verify(claim, ds, claimstest.Secret(), claimstest.Now); d.Reason != v1alpha1.ReasonInvalidSignature {
+	if d := claims.Verify(claim, ds, claimstest.Secret(), claimstest.Now, claims.Options{}); d.Reason != v1alpha1.ReasonInvalidSignature {
 		t.Errorf("Verify() = %s (%s), want %s: only the first %d listed keys are tried", d.Reason, d.Message, v1alpha1.ReasonInvalidSignature, v1alpha1.MaxOwnerPublicKeys)
 	}
 	// Within the limit the same key verifies.
 	ds.Spec.OwnerPublicKeys = []string{fillers[0], owner}
-	if d := claims.Verify(claim, ds, claimstest.Secret(), claimstest.Now); d.Reason != v1alpha1.ReasonGranted {
+	if d := claims.Verify(claim, ds, claimstest.Secret(), claimstest.Now, claims.Options{}); d.Reason != v1alpha1.ReasonGranted {
 		t.Errorf("Verify() with the owner's key second of two = %s (%s), want %s", d.Reason, d.Message, v1alpha1.ReasonGranted)
 	}
+}
+
+// signatureDigest is the digest that revokes the claim's grant.
+func signatureDigest(c *v1alpha1.ResourceClaim) string {
+	sig, err := grant.ParseSignature(c.Spec.Signature)
+	if err != nil {
+		panic(err)
+	}
+	return grant.Digest(sig)
+}
+
+// pin makes the Secret pin the given owner keys.
+func pin(s *corev1.Secret, key string, more ...string) {
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[v1alpha1.AnnotationOwnerPublicKeys] = strings.Join(append([]string{key}, more...), ", ")
 }

@@ -13,15 +13,17 @@ type Recorder interface {
 	Record(hook, decision, reason string)
 }
 
-// Decision labels passed to Recorder.Record. Exposed is not a verdict on
-// the object but a finding about it, counted on every sync that makes it:
-// a granted claim whose credentials Secret carries a copy of its data in
-// an annotation (v1alpha1.ReasonLastAppliedAnnotation).
+// Decision labels passed to Recorder.Record. Exposed and Legacy are not
+// verdicts on the object but findings about it, counted on every sync that
+// makes them: a granted claim whose credentials Secret carries a copy of
+// its data in an annotation (v1alpha1.ReasonLastAppliedAnnotation), and a
+// claim granted on a v1 signature (v1alpha1.ReasonSignatureV1).
 const (
 	Granted   = "granted"
 	Denied    = "denied"
 	Validated = "validated"
 	Exposed   = "exposed"
+	Legacy    = "legacy"
 )
 
 // Discard counts nothing: the Recorder of tests and the offline tools.

@@ -1,6 +1,8 @@
 package resourceclaim_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/claims"
 	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/hooks/claims/grant"
 	"github.com/formspec/formspec-hooks/hooks/internal/golden"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
@@ -89,7 +92,7 @@ func (s scene) granted() scene {
 	s.claim.Status = v1alpha1.ResourceClaimStatus{
 		ObservedGeneration: 1,
 		Binding:            &v1alpha1.Binding{Name: "orders-credentials"},
-		CredentialsHash:    claims.CredentialsHash(data),
+		CredentialsHash:    claims.CredentialsHash(s.claim.UID, 1),
 		Conditions: []metav1.Condition{
 			{Type: "Ready", Status: metav1.ConditionTrue, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonGranted, Message: msg},
 			{Type: "Denied", Status: metav1.ConditionFalse, ObservedGeneration: 1, LastTransitionTime: since, Reason: v1alpha1.ReasonGranted, Message: msg},
@@ -102,7 +105,10 @@ func (s scene) granted() scene {
 			UID: "7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918", ResourceVersion: "5230",
 			CreationTimestamp: since,
 			Labels:            map[string]string{resourceclaim.LabelManagedBy: resourceclaim.ManagedBy, v1alpha1.LabelResourceClaim: "orders"},
-			Annotations:       map[string]string{"metacontroller.k8s.io/decorator-controller": "resourceclaim"},
+			Annotations: map[string]string{
+				"metacontroller.k8s.io/decorator-controller": "resourceclaim",
+				v1alpha1.AnnotationCredentialsRevision:       "1",
+			},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.APIVersion, Kind: "ResourceClaim", Name: "orders", UID: s.claim.UID,
 				Controller: &yes, BlockOwnerDeletion: &yes,
@@ -111,6 +117,29 @@ func (s scene) granted() scene {
 		Type: "servicebinding.io/postgres",
 		Data: maps.Clone(data),
 	}
+	return s
+}
+
+// madeByVersion010 makes the granted scene's claim and Secret as the
+// hooks of version 0.1.0 left them: a credentials hash computed from the
+// credentials themselves, and a Secret without a revision.
+func (s scene) madeByVersion010() scene {
+	fields := []string{}
+	for _, k := range claims.SortedKeys(s.attachment.Data) {
+		fields = append(fields, k, string(s.attachment.Data[k]))
+	}
+	sum := sha256.Sum256(grant.PAE(fields...))
+	s.claim.Status.CredentialsHash = "sha256:" + hex.EncodeToString(sum[:])
+	s.attachment.Annotations = maps.Clone(s.attachment.Annotations)
+	delete(s.attachment.Annotations, v1alpha1.AnnotationCredentialsRevision)
+	return s
+}
+
+// rotated changes the endpoint Secret's password after the grant: the
+// credentials Secret observed still holds the old one.
+func (s scene) rotated() scene {
+	s.secret.Data = maps.Clone(s.secret.Data)
+	s.secret.Data["password"] = []byte("n3w-r0tated-pa55word")
 	return s
 }
 
@@ -227,9 +256,76 @@ func sameNamespace() scene {
 func syncRequests(t *testing.T) map[string]any {
 	return map[string]any{
 		"granted-v2": world().request(t),
-		"granted-v1-same-namespace": sameNamespace().resign(func(c *v1alpha1.ResourceClaim) {
+		// A claim of the original operator: v1, the Datastore beside it.
+		// Refused by default, since v1 binds no namespace.
+		"denied-v1-not-accepted": sameNamespace().resign(func(c *v1alpha1.ResourceClaim) {
 			c.Spec.SignatureVersion = ""
 		}).request(t),
+		// The same where the Datastore opts in: granted, with the
+		// LegacySignature condition the reporter announces.
+		"granted-v1-datastore-accepts": func() scene {
+			s := sameNamespace().resign(func(c *v1alpha1.ResourceClaim) {
+				c.Spec.SignatureVersion = ""
+			})
+			s.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{AcceptV1Signatures: true}
+			return s
+		}().request(t),
+		// The review's replay: the team-a v1 claim applied in team-b,
+		// which the Datastore allows (team-b/*). Granted before v1 needed
+		// an opt-in.
+		"denied-v1-replayed-into-another-namespace": func() scene {
+			s := world().resign(func(c *v1alpha1.ResourceClaim) {
+				c.Spec.SignatureVersion = v1alpha1.SignatureV1
+			})
+			s.claim.Namespace = "team-b"
+			return s
+		}().request(t),
+		// The Datastore's password rotated: the Secret observed still
+		// holds the old one, so it is written with revision 2, and the
+		// claim's credentialsHash changes, which rolls the workspace.
+		"granted-credentials-rotated": world().granted().rotated().request(t),
+		// A claim granted by version 0.1.0, whose credentialsHash was a
+		// digest of the credentials: the first sync of this version gives
+		// it the revision's hash (one roll of its workspace) and writes
+		// revision 1 on the Secret, whose data stays as it is.
+		"granted-credentials-from-0.1.0": world().granted().madeByVersion010().request(t),
+		// Revoked by the Datastore's owner: by date, and by the digest of
+		// its signature. The Secret of the earlier grant is left out of
+		// the answer, so Metacontroller deletes it.
+		"denied-revoked-before-deletes-secret": func() scene {
+			s := world().granted()
+			s.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedBefore: "2025-12-31T23:30:00Z"}
+			s.claim.Status = v1alpha1.ResourceClaimStatus{}
+			return s
+		}().request(t),
+		"denied-revoked-signature": func() scene {
+			s := world()
+			sig, err := grant.ParseSignature(s.claim.Spec.Signature)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{RevokedSignatures: []string{grant.Digest(sig)}}
+			return s
+		}().request(t),
+		// Signed in 2015 without expiresAt, for a Datastore that accepts
+		// grants for 90 days.
+		"denied-past-max-lifetime": func() scene {
+			s := world().resign(func(c *v1alpha1.ResourceClaim) {
+				c.Spec.GrantedAt = "2015-03-01T00:00:00Z"
+			})
+			s.ds.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "2160h"}
+			return s
+		}().request(t),
+		// Someone who may edit the Datastore but not its Secret lists a
+		// key of their own and signs a grant with it; the Secret pins the
+		// owner's keys.
+		"denied-owner-key-not-pinned": func() scene {
+			s := world()
+			s.secret.Annotations = map[string]string{v1alpha1.AnnotationOwnerPublicKeys: s.ds.Spec.OwnerPublicKey + "," + s.ds.Spec.OwnerPublicKeys[0]}
+			s.ds.Spec.OwnerPublicKeys = append(s.ds.Spec.OwnerPublicKeys, claimstest.PublicHex(claimstest.Stranger))
+			claimstest.SignClaim(s.claim, claimstest.Stranger)
+			return s
+		}().request(t),
 		"granted-admin-override": world().resign(func(c *v1alpha1.ResourceClaim) {
 			c.Spec.Permission = v1alpha1.PermissionAdmin
 		}).request(t),

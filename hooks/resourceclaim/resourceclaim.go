@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/decision"
@@ -70,6 +71,9 @@ type Options struct {
 	// Reports receives each claim decision for the reporter sidecar,
 	// which turns it into an Event on the claim; nothing when nil.
 	Reports observation.Sink
+	// Claims are the install's choices about grants (claims.Options):
+	// whether v1 grants are accepted for every Datastore.
+	Claims claims.Options
 }
 
 // Hook serves the resourceclaim DecoratorController. It is safe for concurrent
@@ -79,11 +83,12 @@ type Hook struct {
 	log       *slog.Logger
 	decisions decision.Recorder
 	reports   observation.Sink
+	claims    claims.Options
 }
 
 // New returns a Hook.
 func New(o Options) *Hook {
-	h := &Hook{now: o.Clock, log: o.Logger, decisions: decision.OrDiscard(o.Decisions), reports: observation.OrDiscard(o.Reports)}
+	h := &Hook{now: o.Clock, log: o.Logger, decisions: decision.OrDiscard(o.Decisions), reports: observation.OrDiscard(o.Reports), claims: o.Claims}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -166,21 +171,30 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		}
 	}
 	now := h.now()
-	d := claims.Verify(claim, ds, secret, now)
+	d := claims.Verify(claim, ds, secret, now, h.claims)
 
 	status := &v1alpha1.ResourceClaimStatus{ObservedGeneration: claim.Generation}
 	resp := &metacontroller.DecoratorResponse{Status: status, Attachments: []metacontroller.Object{}}
 	verdict := decision.Denied
+	// attached is the credentials Secret as Metacontroller observes it; a
+	// denied claim's is being deleted, and nothing is read of it.
+	var attached *corev1.Secret
 	if d.Allowed {
 		verdict = decision.Granted
+		attached, err = metacontroller.GetAs(req.Attachments,
+			metacontroller.Key("v1", "Secret"), metacontroller.Name(claim.Namespace, claim.Name+SecretSuffix), objects.Secret)
+		if err != nil {
+			return nil, err
+		}
 		data := claims.Project(secret.Data, ds.Spec.Driver, g.Permission)
-		obj, err := metacontroller.ToObject(credentials(claim, ds.Spec.Driver, data))
+		revision := claims.CredentialsRevision(attached, data)
+		obj, err := metacontroller.ToObject(credentials(claim, ds.Spec.Driver, data, revision))
 		if err != nil {
 			return nil, err
 		}
 		resp.Attachments = append(resp.Attachments, obj)
 		status.Binding = &v1alpha1.Binding{Name: claim.Name + SecretSuffix}
-		status.CredentialsHash = claims.CredentialsHash(data)
+		status.CredentialsHash = claims.CredentialsHash(claim.UID, revision)
 	}
 	conds := []metav1.Condition{
 		{
@@ -193,21 +207,19 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		},
 	}
 	exposed := false
-	if d.Allowed {
+	if attached != nil {
 		// A denied claim's Secret is being deleted: nothing to fix.
-		attached, err := metacontroller.GetAs(req.Attachments,
-			metacontroller.Key("v1", "Secret"), metacontroller.Name(claim.Namespace, claim.Name+SecretSuffix), objects.Metadata)
-		if err != nil {
-			return nil, err
-		}
-		if attached != nil {
-			_, exposed = attached.Annotations[LastAppliedAnnotation]
-		}
+		_, exposed = attached.Annotations[LastAppliedAnnotation]
 		if exposed {
 			c := credentialsExposed(attached)
 			c.ObservedGeneration = claim.Generation
 			conds = append(conds, c)
 		}
+	}
+	if d.LegacySignature {
+		c := legacySignature(claim, ds)
+		c.ObservedGeneration = claim.Generation
+		conds = append(conds, c)
 	}
 	status.Conditions = conditions.Stamp(claim.Status.Conditions, claim.CreationTimestamp, now, conds...)
 	if !d.RecheckAt.IsZero() {
@@ -217,6 +229,9 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 	h.reports.Send(observation.ClaimObservation(claim, status))
 	h.log.DebugContext(ctx, "claim verified", "hook", HookName,
 		"namespace", claim.Namespace, "name", claim.Name, "decision", verdict, "reason", d.Reason, "message", d.Message)
+	if d.LegacySignature {
+		h.decisions.Record(HookName, decision.Legacy, v1alpha1.ReasonSignatureV1)
+	}
 	if exposed {
 		h.decisions.Record(HookName, decision.Exposed, v1alpha1.ReasonLastAppliedAnnotation)
 		h.log.WarnContext(ctx, "credentials Secret carries a copy of its data in an annotation; run Metacontroller with --apply-strategy=server-side-apply",
@@ -233,7 +248,7 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 // cluster once more. Only the Secret's metadata is decoded, never its
 // data, and of the annotation only its presence is read: its value goes
 // nowhere.
-func credentialsExposed(secret *metav1.PartialObjectMetadata) metav1.Condition {
+func credentialsExposed(secret *corev1.Secret) metav1.Condition {
 	return metav1.Condition{
 		Type: v1alpha1.ConditionCredentialsExposed, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonLastAppliedAnnotation,
 		Message: fmt.Sprintf("the credentials Secret %s/%s carries the annotation %s, a copy of the whole Secret, data included, "+
@@ -243,10 +258,25 @@ func credentialsExposed(secret *metav1.PartialObjectMetadata) metav1.Condition {
 	}
 }
 
+// legacySignature is the LegacySignature condition of a claim granted on
+// a v1 signature: only such a claim gets it, True, for the reason
+// credentialsExposed gives. The reporter announces it with an Event, and
+// the decision counter counts it, so that a platform moving from the
+// original operator sees which grants are left to sign again.
+func legacySignature(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore) metav1.Condition {
+	return metav1.Condition{
+		Type: v1alpha1.ConditionLegacySignature, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignatureV1,
+		Message: fmt.Sprintf("granted on a v1 signature, the original FormSpec operator's format, which binds neither namespace nor expiry: "+
+			"the same signed claim is valid in every namespace Datastore %s/%s allows. Ask its owner to sign the claim again as v2 (formspec-hooks claim sign), "+
+			"then turn v1 off (docs/claims.md)", ds.Namespace, ds.Name),
+	}
+}
+
 // credentials is the attachment Secret. Its type tells Service Binding
 // libraries which client to build; the label ties it to its claim for
-// people and selectors (Metacontroller tracks it by owner reference).
-func credentials(claim *v1alpha1.ResourceClaim, driver string, data map[string][]byte) *corev1.Secret {
+// people and selectors (Metacontroller tracks it by owner reference); the
+// annotation counts the versions of its data (claims.CredentialsRevision).
+func credentials(claim *v1alpha1.ResourceClaim, driver string, data map[string][]byte, revision int64) *corev1.Secret {
 	labels := map[string]string{LabelManagedBy: ManagedBy}
 	// Object names may be longer than label values; such a claim's Secret
 	// simply goes without the label rather than failing to apply.
@@ -256,9 +286,10 @@ func credentials(claim *v1alpha1.ResourceClaim, driver string, data map[string][
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      claim.Name + SecretSuffix,
-			Namespace: claim.Namespace,
-			Labels:    labels,
+			Name:        claim.Name + SecretSuffix,
+			Namespace:   claim.Namespace,
+			Labels:      labels,
+			Annotations: map[string]string{v1alpha1.AnnotationCredentialsRevision: strconv.FormatInt(revision, 10)},
 		},
 		Type: corev1.SecretType("servicebinding.io/" + driver),
 		Data: maps.Clone(data),

@@ -11,6 +11,19 @@ import (
 // ever copied out of the Secret.
 const LabelDatastore = "formspec.dev/datastore"
 
+// AnnotationOwnerPublicKeys on an endpoint Secret pins the owner keys its
+// owner consents to: ed25519 public keys in hex, as a Datastore lists them,
+// separated by commas or white space. When it is there, a Datastore listing
+// any other key is refused (ReasonOwnerKeyNotPinned), so that whoever can
+// edit the Datastore but not the Secret cannot add a key of their own and
+// sign themselves a grant. Without it, the Datastore's keys are trusted as
+// they are.
+const AnnotationOwnerPublicKeys = "formspec.dev/owner-public-keys"
+
+// MaxRevokedSignatures caps spec.grantPolicy.revokedSignatures: a longer
+// list is for revokedBefore.
+const MaxRevokedSignatures = 256
+
 // Condition types of a Datastore.
 const (
 	ConditionValidated = "Validated"
@@ -31,6 +44,12 @@ const (
 	ReasonSecretNotFound    = "SecretNotFound"
 	ReasonSecretNotLabeled  = "SecretNotLabeled"
 	ReasonMissingKeys       = "MissingKeys"
+	// ReasonOwnerKeyNotPinned: the endpoint Secret pins owner keys
+	// (AnnotationOwnerPublicKeys) and the Datastore lists another.
+	ReasonOwnerKeyNotPinned = "OwnerKeyNotPinned"
+	// ReasonInvalidGrantPolicy: spec.grantPolicy has a value that does
+	// not parse.
+	ReasonInvalidGrantPolicy = "InvalidGrantPolicy"
 )
 
 // Datastore drivers.
@@ -67,6 +86,31 @@ type DatastoreSpec struct {
 	// OwnerPublicKeys are more accepted keys, for rotation; at most
 	// MaxOwnerPublicKeys.
 	OwnerPublicKeys []string `json:"ownerPublicKeys,omitempty"`
+	// GrantPolicy is what the owner accepts of grants beyond a signature
+	// by one of its keys; nil accepts v2 grants of any age.
+	GrantPolicy *GrantPolicy `json:"grantPolicy,omitempty"`
+}
+
+// GrantPolicy is a Datastore owner's rules for the grants signed for it.
+// Each is enforced on the claims' next sync: a claim that no longer
+// qualifies is denied and its credentials Secret removed.
+type GrantPolicy struct {
+	// AcceptV1Signatures accepts grants signed in the original FormSpec
+	// operator's v1 format, which binds no namespace and no expiry, for a
+	// cluster moving from that operator. Off, v1 grants are denied
+	// (ReasonSignatureVersionNotAccepted) unless the install accepts them.
+	AcceptV1Signatures bool `json:"acceptV1Signatures,omitempty"`
+	// MaxLifetime is the longest a grant lasts after its grantedAt, as a
+	// Go duration ("2160h"): one without expiresAt, or with a later one,
+	// ends then. Empty: no limit.
+	MaxLifetime string `json:"maxLifetime,omitempty"`
+	// RevokedBefore revokes every grant whose grantedAt is before it
+	// (RFC 3339).
+	RevokedBefore string `json:"revokedBefore,omitempty"`
+	// RevokedSignatures revokes single grants by the digest of their
+	// signature, "sha256:" and 64 hex digits (formspec-hooks claim
+	// digest prints it); at most MaxRevokedSignatures.
+	RevokedSignatures []string `json:"revokedSignatures,omitempty"`
 }
 
 // SecretRef names a Secret in the referring object's namespace.

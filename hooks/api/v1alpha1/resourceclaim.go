@@ -19,6 +19,13 @@ const (
 // condition.
 const ConditionCredentialsExposed = "CredentialsExposed"
 
+// ConditionLegacySignature is there, True, while the claim is granted on a
+// v1 signature, which binds neither namespace nor expiry: accepted only
+// because its Datastore (spec.grantPolicy.acceptV1Signatures) or the
+// install (formspec-hooks serve --accept-v1-grants) opts in. A claim
+// granted on a v2 signature has no such condition.
+const ConditionLegacySignature = "LegacySignature"
+
 // Reasons a ResourceClaim is granted or denied. They are the reasons of the
 // claim's Ready and Denied conditions and the labels of the decision
 // counters, so they are API: add, never rename. A claim can also be denied
@@ -36,14 +43,29 @@ const (
 	ReasonTenantNotAllowed        = "TenantNotAllowed"
 	ReasonGrantedInFuture         = "GrantedInFuture"
 	ReasonExpired                 = "Expired"
+	// ReasonSignatureVersionNotAccepted: a v1 grant, which neither its
+	// Datastore nor the install accepts.
+	ReasonSignatureVersionNotAccepted = "SignatureVersionNotAccepted"
+	// ReasonGrantRevoked: the Datastore's owner revoked the grant, by
+	// its date (spec.grantPolicy.revokedBefore) or by its signature's
+	// digest (spec.grantPolicy.revokedSignatures).
+	ReasonGrantRevoked = "GrantRevoked"
 )
 
-// The reason of the CredentialsExposed condition.
+// The reasons of the CredentialsExposed and LegacySignature conditions.
 const (
 	// ReasonLastAppliedAnnotation: the credentials Secret carries
 	// Metacontroller's last-applied annotation, a copy of its data.
 	ReasonLastAppliedAnnotation = "LastAppliedAnnotation"
+	// ReasonSignatureV1: the claim is granted on a v1 signature.
+	ReasonSignatureV1 = "SignatureV1"
 )
+
+// AnnotationCredentialsRevision on a credentials Secret counts the
+// versions of its data: 1 for the first, one more each time the projected
+// credentials change. The claim's status.credentialsHash is derived from it
+// and from the claim's UID, never from the credentials.
+const AnnotationCredentialsRevision = "formspec.dev/credentials-revision"
 
 // LabelResourceClaim on a credentials Secret names the claim it belongs to.
 const LabelResourceClaim = "formspec.dev/resourceclaim"
@@ -97,9 +119,11 @@ type ResourceClaimStatus struct {
 	// Binding is the Service Binding "provisioned service" reference to the
 	// credentials Secret.
 	Binding *Binding `json:"binding,omitempty"`
-	// CredentialsHash is the unkeyed SHA-256 of the projected credentials
-	// (claims.CredentialsHash): it changes when they rotate, and whoever
-	// can read the claim can test a guessed password against it offline.
+	// CredentialsHash identifies the version of the projected credentials:
+	// it changes when they rotate and only then, and workspaces roll their
+	// pods on it. It is derived from the claim's UID and the credentials
+	// Secret's revision (AnnotationCredentialsRevision), never from the
+	// credentials, so nobody who reads it can test a guessed password.
 	CredentialsHash string `json:"credentialsHash,omitempty"`
 }
 

@@ -240,6 +240,7 @@ func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func()
 	dsFile := fs.String("datastore", "", "Datastore YAML file")
 	secretFile := fs.String("secret", "", "the Datastore's endpoint Secret YAML file")
 	at := fs.String("now", "", "judge expiry and skew at this RFC 3339 time instead of the clock")
+	acceptV1 := fs.Bool("accept-v1-grants", false, "judge as an install that accepts v1 grants for every Datastore (formspec-hooks serve --accept-v1-grants)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -284,7 +285,7 @@ func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func()
 	if secret.Namespace == "" {
 		secret.Namespace = ds.Namespace
 	}
-	d := claims.Verify(claim, ds, secret, t)
+	d := claims.Verify(claim, ds, secret, t, claims.Options{AcceptV1: *acceptV1})
 	if !d.Allowed {
 		fmt.Fprintf(stdout, "denied: %s: %s\n", d.Reason, d.Message)
 		// The hook tells a claim whose signature does not verify nothing
@@ -299,7 +300,9 @@ func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func()
 	data := claims.Project(secret.Data, ds.Spec.Driver, claim.Spec.Permission)
 	fmt.Fprintf(stdout, "accepted: %s: %s\n", d.Reason, d.Message)
 	fmt.Fprintf(stdout, "secret %s%s would hold keys: %s\n", claim.Name, "-credentials", strings.Join(claims.SortedKeys(data), ", "))
-	fmt.Fprintf(stdout, "credentialsHash: %s\n", claims.CredentialsHash(data))
+	if sig, err := grant.ParseSignature(claim.Spec.Signature); err == nil {
+		fmt.Fprintf(stdout, "signature digest (to revoke it): %s\n", grant.Digest(sig))
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package grant
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -144,4 +145,34 @@ func Sign(g Grant, version string, priv ed25519.PrivateKey) (string, error) {
 		return "", err
 	}
 	return FormatSignature(ed25519.Sign(priv, msg)), nil
+}
+
+// DigestPrefix starts every signature digest.
+const DigestPrefix = "sha256:"
+
+// Digest names a grant for revocation: DigestPrefix and the hex SHA-256 of
+// its signature's 64 bytes. A signature has two spellings (ParseSignature)
+// and one digest, so a revoked grant cannot come back by losing its
+// padding. A digest is not the signature: it cannot be used as one, so it
+// may appear where signature bytes must not (a Datastore's spec, a claim's
+// status message, a log line).
+func Digest(sig []byte) string {
+	sum := sha256.Sum256(sig)
+	return DigestPrefix + hex.EncodeToString(sum[:])
+}
+
+// ErrMalformedDigest is wrapped by the errors of ParseDigest.
+var ErrMalformedDigest = errors.New("malformed signature digest")
+
+// ParseDigest checks the form of a signature digest, DigestPrefix and 64
+// lowercase hex digits, as Digest writes it, and returns it.
+func ParseDigest(s string) (string, error) {
+	hexPart, ok := strings.CutPrefix(s, DigestPrefix)
+	if !ok || len(hexPart) != 2*sha256.Size || strings.ToLower(hexPart) != hexPart {
+		return "", fmt.Errorf("%w: want %q and %d lowercase hex digits", ErrMalformedDigest, DigestPrefix, 2*sha256.Size)
+	}
+	if _, err := hex.DecodeString(hexPart); err != nil {
+		return "", fmt.Errorf("%w: want %q and %d lowercase hex digits", ErrMalformedDigest, DigestPrefix, 2*sha256.Size)
+	}
+	return s, nil
 }

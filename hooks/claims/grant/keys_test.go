@@ -3,7 +3,9 @@ package grant_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -135,5 +137,38 @@ func TestSignVerifiesWithParsedKey(t *testing.T) {
 		if !ed25519.Verify(pub, msg, raw) {
 			t.Errorf("Sign(%s): signature does not verify", version)
 		}
+	}
+}
+
+func TestDigest(t *testing.T) {
+	sig := make([]byte, 64)
+	for i := range sig {
+		sig[i] = byte(i)
+	}
+	d := grant.Digest(sig)
+	sum := sha256.Sum256(sig)
+	if want := "sha256:" + hex.EncodeToString(sum[:]); d != want {
+		t.Fatalf("Digest() = %s, want %s", d, want)
+	}
+	cases := map[string]struct {
+		reason string
+		in     string
+		want   error
+	}{
+		"Digest":       {reason: "What Digest writes parses.", in: d},
+		"NoPrefix":     {reason: "The algorithm is part of the name.", in: d[len("sha256:"):], want: grant.ErrMalformedDigest},
+		"UpperCase":    {reason: "One spelling per digest, so a list compares by string.", in: strings.ToUpper(d[:7]) + d[7:], want: grant.ErrMalformedDigest},
+		"UpperHex":     {reason: "Lowercase hex only.", in: "sha256:" + strings.ToUpper(d[7:]), want: grant.ErrMalformedDigest},
+		"Short":        {reason: "32 bytes, not fewer.", in: d[:len(d)-2], want: grant.ErrMalformedDigest},
+		"NotHex":       {reason: "Hex digits only.", in: d[:len(d)-1] + "g", want: grant.ErrMalformedDigest},
+		"TheSignature": {reason: "A signature pasted where its digest belongs.", in: grant.FormatSignature(sig), want: grant.ErrMalformedDigest},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := grant.ParseDigest(tc.in)
+			if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
+				t.Errorf("%s\nParseDigest(): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
