@@ -14,6 +14,9 @@ import (
 // testKey is a well-formed hex ed25519 public key.
 var testKey = strings.Repeat("0123456789abcdef", 4)
 
+// testDigest is a well-formed signature digest.
+var testDigest = "sha256:" + strings.Repeat("0123456789abcdef", 4)
+
 func testDatastore(t *testing.T, c *controlplane.Client) {
 	base := with(t, controlplane.Object{
 		"apiVersion": v1alpha1.APIVersion,
@@ -37,6 +40,12 @@ func testDatastore(t *testing.T, c *controlplane.Client) {
 			Capacity:          json.RawMessage(`{"storage":"100Gi","connections":200}`),
 			OwnerPublicKey:    testKey,
 			OwnerPublicKeys:   []string{strings.ToUpper(testKey), strings.Repeat("f", 64)},
+			GrantPolicy: &v1alpha1.GrantPolicy{
+				AcceptV1Signatures: true,
+				MaxLifetime:        "2160h",
+				RevokedBefore:      "2026-01-02T15:04:05+07:00",
+				RevokedSignatures:  []string{testDigest},
+			},
 		},
 	}).(map[string]any)
 
@@ -60,6 +69,30 @@ func testDatastore(t *testing.T, c *controlplane.Client) {
 		"NoTenants": {
 			reason: "allowedTenants may be empty (nobody may claim yet).",
 			obj:    with(t, base, fields{"spec.allowedTenants": remove{}}),
+		},
+		"GrantPolicyLifetimeUnits": {
+			reason: "maxLifetime takes a Go duration in any unit CEL's duration() knows.",
+			obj:    with(t, base, fields{"spec.grantPolicy": map[string]any{"maxLifetime": "720h30m1.5s"}}),
+		},
+		"GrantPolicyLifetimeInDays": {
+			reason:   "A day is no duration unit; \"90d\" must not read as no limit.",
+			obj:      with(t, base, fields{"spec.grantPolicy": map[string]any{"maxLifetime": "90d"}}),
+			wantErrs: []string{"spec.grantPolicy.maxLifetime", "must be a positive duration"},
+		},
+		"GrantPolicyLifetimeZero": {
+			reason:   "A zero lifetime is refused, not read as no limit.",
+			obj:      with(t, base, fields{"spec.grantPolicy": map[string]any{"maxLifetime": "0s"}}),
+			wantErrs: []string{"spec.grantPolicy.maxLifetime", "must be a positive duration"},
+		},
+		"GrantPolicyRevokedBeforeNotATime": {
+			reason:   "revokedBefore is an RFC 3339 timestamp.",
+			obj:      with(t, base, fields{"spec.grantPolicy": map[string]any{"revokedBefore": "2026-01-02"}}),
+			wantErrs: []string{"spec.grantPolicy.revokedBefore", "must be an RFC 3339 timestamp"},
+		},
+		"GrantPolicyRevokedSignatureItself": {
+			reason:   "A revoked entry is the signature's digest; the signature pasted instead is refused.",
+			obj:      with(t, base, fields{"spec.grantPolicy": map[string]any{"revokedSignatures": []any{strings.Repeat("A", 86) + "=="}}}),
+			wantErrs: []string{"spec.grantPolicy.revokedSignatures[0]"},
 		},
 		"BadDriver": {
 			reason:   "driver is one of postgres, mysql, redis, mongodb.",
