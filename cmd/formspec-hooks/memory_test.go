@@ -26,15 +26,16 @@ const memoryLimit = 256 << 20
 // cgroupV1Memory is where the cgroup v1 memory controller is mounted.
 const cgroupV1Memory = "/sys/fs/cgroup/memory"
 
-// TestWorstCaseFitsTheMemoryLimit runs formspec-hooks serve in a memory
-// cgroup of the install's limit, with GOMEMLIMIT set to it as the
-// Deployment sets it, and sends it the most expensive requests the limits
-// allow, eight at a time for a while: Workspace syncs of nearly 8 MiB each,
-// carrying as many ResourceClaims as a request may. Before the in-flight
-// budget counted decoded requests, four such requests at once took 274 MB.
-// Now the kernel never has to kill the server: every request is answered,
-// 200 or 429 (the budget is full; Metacontroller retries), and the
-// cgroup's peak stays under its limit.
+// TestWorstCaseFitsTheMemoryLimit runs formspec-hooks serve with
+// GOMEMLIMIT set to the install's limit, as the Deployment sets it, and
+// sends it the most expensive requests the limits allow, eight at a time
+// for a while: Workspace syncs of nearly 8 MiB each, carrying as many
+// ResourceClaims as a request may. Before the in-flight budget counted
+// decoded requests, four such requests at once took 274 MB. Now the kernel
+// never has to kill the server: every request is answered, 200 or 429 (the
+// budget is full; Metacontroller retries), and the server's peak resident
+// set stays under the limit, whether the limit is also its memory cgroup's
+// or GOMEMLIMIT is all the server is told.
 func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not starting the server under a memory limit")
@@ -45,14 +46,40 @@ func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cgroupV1Memory, "memory.limit_in_bytes")); err != nil {
 		t.Skipf("no cgroup v1 memory controller at %s to limit the server with: %v", cgroupV1Memory, err)
 	}
+	cases := map[string]struct {
+		reason string
+		// cgroupLimit is the limit of the server's memory cgroup; 0 leaves
+		// the cgroup unlimited, there only to count.
+		cgroupLimit int64
+	}{
+		"CgroupLimit": {reason: "As the Deployment runs it: a memory cgroup of the limit, GOMEMLIMIT set to it.", cgroupLimit: memoryLimit},
+		"GOMEMLIMITAlone": {reason: "GOMEMLIMIT and no memory cgroup limit to be found (no cgroup to read in the container, a server run by hand): " +
+			"the server must take the same headroom below GOMEMLIMIT."},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			serveWorstCase(t, tc.reason, tc.cgroupLimit)
+		})
+	}
+}
+
+// serveWorstCase is one case of TestWorstCaseFitsTheMemoryLimit: the
+// server in a memory cgroup of its own limited to cgroupLimit (0: not
+// limited), with GOMEMLIMIT at memoryLimit.
+func serveWorstCase(t *testing.T, reason string, cgroupLimit int64) {
 	cg := filepath.Join(cgroupV1Memory, fmt.Sprintf("formspec-memtest-%d", os.Getpid()))
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeCgroup(t, cg, "memory.limit_in_bytes", memoryLimit)
-	// No swap to hide in: the limit is the memory there is.
-	if _, err := os.Stat(filepath.Join(cg, "memory.memsw.limit_in_bytes")); err == nil {
-		writeCgroup(t, cg, "memory.memsw.limit_in_bytes", memoryLimit)
+	if cgroupLimit > 0 {
+		writeCgroup(t, cg, "memory.limit_in_bytes", cgroupLimit)
+		// No swap to hide in: the limit is the memory there is.
+		if _, err := os.Stat(filepath.Join(cg, "memory.memsw.limit_in_bytes")); err == nil {
+			writeCgroup(t, cg, "memory.memsw.limit_in_bytes", cgroupLimit)
+		}
+	} else if l := readCgroup(t, cg, "memory.limit_in_bytes"); l < 1<<62 {
+		// What the server reads as no limit (server.cgroupMemoryLimit).
+		t.Fatalf("a new memory cgroup is limited to %d bytes; want none, so that GOMEMLIMIT is the only limit the server sees", l)
 	}
 
 	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
@@ -60,7 +87,7 @@ func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
 	listen, metrics := ports[0], ports[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	// The shell moves itself into the cgroup and then becomes the server,
-	// so that the server is limited from its first byte.
+	// so that the cgroup holds the server from its first byte.
 	cmd := exec.CommandContext(ctx, "sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg,
 		bin, "serve", "--listen", listen, "--metrics-listen", metrics, "--default-version", "1.8.2",
 		"--reporter-url", "", "--log-level", "warn", "--shutdown-delay", "0s")
@@ -112,29 +139,30 @@ func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
 	}
 	wg.Wait()
 
-	// The cgroup's own peak counts page cache too (the binary, which the
-	// kernel drops as it needs): the server's peak resident set is what
-	// must fit.
+	// The cgroup's own peak is not the server's: it counts page cache the
+	// server read, but not the binary's pages, which are charged to the
+	// cgroup that wrote them (the build's). The server's peak resident set
+	// is what must fit.
 	peak := peakRSS(t, cmd.Process.Pid)
 	oom := readCgroupFile(t, cg, "memory.oom_control")
-	t.Logf("%d requests of %d bytes, %d at a time: answers %v; peak RSS %.1f MiB under a %d MiB limit (cgroup peak with page cache %.1f MiB)",
+	t.Logf("%d requests of %d bytes, %d at a time: answers %v; peak RSS %.1f MiB under a %d MiB limit (cgroup peak %.1f MiB)",
 		workers*rounds, len(body), workers, codes, float64(peak)/(1<<20), memoryLimit>>20, float64(readCgroup(t, cg, "memory.max_usage_in_bytes"))/(1<<20))
 	if strings.Contains(oom, "oom_kill ") && !strings.Contains(oom, "oom_kill 0") {
-		t.Errorf("the kernel killed in the cgroup:\n%s\nserver log:\n%s", oom, logs.String())
+		t.Errorf("%s\nthe kernel killed in the cgroup:\n%s\nserver log:\n%s", reason, oom, logs.String())
 	}
 	if n := codes["no answer"]; n > 0 || codes["200"] == 0 {
-		t.Errorf("answers %v: want every request answered (200, or 429 while the budget is full) and some 200s\nserver log:\n%s", codes, logs.String())
+		t.Errorf("%s\nanswers %v: want every request answered (200, or 429 while the budget is full) and some 200s\nserver log:\n%s", reason, codes, logs.String())
 	}
 	for code := range codes {
 		if code != "200" && code != "429" {
-			t.Errorf("answer %s to a request within the limits; want 200 or 429", code)
+			t.Errorf("%s\nanswer %s to a request within the limits; want 200 or 429", reason, code)
 		}
 	}
 	if peak >= memoryLimit {
-		t.Errorf("the server's resident set peaked at %d bytes, at the limit", peak)
+		t.Errorf("%s\nthe server's resident set peaked at %d bytes, not under the %d-byte limit", reason, peak, memoryLimit)
 	}
 	if cmd.ProcessState != nil {
-		t.Errorf("the server exited during the test: %v", cmd.ProcessState)
+		t.Errorf("%s\nthe server exited during the test: %v", reason, cmd.ProcessState)
 	}
 }
 

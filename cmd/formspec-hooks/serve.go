@@ -71,7 +71,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8181", "URL of the reporter sidecar; empty: no sidecar, and nothing is handed off")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
 	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests worked on at once, counted once their body is read; more get 429 (0: no limit)")
-	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "bytes all requests hold at once, counted as they cost decoded (each body's buffer, then 8 bytes per body byte); more get 429 (default: three quarters of the memory limit from GOMEMLIMIT or the memory cgroup, 192 MiB without a limit, at least one request of --max-body-bytes)")
+	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "bytes all requests hold at once, counted as they cost decoded (each body's buffer, then 8 bytes per body byte); more get 429 (default: three quarters of the memory limit, the tighter of GOMEMLIMIT and the memory cgroup's, 192 MiB without a limit, at least one request of --max-body-bytes)")
 	fs.IntVar(&f.maxObjects, "max-objects", server.DefaultMaxObjects, "most children, attachments and related objects in one request; more get 413 (each hook also caps its objects per kind: docs/security.md)")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpserve.Defaults.BodyTimeout, "time to receive one request body; slower clients get 408")
 	fs.IntVar(&f.maxConns, "max-connections", httpserve.Defaults.Conns.Max, "open connections on each listener (hooks, metrics); beyond it new ones wait")
@@ -158,16 +158,16 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			return cliflag.Usagef(fs, "%s must be %s", c.flag, c.want)
 		}
 	}
-	if f.maxInFlightBytes == 0 {
-		f.maxInFlightBytes = server.DefaultInFlightBytes(server.MemoryLimit(), f.maxBodyBytes)
-	}
 	server.TuneGC(os.Getenv)
-	goLimit := server.TuneMemory()
+	memLimit, goLimit := server.TuneMemory()
+	if f.maxInFlightBytes == 0 {
+		f.maxInFlightBytes = server.DefaultInFlightBytes(memLimit, f.maxBodyBytes)
+	}
 
 	logger := f.logging.Logger(stderr)
 	build := buildinfo.Get()
 	logger.Info("formspec-hooks starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion,
-		"inFlightBytes", f.maxInFlightBytes, "goMemoryLimit", goLimit)
+		"memoryLimit", memLimit, "inFlightBytes", f.maxInFlightBytes, "goMemoryLimit", goLimit)
 	warn := func(msg string) { logger.Warn(msg) }
 	warnDeprecated(fs, warn)
 

@@ -10,16 +10,6 @@ import (
 	"strings"
 )
 
-// MemoryLimit is the process's memory limit: GOMEMLIMIT (which the
-// deployment sets to the container's limit), else its memory cgroup's
-// limit, else 0 for none.
-func MemoryLimit() int64 {
-	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
-		return l
-	}
-	return cgroupMemoryLimit(os.ReadFile)
-}
-
 // cgroupMemoryLimit is the limit of the memory cgroup the process is in,
 // cgroup v2 or v1 (read through readFile), or 0 for none.
 func cgroupMemoryLimit(readFile func(string) ([]byte, error)) int64 {
@@ -56,41 +46,53 @@ func cgroupMemoryLimit(readFile func(string) ([]byte, error)) int64 {
 	return l
 }
 
-// goMemoryShare is how much of the cgroup's memory limit the Go runtime's
+// goMemoryShare is how much of the process's memory limit the Go runtime's
 // own limit may take. The runtime counts only what it manages; the rest of
-// the limit is for what it does not: the binary's pages, the kernel's
-// socket buffers, thread stacks outside Go. Measured here with the
-// worst-case requests at 256 MiB (TestWorstCaseFitsTheMemoryLimit): with
-// the runtime allowed the whole limit the resident set peaked at 249.5
-// MiB, 97% of it; at this share it peaked at 228–229 MiB, 89%.
+// the limit is for what it does not: the binary's pages (15 MiB resident),
+// the kernel's socket buffers, thread stacks outside Go. Measured with the
+// worst-case requests at 256 MiB (TestWorstCaseFitsTheMemoryLimit, medians
+// of five runs): with the runtime allowed the whole limit the resident set
+// peaked at 264.6 MiB in a memory cgroup of that limit and at 268.1 MiB
+// with GOMEMLIMIT alone, both over it; at this share, at 230.0 MiB either
+// way, 90% of it.
 const goMemoryShare = 0.85
 
-// TuneMemory lowers the Go runtime's memory limit to goMemoryShare of the
-// cgroup's limit when it is higher (as when GOMEMLIMIT is set to the
-// container's limit, which is what the Deployment does), and returns the
-// runtime's limit then (0 for none).
-func TuneMemory() int64 {
-	cg := cgroupMemoryLimit(os.ReadFile)
-	cur := debug.SetMemoryLimit(-1)
-	if cg > 0 {
-		if share := int64(float64(cg) * goMemoryShare); cur > share {
-			debug.SetMemoryLimit(share)
-			cur = share
+// TuneMemory sets the Go runtime's memory limit to goMemoryShare of the
+// process's memory limit and returns both, 0 for none (see memoryLimits).
+// It is called once, at start: it reads GOMEMLIMIT back from the runtime's
+// limit, which it then lowers.
+func TuneMemory() (limit, runtime int64) {
+	limit, runtime = memoryLimits(debug.SetMemoryLimit(-1), cgroupMemoryLimit(os.ReadFile))
+	if runtime > 0 {
+		debug.SetMemoryLimit(runtime)
+	}
+	return limit, runtime
+}
+
+// memoryLimits is the memory the process must stay within and the Go
+// runtime's limit inside it, 0 for none, given GOMEMLIMIT as the runtime
+// read it (goLimit, math.MaxInt64 when unset) and the memory cgroup's limit
+// (cgroupLimit, 0 for none). Either is taken for the container's limit:
+// the deployment sets GOMEMLIMIT to it, and the cgroup may not be visible
+// (no /sys/fs/cgroup in the container, a sandboxed runtime) or the server
+// be run by hand with GOMEMLIMIT alone. With both, the tighter binds. Whichever it is, the runtime gets the same
+// share of it, so that what the runtime does not count fits too.
+func memoryLimits(goLimit, cgroupLimit int64) (limit, runtime int64) {
+	for _, l := range []int64{goLimit, cgroupLimit} {
+		if l > 0 && l < math.MaxInt64 && (limit == 0 || l < limit) {
+			limit = l
 		}
 	}
-	if cur == math.MaxInt64 {
-		// The runtime's "no limit".
-		return 0
-	}
-	return cur
+	return limit, int64(float64(limit) * goMemoryShare)
 }
 
 // DefaultInFlightBytes budgets three quarters of the memory limit for what
 // requests hold: each is charged its body's buffer as it is read and then
 // DecodedCost bytes per body byte for decoding and working on it, so the
-// budget bounds requests as they cost decoded. The last quarter is the
-// runtime, the hand-off queue, the metrics and the garbage collector's
-// room below GOMEMLIMIT. At 256 MiB that is 192 MiB: a maximum-size (8
+// budget bounds requests as they cost decoded. The last quarter is, below
+// the runtime's limit (goMemoryShare of the limit), the hand-off queue, the
+// metrics and the garbage collector's room, and above it what the runtime
+// does not count. At 256 MiB that is 192 MiB: a maximum-size (8
 // MiB) request is charged 72 MiB, so two fit at once beside as many small
 // ones as the rest allows (a 30 KiB Workspace sync is charged about 290
 // KiB). Without a limit it is 192 MiB too. The budget never falls below
@@ -115,8 +117,8 @@ func requestCost(body int64) int64 {
 // runtime's default of 100 it collects on every few hundred requests and
 // spends a fifth of its CPU doing so. Twice the headroom halves that for a
 // few MiB of heap (make bench prints the peak RSS; docs/testing.md), and
-// GOMEMLIMIT, which the deployment sets to the container's limit, still
-// bounds the heap whatever GOGC says.
+// the runtime's memory limit (TuneMemory) still bounds the heap whatever
+// GOGC says.
 const DefaultGCPercent = 200
 
 // TuneGC sets DefaultGCPercent unless GOGC is set, which always wins.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
 	"testing"
@@ -30,6 +31,33 @@ func TestDefaultInFlightBytes(t *testing.T) {
 			}
 			if fit := got / requestCost(tc.maxBody); fit != tc.fit {
 				t.Errorf("%s\n%d maximum-size requests fit in %d, want %d", tc.reason, fit, got, tc.fit)
+			}
+		})
+	}
+}
+
+func TestMemoryLimits(t *testing.T) {
+	// share256 is goMemoryShare of 256 MiB: 217.6 MiB.
+	const share256 = 228170137
+	type limits struct{ Limit, Runtime int64 }
+	cases := map[string]struct {
+		reason               string
+		goLimit, cgroupLimit int64
+		want                 limits
+	}{
+		"AsDeployed":      {reason: "GOMEMLIMIT set to the cgroup's limit, as the Deployment sets it: the runtime gets its share.", goLimit: 256 << 20, cgroupLimit: 256 << 20, want: limits{256 << 20, share256}},
+		"CgroupAlone":     {reason: "The cgroup's limit alone: the runtime gets its share.", goLimit: math.MaxInt64, cgroupLimit: 256 << 20, want: limits{256 << 20, share256}},
+		"GOMEMLIMITAlone": {reason: "GOMEMLIMIT with no cgroup limit found is the container's limit too: the same share, not the whole of it.", goLimit: 256 << 20, want: limits{256 << 20, share256}},
+		"GOMEMLIMITAbove": {reason: "A GOMEMLIMIT above the cgroup's limit: the cgroup's binds, for the runtime and the in-flight budget alike.", goLimit: 1 << 30, cgroupLimit: 256 << 20, want: limits{256 << 20, share256}},
+		"GOMEMLIMITBelow": {reason: "A GOMEMLIMIT below the cgroup's limit binds, and the runtime gets its share of it.", goLimit: 256 << 20, cgroupLimit: 1 << 30, want: limits{256 << 20, share256}},
+		"NoLimit":         {reason: "Neither: no limit, and the runtime keeps none.", goLimit: math.MaxInt64},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got limits
+			got.Limit, got.Runtime = memoryLimits(tc.goLimit, tc.cgroupLimit)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
