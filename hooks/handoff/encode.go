@@ -283,12 +283,19 @@ func (e *encoder) claim(c *observation.ClaimDecision) {
 	e.omitEmpty("credentialsVersion", c.CredentialsVersion)
 	e.field("since")
 	e.metaTime(c.Since)
-	if f := c.Exposed; f != nil {
-		e.field("exposed")
-		e.b = append(e.b, `{"reason":`...)
-		e.str(f.Reason)
-		e.omitEmpty("message", f.Message)
-		e.byte('}')
+	e.finding("exposed", c.Exposed)
+	e.finding("legacySignature", c.LegacySignature)
+	e.byte('}')
+}
+
+// finding writes a claim's finding under name, nothing when it is nil.
+func (e *encoder) finding(name string, f *observation.Finding) {
+	if f == nil {
+		return
 	}
+	e.field(name)
+	e.b = append(e.b, `{"reason":`...)
+	e.str(f.Reason)
+	e.omitEmpty("message", f.Message)
 	e.byte('}')
 }

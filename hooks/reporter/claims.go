@@ -14,6 +14,7 @@ type claimEntry struct {
 	reason   string
 	version  string
 	exposed  bool
+	legacy   bool
 	lastSeen time.Time
 }
 
@@ -34,6 +35,7 @@ func (s *state) observeClaim(c *observation.ClaimDecision, now time.Time) []even
 		s.claims[k] = prev
 	}
 	prev.granted, prev.reason, prev.version, prev.exposed, prev.lastSeen = c.Granted, c.Reason, c.CredentialsVersion, c.Exposed != nil, now
+	prev.legacy = c.LegacySignature != nil
 	return events
 }
 

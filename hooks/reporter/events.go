@@ -111,6 +111,13 @@ func claimEvents(c *observation.ClaimDecision, prev *claimEntry, now time.Time) 
 		out = append(out, event{ref: ref, typ: eventWarning, reason: v1alpha1.ConditionCredentialsExposed, action: "Verify",
 			note: exposureNote(c.Exposed)})
 	}
+	// A grant on a v1 signature is announced when it begins, so that a
+	// platform moving from the original operator sees each one it still
+	// has (the decision counter counts them on every sync).
+	if c.LegacySignature != nil && (prev == nil || !prev.legacy) {
+		out = append(out, event{ref: ref, typ: eventWarning, reason: v1alpha1.ConditionLegacySignature, action: "Verify",
+			note: findingNote(c.LegacySignature)})
+	}
 	return out
 }
 
@@ -119,6 +126,14 @@ func claimEvents(c *observation.ClaimDecision, prev *claimEntry, now time.Time) 
 func exposureNote(f *observation.Finding) string {
 	if f.Message == "" {
 		return "the credentials Secret carries a copy of its data in an annotation (" + f.Reason + ")"
+	}
+	return f.Message
+}
+
+// findingNote is a finding's message as the hook wrote it, or its reason.
+func findingNote(f *observation.Finding) string {
+	if f.Message == "" {
+		return f.Reason
 	}
 	return f.Message
 }

@@ -163,6 +163,10 @@ func TestClaimEvents(t *testing.T) {
 		c.Exposed = &observation.Finding{Reason: v1alpha1.ReasonLastAppliedAnnotation, Message: "the Secret carries a copy"}
 		return c
 	}
+	legacy := func(c *observation.ClaimDecision) *observation.ClaimDecision {
+		c.LegacySignature = &observation.Finding{Reason: v1alpha1.ReasonSignatureV1, Message: "granted on a v1 signature"}
+		return c
+	}
 	cases := map[string]struct {
 		reason string
 		prev   *claimEntry
@@ -226,6 +230,21 @@ func TestClaimEvents(t *testing.T) {
 			reason: "an exposure is a state, announced by a reporter that finds it, however old the grant",
 			cur:    exposed(granted("v1", now.Add(-time.Hour))),
 			want:   []string{"Warning CredentialsExposed"},
+		},
+		"LegacySignature": {
+			reason: "a grant on a v1 signature is announced, however old, so a platform sees each one it has left",
+			cur:    legacy(granted("v1", now.Add(-time.Hour))),
+			want:   []string{"Warning LegacySignature"},
+		},
+		"StillLegacySignature": {
+			reason: "announced once, not on every sync",
+			prev:   &claimEntry{granted: true, reason: "Verified", version: "v1", legacy: true},
+			cur:    legacy(granted("v1", now.Add(-time.Hour))),
+		},
+		"SignedAgainAsV2": {
+			reason: "the claim signed again as v2 loses the finding: nothing to announce",
+			prev:   &claimEntry{granted: true, reason: "Verified", version: "v1", legacy: true},
+			cur:    granted("v1", now.Add(-time.Hour)),
 		},
 		"FreshGrantExposed": {
 			reason: "granted a moment ago and already exposed: both are said",

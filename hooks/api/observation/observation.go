@@ -211,6 +211,10 @@ type ClaimDecision struct {
 	// its credentials Secret carries a copy of its own data where anyone
 	// who can read the Secret's metadata sees it. Nil otherwise.
 	Exposed *Finding `json:"exposed,omitempty"`
+	// LegacySignature is the claim's LegacySignature finding while it is
+	// True: it is granted on a v1 signature, which binds no namespace.
+	// Nil otherwise.
+	LegacySignature *Finding `json:"legacySignature,omitempty"`
 	// Repeat says the claim's status already recorded this decision: the
 	// same verdict and reason, the same credentials, the same exposure.
 	// Every resync of a claim repeats its decision, and a repeat changes
@@ -299,7 +303,8 @@ func ClaimObservation(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceCl
 	d, _ := claimDecision(claim, status)
 	if was, decided := claimDecision(claim, &claim.Status); decided {
 		d.Repeat = was.Granted == d.Granted && was.Reason == d.Reason &&
-			was.CredentialsVersion == d.CredentialsVersion && (was.Exposed == nil) == (d.Exposed == nil)
+			was.CredentialsVersion == d.CredentialsVersion && (was.Exposed == nil) == (d.Exposed == nil) &&
+			(was.LegacySignature == nil) == (d.LegacySignature == nil)
 	}
 	return Observation{Claim: d}
 }
@@ -324,6 +329,8 @@ func claimDecision(claim *v1alpha1.ResourceClaim, status *v1alpha1.ResourceClaim
 			d.Reason, d.Message, d.Since = c.Reason, c.Message, c.LastTransitionTime
 		case c.Type == v1alpha1.ConditionCredentialsExposed && c.Status == metav1.ConditionTrue:
 			d.Exposed = &Finding{Reason: c.Reason, Message: c.Message}
+		case c.Type == v1alpha1.ConditionLegacySignature && c.Status == metav1.ConditionTrue:
+			d.LegacySignature = &Finding{Reason: c.Reason, Message: c.Message}
 		}
 	}
 	if d.Granted && status.CredentialsHash != "" {

@@ -237,6 +237,25 @@ func TestClaimObservation(t *testing.T) {
 			t.Errorf("CredentialsExposed=%s: Exposed -want, +got:\n%s", status, diff)
 		}
 	}
+
+	// So is LegacySignature, and a change of it is no repeat.
+	for status, want := range map[metav1.ConditionStatus]*Finding{
+		metav1.ConditionTrue:  {Reason: "SignatureV1", Message: "granted on a v1 signature"},
+		metav1.ConditionFalse: nil,
+	} {
+		st := granted("sha256:1111")
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: "LegacySignature", Status: status,
+			Reason: "SignatureV1", Message: "granted on a v1 signature", LastTransitionTime: since})
+		observed := *claim
+		observed.Status = *granted("sha256:1111")
+		o := ClaimObservation(&observed, st).Claim
+		if diff := cmp.Diff(want, o.LegacySignature); diff != "" {
+			t.Errorf("LegacySignature=%s: LegacySignature -want, +got:\n%s", status, diff)
+		}
+		if o.Repeat != (want == nil) {
+			t.Errorf("LegacySignature=%s on a claim observed without it: Repeat = %v, want %v", status, o.Repeat, want == nil)
+		}
+	}
 }
 
 // TestClaimObservationRepeat checks which decisions count as repeats of the
