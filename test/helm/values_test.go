@@ -168,6 +168,11 @@ var valueCases = map[string]struct {
 		values: required + "extraArgs: [--max-inflight=128, --log-level=warn]",
 		want:   []expect{{"Deployment", "spec.template.spec.containers[hooks].args", append(secureArgs("tokens"), "--max-inflight=128", "--log-level=warn")}},
 	},
+	"ClaimsAcceptV1Grants": {
+		reason: "claims.acceptV1Grants passes --accept-v1-grants, before extraArgs; off by default (every other case).",
+		values: required + "claims: {acceptV1Grants: true}",
+		want:   []expect{{"Deployment", "spec.template.spec.containers[hooks].args", append(secureArgs("tokens"), "--accept-v1-grants")}},
+	},
 	"ReporterExtraArgs": {
 		reason: "reporter.extraArgs come last on the reporter's command line.",
 		values: required + "reporter: {extraArgs: [--node-health-interval=30s]}",
