@@ -27,7 +27,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"serve":   {"run the hook server", runServe},
 		"render":  {"print what the Workspace hook would produce, offline", runRender},
-		"claim":   {"sign, verify and make keys for ResourceClaims (kubectl: rclaim)", runClaim},
+		"claim":   {"make keys, sign and verify ResourceClaims, and digest them for revocation (kubectl: rclaim)", runClaim},
 		"version": {"print the version", runVersion},
 	}
 }

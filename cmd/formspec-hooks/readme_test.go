@@ -36,18 +36,19 @@ func shellBlocks(t *testing.T, readme, heading string) []string {
 // here.
 func TestReadmeWalkthrough(t *testing.T) {
 	runWalkthrough(t, "../../README.md", "## Granting a workspace access to a datastore", walkthroughWant{
-		stdout: []string{"accepted: Granted", "shop-orders-credentials", "ORDERS_", "/bindings/shop-orders"},
+		stdout: []string{"accepted: Granted", "signature digest (to revoke it): sha256:", "shop-orders-credentials", "ORDERS_", "/bindings/shop-orders"},
+		stderr: []string{"signature digest (to revoke it): sha256:"},
 		never:  "change-me",
 	})
 }
 
 // TestClaimsWalkthrough runs docs/claims.md's walkthrough the same way:
-// keygen, sign, the public key refused as --key, verify, and a tampered
-// claim denied.
+// keygen, sign (printing the digest), the public key refused as --key,
+// verify, a tampered claim denied, and digest alone on its line.
 func TestClaimsWalkthrough(t *testing.T) {
 	runWalkthrough(t, "../../docs/claims.md", "## Walkthrough", walkthroughWant{
-		stdout: []string{"accepted: Granted", "denied: InvalidSignature", "exit 1"},
-		stderr: []string{"--key owner.pub holds a public key, not a private key"},
+		stdout: []string{"accepted: Granted", "signature digest (to revoke it): sha256:", "denied: InvalidSignature", "exit 1", "\nsha256:"},
+		stderr: []string{"signature digest (to revoke it): sha256:", "--key owner.pub holds a public key, not a private key"},
 		never:  "change-me",
 	})
 }

@@ -1,6 +1,6 @@
 // Package cli is "formspec-hooks claim": the Datastore owner's tools to
-// make a key pair, sign ResourceClaims and check a claim offline exactly as
-// the resourceclaim hook would. It lives here, not in cmd/, so that it can
+// make a key pair, sign ResourceClaims, check a claim offline exactly as
+// the resourceclaim hook would, and name a signed grant for revocation. It lives here, not in cmd/, so that it can
 // be tested without building the server.
 //
 // Private keys leave this package only through the file keygen writes.
@@ -32,14 +32,14 @@ import (
 // command exits non-zero.
 var ErrDenied = errors.New("claim denied")
 
-// Run runs "claim <keygen|sign|verify> [flags]".
+// Run runs "claim <keygen|sign|verify|digest> [flags]".
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	return run(ctx, args, stdin, stdout, stderr, time.Now)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
 	if len(args) == 0 {
-		return &cliflag.UsageError{Command: command, Err: errors.New("missing subcommand: keygen, sign or verify")}
+		return &cliflag.UsageError{Command: command, Err: errors.New("missing subcommand: keygen, sign, verify or digest")}
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		// Asked for: usage is the answer, on stdout.
@@ -53,8 +53,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return sign(args[1:], stdin, stdout, stderr, now)
 	case "verify":
 		return verify(args[1:], stdin, stdout, stderr, now)
+	case "digest":
+		return digest(args[1:], stdin, stdout, stderr)
 	default:
-		return &cliflag.UsageError{Command: command, Err: fmt.Errorf("unknown subcommand %q: want keygen, sign or verify", args[0])}
+		return &cliflag.UsageError{Command: command, Err: fmt.Errorf("unknown subcommand %q: want keygen, sign, verify or digest", args[0])}
 	}
 }
 
@@ -69,10 +71,13 @@ const usage = `Usage: formspec-hooks claim <subcommand> [flags]
 
 Subcommands:
   keygen --out FILE [--from-hex OLD]     make an ed25519 key pair; write the private key to FILE (PKCS#8 PEM, mode 0600), print the public key
-  sign --key FILE [--format v2|v1] [CLAIM]
-                                         sign a ResourceClaim (YAML file, or stdin when CLAIM is absent or -), print it signed
-  verify --claim FILE --datastore FILE --secret FILE [--now RFC3339]
+  sign --key FILE [--format v2|v1] [--expires-in DURATION] [CLAIM]
+                                         sign a ResourceClaim (YAML file, or stdin when CLAIM is absent or -), print it signed;
+                                         it expires 90 days after grantedAt unless it or --expires-in says otherwise
+  verify --claim FILE --datastore FILE --secret FILE [--now RFC3339] [--accept-v1-grants]
                                          decide the claim as the hook would, and say why the Datastore is refused if it is; exit 1 when denied
+  digest [CLAIM]                         print the digest of a signed claim's signature, which the Datastore's
+                                         spec.grantPolicy.revokedSignatures lists to revoke it
 
 In a cluster the claims are ResourceClaims of formspec.dev: kubectl get rclaim
 (a bare "resourceclaim" is Kubernetes' own Dynamic Resource Allocation API).
@@ -174,10 +179,19 @@ func readKey(name string, stderr io.Writer) (ed25519.PrivateKey, error) {
 	return priv, nil
 }
 
+// defaultLifetime is how long a grant lasts after its grantedAt when
+// neither the claim (spec.expiresAt) nor --expires-in says: 90 days. A
+// grant is a bearer credential for a Datastore's data, and one signed and
+// forgotten should lapse by itself rather than last until someone revokes
+// it; 90 days is the usual rotation period for credentials, and the
+// example spec.grantPolicy.maxLifetime gives (2160h).
+const defaultLifetime = 90 * 24 * time.Hour
+
 func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
-	fs := flags("sign", "--key FILE [--format v2|v1] [CLAIM]", "Sign a ResourceClaim (a YAML file, or stdin when CLAIM is absent or -) and print\nit signed. An empty spec.grantedAt is set to the current time.")
+	fs := flags("sign", "--key FILE [--format v2|v1] [--expires-in DURATION] [CLAIM]", "Sign a ResourceClaim (a YAML file, or stdin when CLAIM is absent or -) and print\nit signed. An empty spec.grantedAt is set to the current time. A claim without\nspec.expiresAt gets one 90 days (2160h) after spec.grantedAt; --expires-in sets\nit instead, replacing the claim's, and --expires-in 0 signs a grant that never\nexpires. The signature's digest, which revokes the grant when listed in the\nDatastore's spec.grantPolicy.revokedSignatures, is printed on stderr.")
 	keyFile := fs.String("key", "", "private key file: PKCS#8 PEM, as keygen or openssl genpkey -algorithm ed25519 write it")
 	format := fs.String("format", v1alpha1.SignatureV2, "signature version: v2 (binds namespaces and expiry) or v1 (the original operator's)")
+	expiresIn := fs.String("expires-in", "", "set spec.expiresAt this long after spec.grantedAt, replacing the claim's: a Go `duration` such as 720h (h is the largest unit), or 0 for no expiry (default: keep the claim's spec.expiresAt, or else 2160h)")
 	if err := parse(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -186,6 +200,18 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	}
 	if *format != v1alpha1.SignatureV1 && *format != v1alpha1.SignatureV2 {
 		return cliflag.Usagef(fs, "--format must be v1 or v2, not %q", *format)
+	}
+	lifetime, replace := defaultLifetime, *expiresIn != ""
+	if replace {
+		var err error
+		if lifetime, err = time.ParseDuration(*expiresIn); err != nil {
+			return cliflag.Usagef(fs, "--expires-in is not a Go duration such as 2160h (h is the largest unit): %w", err)
+		}
+		// spec.expiresAt is written to the second, and must come after
+		// spec.grantedAt.
+		if lifetime < 0 || lifetime > 0 && lifetime < time.Second {
+			return cliflag.Usagef(fs, "--expires-in must be 0 (no expiry) or at least 1s, not %s", lifetime)
+		}
 	}
 	priv, err := readKey(*keyFile, stderr)
 	if err != nil {
@@ -214,11 +240,40 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 	if err != nil {
 		return err
 	}
+	// The claim's own expiry is kept unless --expires-in was given: the
+	// flag is the later and more deliberate choice.
+	if replace || claim.Spec.ExpiresAt == "" {
+		// Checked without the expiry about to be replaced, so that a
+		// malformed grantedAt (or any other field) is reported as Sign
+		// reports it.
+		g := grant.Of(claim)
+		g.ExpiresAt = ""
+		times, err := g.Check(*format)
+		if err != nil {
+			return err
+		}
+		claim.Spec.ExpiresAt = ""
+		if lifetime > 0 {
+			claim.Spec.ExpiresAt = times.GrantedAt.Add(lifetime).UTC().Format(time.RFC3339)
+		}
+	}
+	if claim.Spec.ExpiresAt == "" {
+		delete(spec, "expiresAt")
+	} else {
+		spec["expiresAt"] = claim.Spec.ExpiresAt
+	}
 	sig, err := grant.Sign(grant.Of(claim), *format, priv)
 	if err != nil {
 		return err
 	}
+	sigBytes, err := grant.ParseSignature(sig)
+	if err != nil {
+		return err
+	}
 	spec["signature"] = sig
+	if claim.Spec.ExpiresAt == "" {
+		fmt.Fprintln(stderr, "warning: the grant never expires unless the Datastore sets spec.grantPolicy.maxLifetime; revoke it when it is no longer needed by listing its signature digest (below) in the Datastore's spec.grantPolicy.revokedSignatures")
+	}
 	if *format == v1alpha1.SignatureV1 && claim.Spec.ExpiresAt != "" {
 		fmt.Fprintln(stderr, "warning: a v1 signature does not cover expiresAt; anyone who can edit the claim can remove it. Use --format v2.")
 	}
@@ -230,8 +285,15 @@ func sign(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() t
 		return fmt.Errorf("cannot encode the claim: %w", err)
 	}
 	fmt.Fprintf(stderr, "signed %s with public key %s\n", *format, grant.FormatPublicKey(priv.Public().(ed25519.PublicKey)))
+	printDigest(stderr, sigBytes)
 	_, err = stdout.Write(out)
 	return err
+}
+
+// printDigest prints the line sign and verify give a signature's digest
+// in, the value spec.grantPolicy.revokedSignatures takes.
+func printDigest(w io.Writer, sig []byte) {
+	fmt.Fprintf(w, "signature digest (to revoke it): %s\n", grant.Digest(sig))
 }
 
 func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) error {
@@ -301,8 +363,37 @@ func verify(args []string, stdin io.Reader, stdout, stderr io.Writer, now func()
 	fmt.Fprintf(stdout, "accepted: %s: %s\n", d.Reason, d.Message)
 	fmt.Fprintf(stdout, "secret %s%s would hold keys: %s\n", claim.Name, "-credentials", strings.Join(claims.SortedKeys(data), ", "))
 	if sig, err := grant.ParseSignature(claim.Spec.Signature); err == nil {
-		fmt.Fprintf(stdout, "signature digest (to revoke it): %s\n", grant.Digest(sig))
+		printDigest(stdout, sig)
 	}
+	return nil
+}
+
+// digest prints the digest of a claim's signature alone on its line, for
+// scripts and for the Datastore's spec.grantPolicy.revokedSignatures. The
+// signature is only parsed, not verified: revoking needs no key, and a
+// grant signed by a key since removed can still be listed.
+func digest(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// No flags, so no "Flags:" heading (see flags).
+	fs := cliflag.New(command+" digest", "Usage: "+command+" digest [CLAIM]\n\nPrint the digest of a signed ResourceClaim's spec.signature (a YAML file, or\nstdin when CLAIM is absent or -): sha256: and the hex SHA-256 of its 64 bytes,\nthe same for the padded and the unpadded spelling. Listed in the Datastore's\nspec.grantPolicy.revokedSignatures, it revokes that grant. The signature is\nnot checked against any key.\n")
+	if err := parse(fs, args, stdout, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return cliflag.Usagef(fs, "digest takes at most one claim file")
+	}
+	claim, err := readObject[v1alpha1.ResourceClaim](fs.Arg(0), stdin, "ResourceClaim")
+	if err != nil {
+		return err
+	}
+	// Errors name the field and never quote it, as package grant's do.
+	if claim.Spec.Signature == "" {
+		return fmt.Errorf("spec.signature: %w: empty, the claim is not signed", grant.ErrMalformedSignature)
+	}
+	sig, err := grant.ParseSignature(claim.Spec.Signature)
+	if err != nil {
+		return fmt.Errorf("spec.signature: %w", err)
+	}
+	fmt.Fprintln(stdout, grant.Digest(sig))
 	return nil
 }
 
@@ -325,6 +416,9 @@ func readObject[T any](name string, stdin io.Reader, kind string) (*T, error) {
 	raw, err := readInput(name, stdin)
 	if err != nil {
 		return nil, err
+	}
+	if name == "" || name == "-" {
+		name = "stdin"
 	}
 	var head struct {
 		Kind string `json:"kind"`
