@@ -58,9 +58,9 @@ func TestAlertsTable(t *testing.T) {
 }
 
 // TestTrafficStoppedWindow checks that FormspecHookTrafficStopped looks
-// for workspace syncs over twice the workspace controller's
-// resyncPeriodSeconds, in the series the hook server labels that
-// controller's sync hook with, so that a change to the controller the
+// for workspace and node syncs over twice the workspace controller's
+// resyncPeriodSeconds, in the series the hook server labels those
+// controllers' sync hooks with, so that a change to a controller the
 // alert does not follow fails here. The hook server labels a hook with its
 // path after /v1/, slashes made dashes (hooks/server's HookRoute).
 func TestTrafficStoppedWindow(t *testing.T) {
@@ -83,9 +83,28 @@ func TestTrafficStoppedWindow(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &controller); err != nil {
 		t.Fatal(err)
 	}
+	raw, err = os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", "node-health.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes struct {
+		Spec struct {
+			Hooks struct {
+				Sync struct {
+					Webhook struct {
+						Path string `json:"path"`
+					} `json:"webhook"`
+				} `json:"sync"`
+			} `json:"hooks"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	hook := func(path string) string { return strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-") }
 	want := []window{{
 		Metric: "formspec_hooks_requests_total",
-		Hook:   strings.ReplaceAll(strings.TrimPrefix(controller.Spec.Hooks.Sync.Webhook.Path, "/v1/"), "/", "-"),
+		Hook:   hook(controller.Spec.Hooks.Sync.Webhook.Path) + "|" + hook(nodes.Spec.Hooks.Sync.Webhook.Path),
 		Range:  2 * time.Duration(controller.Spec.ResyncPeriodSeconds) * time.Second,
 	}}
 	if want[0].Range == 0 || want[0].Hook == "" {
@@ -96,7 +115,8 @@ func TestTrafficStoppedWindow(t *testing.T) {
 	}
 }
 
-// window is a range an alert reads: the metric, its hook label, the range.
+// window is a range an alert reads: the metric, its hook label (a value or
+// a regular expression), the range.
 type window struct {
 	Metric, Hook string
 	Range        time.Duration
@@ -128,7 +148,7 @@ func windows(t *testing.T, rule rulefmt.Rule) []window {
 		vs := m.VectorSelector.(*parser.VectorSelector)
 		w := window{Metric: vs.Name, Range: m.Range}
 		for _, l := range vs.LabelMatchers {
-			if l.Name == "hook" && l.Type == labels.MatchEqual {
+			if l.Name == "hook" && (l.Type == labels.MatchEqual || l.Type == labels.MatchRegexp) {
 				w.Hook = l.Value
 			}
 		}

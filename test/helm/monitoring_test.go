@@ -234,7 +234,7 @@ func TestAlertRules(t *testing.T) {
 	want := []string{
 		"FormspecCertificateExpiresSoon", "FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated",
 		"FormspecHookAuthFailures", "FormspecHookErrors", "FormspecHookPanics", "FormspecHookSlow", "FormspecHookTLSHandshakeErrors",
-		"FormspecHookThrottled", "FormspecHookTrafficStopped",
+		"FormspecHookThrottled", "FormspecHookTrafficStopped", "FormspecHooksAbsent",
 		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
 		"FormspecResourceClaimDenied", "FormspecWorkspacesDegraded",
 	}
