@@ -139,7 +139,7 @@ func TestCommandLineConventions(t *testing.T) {
 		"render extra":             {args: []string{"formspec-hooks", "render", "workspace.yaml"}, want: usageError("formspec-hooks render", `unexpected arguments ["workspace.yaml"]`)},
 		"render missing file":      {args: []string{"formspec-hooks", "render", "--default-version", "1.8.2", "-f", "/nonexistent.yaml"}, want: want{Code: 1, Stderr: `^warning: no --cluster-control-url.*\nformspec-hooks render: cannot read /nonexistent.yaml: .*\n$`}},
 		"render URL password":      {args: []string{"formspec-hooks", "render", "--default-version", "1.8.2", "--cluster-control-url", "https://ccuser:" + urlPassword + "@cc.example"}, want: usageError("formspec-hooks render", "--cluster-control-url "+weburl.ErrUserinfo.Error())},
-		"render no version":        {args: []string{"formspec-hooks", "render", "-f", "/nonexistent.yaml"}, want: usageError("formspec-hooks render", "--default-version is required when --resource-image has no tag")},
+		"render no version":        {args: []string{"formspec-hooks", "render", "-f", "/nonexistent.yaml"}, want: want{Code: 1, Stderr: `^warning: no --cluster-control-url.*\nformspec-hooks render: cannot read /nonexistent.yaml: .*\n$`}},
 		"claim":                    {args: []string{"formspec-hooks", "claim"}, want: usageError("formspec-hooks claim", "missing subcommand")},
 		"claim help":               {args: []string{"formspec-hooks", "claim", "--help"}, want: help("formspec-hooks claim")},
 		"claim unknown":            {args: []string{"formspec-hooks", "claim", "forge"}, want: usageError("formspec-hooks claim", `unknown subcommand "forge"`)},
