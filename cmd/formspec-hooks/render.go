@@ -23,7 +23,7 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 
 // runRender prints what the Workspace sync hook would produce for the
 // Workspace, ClusterClass and ResourceClaims in the given YAML, offline.
-func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	var files fileList
 	fs := cliflag.New(program+" render", renderUsage)
 	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims, Datastores and endpoint Secrets; repeatable; - or none reads stdin")
@@ -31,6 +31,8 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	version := fs.String("default-version", "", "image tag for a Workspace without spec.version; needed only for such a Workspace, unless --resource-image has a tag")
 	var controlURL string
 	clusterControlURLFlags(fs, &controlURL)
+	logging := cliflag.AddLogging(fs)
+	defer func() { err = logging.Report(stderr, fs.Name(), args, err) }()
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -46,8 +48,10 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err := checkURL("--cluster-control-url", controlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	// The same warnings as serve, on stderr so that stdout stays YAML.
-	warn := func(msg string) { fmt.Fprintln(stderr, "warning: "+msg) }
+	// The same warnings as serve, logged on stderr so that stdout stays
+	// YAML.
+	logger := logging.Logger(stderr)
+	warn := func(msg string) { logger.Warn(msg) }
 	warnDeprecated(fs, warn)
 	warnNoClusterControl(warn, controlURL)
 	if len(files) == 0 {
