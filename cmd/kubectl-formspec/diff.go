@@ -73,7 +73,9 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *controlURL == "" {
 		logger.Warn("no --cluster-control-url: the hooks run as a server without one would, giving workspaces an empty CONTROL_CLUSTER_URL; if the install sets one, pass it, or its pods show as rolling")
 	}
-	f.connect(logger)
+	if err := f.connect(logger); err != nil {
+		return err
+	}
 	namespace := ""
 	if !*all {
 		if namespace, err = f.namespace(); err != nil {
