@@ -90,6 +90,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Hooks:        workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL},
 		FieldManager: *fieldManager,
 		Dynamic:      c.dynamic,
+		Metadata:     c.metadata,
 		Mapper:       c.mapper,
 		Workers:      diffWorkers,
 	}, namespace)
