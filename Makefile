@@ -110,11 +110,17 @@ sync-version:
 # ($(HOOKS_PORT), metrics $(METRICS_PORT)). Ctrl-C, a SIGTERM to make
 # (`kill %1` of `make run &`: make passes it on) or any of the three
 # exiting stops all of them: the recipe waits in the shell, where the traps
-# can run, and the EXIT trap ends the other two.
+# can run, and the EXIT trap ends the other two. The admin API needs a
+# token, which every run writes afresh into CC_ADMIN_TOKEN_FILE, readable
+# by you alone; the API itself, on loopback, takes reports without one.
+CC_ADMIN_TOKEN_FILE ?= $(BIN)/clustercontrol-admin.token
 run: SHELL := /bin/bash
 run: build
+	@(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > $(CC_ADMIN_TOKEN_FILE))
+	@echo 'make run: the admin API takes the token in $(CC_ADMIN_TOKEN_FILE): curl -H "Authorization: Bearer $$(cat $(CC_ADMIN_TOKEN_FILE))" 127.0.0.1:$(CC_ADMIN_PORT)/admin/state'
 	@trap 'kill $$(jobs -p) 2>/dev/null; wait' EXIT; trap 'exit 0' INT TERM; \
-	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:$(CC_PORT) --admin-listen 127.0.0.1:$(CC_ADMIN_PORT) & \
+	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:$(CC_PORT) --admin-listen 127.0.0.1:$(CC_ADMIN_PORT) \
+		--admin-token-file $(CC_ADMIN_TOKEN_FILE) & \
 	$(BIN)/formspec-reporter --cluster-control-url http://127.0.0.1:$(CC_PORT) \
 		--listen 127.0.0.1:$(REPORTER_PORT) --metrics-listen 127.0.0.1:$(REPORTER_METRICS_PORT) \
 		--node-health-interval 5s --deploy-status-interval 5s & \

@@ -170,7 +170,9 @@ func TestCommandLineConventions(t *testing.T) {
 		"clustercontrol bad flag":  {args: []string{"formspec-clustercontrol", "--nope"}, want: usageError("formspec-clustercontrol", "flag provided but not defined: -nope")},
 		"clustercontrol extra":     {args: []string{"formspec-clustercontrol", "extra"}, want: usageError("formspec-clustercontrol", `unexpected arguments ["extra"]`)},
 		"clustercontrol version":   {args: []string{"formspec-clustercontrol", "version"}, want: version("formspec-clustercontrol")},
-		"clustercontrol JSON":      {args: []string{"formspec-clustercontrol", "--log-format", "json", "--token-file", "/nonexistent.tokens"}, want: jsonStartupError("formspec-clustercontrol", "cannot read --token-file: open /nonexistent.tokens: no such file or directory")},
+		"clustercontrol JSON":      {args: []string{"formspec-clustercontrol", "--log-format", "json", "--admin-listen", "", "--token-file", "/nonexistent.tokens"}, want: jsonStartupError("formspec-clustercontrol", "cannot read --token-file: open /nonexistent.tokens: no such file or directory")},
+		"clustercontrol open API":  {args: []string{"formspec-clustercontrol", "--listen", "0.0.0.0:0", "--admin-listen", ""}, want: usageError("formspec-clustercontrol", "--listen 0.0.0.0:0 is not a loopback address: it needs --token-file")},
+		"clustercontrol no admin":  {args: []string{"formspec-clustercontrol"}, want: usageError("formspec-clustercontrol", "--admin-listen needs --admin-token-file")},
 		"clustercontrol --version": {args: []string{"formspec-clustercontrol", "--version"}, want: version("formspec-clustercontrol")},
 	}
 	for name, tc := range cases {

@@ -209,6 +209,24 @@ var valueCases = map[string]struct {
 			"--tls-cert-file=/var/run/formspec/tls/tls.crt", "--tls-key-file=/var/run/formspec/tls/tls.key", "--auth-token-file=/var/run/formspec/token/tokens",
 		}}},
 	},
+	"MetricsFromMonitoring": {
+		reason: "By default the metrics ports admit the namespace monitoring alone, where kube-prometheus-stack's Prometheus runs; the hook port Metacontroller's.",
+		values: required,
+		want:   []expect{{"NetworkPolicy", "spec.ingress", networkPolicyRules(namespacePeer(monitoringNamespace))}},
+	},
+	"MetricsFromPrometheusPods": {
+		reason: "networkPolicy.metricsFrom replaces the default: here Prometheus' pods in their namespace, and nothing else.",
+		values: required + "networkPolicy: {metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: observability}}, podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}]}",
+		want: []expect{{"NetworkPolicy", "spec.ingress", networkPolicyRules([]any{map[string]any{
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "observability"}},
+			"podSelector":       map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "prometheus"}},
+		}})}},
+	},
+	"MetricsFromAnyNamespace": {
+		reason: "networkPolicy.metricsFrom [] widens the metrics rule to every namespace, as before the default narrowed it; the hook port stays Metacontroller's.",
+		values: required + "networkPolicy: {metricsFrom: []}",
+		want:   []expect{{"NetworkPolicy", "spec.ingress", networkPolicyRules(nil)}},
+	},
 	"ReporterDisabled": {
 		reason: "reporter.enabled false: one container, no service account, and the hook server hands off nothing (TestNoReporter checks the rest).",
 		values: required + "reporter: {enabled: false}",
@@ -218,6 +236,23 @@ var valueCases = map[string]struct {
 			{"Deployment", "spec.template.spec.containers[hooks].args", noReporterSummary().HookArgs},
 		},
 	},
+}
+
+// networkPolicyRules are the NetworkPolicy's two ingress rules of a
+// release with the reporter, the metrics rule admitting metricsFrom (nil:
+// no from, every source).
+func networkPolicyRules(metricsFrom []any) []any {
+	metrics := map[string]any{"ports": []any{
+		map[string]any{"port": "metrics", "protocol": "TCP"},
+		map[string]any{"port": "rep-metrics", "protocol": "TCP"},
+	}}
+	if metricsFrom != nil {
+		metrics["from"] = metricsFrom
+	}
+	return []any{
+		map[string]any{"from": namespacePeer("metacontroller"), "ports": []any{map[string]any{"port": "hooks", "protocol": "TCP"}}},
+		metrics,
+	}
 }
 
 // appVersion is the chart's appVersion.
@@ -321,6 +356,7 @@ func TestSchema(t *testing.T) {
 		"ExtraArgsString":  {reason: "extraArgs is a list.", set: "extraArgs=--pprof", want: "at '/extraArgs': got string, want array"},
 		"LabelsMap":        {reason: "Monitor labels are a map of strings.", set: "serviceMonitor.labels=release", want: "at '/serviceMonitor/labels': got string, want object"},
 		"PullSecretsShape": {reason: "A pull secret is {name: ...}.", set: "imagePullSecrets[0].secret=regcred", want: "at '/imagePullSecrets/0'"},
+		"MetricsPeerTypo":  {reason: "A misspelled NetworkPolicy peer is refused by the chart, not dropped by the API server.", set: "networkPolicy.metricsFrom[0].namespaceSelecter.matchLabels.team=obs", want: "at '/networkPolicy/metricsFrom/0'"},
 		"ImageDigest":      {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
 		"ResyncTooShort":   {reason: "A resync under 30 s is the whole fleet's syncs every few seconds.", set: "workspaceResyncPeriodSeconds=10", want: "at '/workspaceResyncPeriodSeconds': minimum: got 10, want 30"},
 		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},

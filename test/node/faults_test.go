@@ -337,7 +337,7 @@ func (f *fleet) callClusterControlAdmin(method, path string, body any) error {
 	} else {
 		r = bytes.NewReader(nil)
 	}
-	req, err := http.NewRequest(method, f.admin+path, r)
+	req, err := adminRequest(method, f.admin+path, r)
 	if err != nil {
 		return err
 	}
