@@ -94,9 +94,20 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 // name for the same service, and its deprecated alias
 // --control-cluster-url, which older manifests pass.
 func clusterControlURLFlags(fs *flag.FlagSet, v *string) {
-	const help = "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL, e.g. " + exampleClusterControlURL
+	const help = "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL, e.g. " + exampleClusterControlURL + "; no user, query or fragment"
 	fs.StringVar(v, "cluster-control-url", "", help)
 	fs.StringVar(v, "control-cluster-url", "", "deprecated: use --cluster-control-url")
+}
+
+// clusterControlURLFlag is the flag the Cluster Control URL was given
+// with, for its errors: the deprecated alias when only it was set.
+func clusterControlURLFlag(fs *flag.FlagSet) string {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["control-cluster-url"] && !set["cluster-control-url"] {
+		return "--control-cluster-url"
+	}
+	return "--cluster-control-url"
 }
 
 // exampleClusterControlURL is the in-cluster address the install uses for
@@ -135,7 +146,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := checkURL("--reporter-url", f.reporterURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL("--cluster-control-url", f.clusterControlURL, true); err != nil {
+	if err := checkURL(clusterControlURLFlag(fs), f.clusterControlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	for _, c := range []struct {

@@ -58,7 +58,7 @@ func TestRunServeFlags(t *testing.T) {
 		"BadLogFormat":       {reason: "Log formats are checked.", args: []string{"--log-format", "xml"}, wantErr: "-log-format", usage: true},
 		"BadReporterURL":     {reason: "The reporter URL must be usable.", args: []string{"--reporter-url", "127.0.0.1:8090"}, wantErr: "--reporter-url", usage: true},
 		"BadClusterControl":  {reason: "A set Cluster Control URL must be usable.", args: []string{"--cluster-control-url", "ftp://x"}, wantErr: "--cluster-control-url", usage: true},
-		"BadDeprecatedAlias": {reason: "The deprecated --control-cluster-url sets the same value and is checked the same way.", args: []string{"--control-cluster-url", "ftp://x"}, wantErr: "--cluster-control-url", usage: true},
+		"BadDeprecatedAlias": {reason: "The deprecated --control-cluster-url sets the same value, is checked the same way, and its error names the flag given.", args: []string{"--control-cluster-url", "ftp://x"}, wantErr: "--control-cluster-url", usage: true},
 		"ImageDigest":        {reason: "Hooks append a tag, so a digest cannot work.", args: []string{"--resource-image", "r/img@sha256:abc"}, wantErr: "--resource-image", usage: true},
 		"ZeroBodyLimit":      {reason: "A zero body limit would reject every request.", args: []string{"--max-body-bytes", "0"}, wantErr: "--max-body-bytes", usage: true},
 		"NegativeInFlight":   {reason: "A negative in-flight limit means nothing.", args: []string{"--max-inflight", "-1"}, wantErr: "--max-inflight", usage: true},

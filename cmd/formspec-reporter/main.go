@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	)
 	defer func() { err = logging.Report(stderr, program, args, err) }()
 	cliflag.AddVersion(fs)
-	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070")
+	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070; no user, query or fragment")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes; while it is missing or empty, calls carry no token")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
@@ -98,7 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if cfg.ClusterControlURL == "" {
 		return cliflag.Usagef(fs, "--cluster-control-url is required: the base URL of Cluster Control, e.g. http://formspec-ctl.formspec-system:7070")
 	}
-	if _, err := weburl.Parse("--cluster-control-url", cfg.ClusterControlURL); err != nil {
+	ccURL, err := weburl.Parse("--cluster-control-url", cfg.ClusterControlURL)
+	if err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	if cfg.InterceptorAdminURL != "" {
@@ -167,7 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		attrs = append(attrs, "probes", probeLn.Addr().String())
 	}
 	build := buildinfo.Get()
-	log.Info("reporter starting", append([]any{"version", build.Version, "revision", build.Revision, "clusterControl", cfg.ClusterControlURL}, attrs...)...)
+	log.Info("reporter starting", append([]any{"version", build.Version, "revision", build.Revision, "clusterControl", weburl.Origin(ccURL)}, attrs...)...)
 
 	// One part stopping stops the others: a sidecar without its localhost
 	// API or its reporting loops is not worth keeping up.

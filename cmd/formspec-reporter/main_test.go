@@ -68,6 +68,12 @@ func TestRun(t *testing.T) {
 			wantErr: "--cluster-control-url must be an http or https URL",
 			usage:   true,
 		},
+		"ClusterControlURLQuery": {
+			reason:  "A query string, where a token gets pasted, is a usage mistake naming the flag.",
+			args:    []string{"--cluster-control-url", "https://formspec-ctl:7070/?token=t0k"},
+			wantErr: "--cluster-control-url must not carry a query string",
+			usage:   true,
+		},
 		"BadInterceptorAdminURL": {
 			reason:  "An interceptor admin URL that is not http://host:port is a usage mistake naming the flag, found before the reporter starts.",
 			args:    append(slices.Clone(local), "--interceptor-admin-url", "https://keda-interceptor-admin:9090"),

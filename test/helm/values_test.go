@@ -362,6 +362,8 @@ func TestSchema(t *testing.T) {
 		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
 		"ControlURLUser":   {reason: "A password in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse it at start.", set: "controlClusterURL=https://ccuser:pw@cc.example", want: "at '/controlClusterURL'"},
 		"ReporterURLUser":  {reason: "The reporter refuses a password in its Cluster Control address; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=https://ccuser:pw@cc.example/v1", want: "at '/reporter/clusterControlURL'"},
+		"ControlURLQuery":  {reason: "A token in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse a query at start.", set: "controlClusterURL=https://cc.example/?token=t0k", want: "at '/controlClusterURL'"},
+		"ReporterURLHash":  {reason: "The reporter refuses a fragment like a query.", set: "reporter.clusterControlURL=https://cc.example/#t0k", want: "at '/reporter/clusterControlURL'"},
 		"NoDefaultVersion": {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
 	}
 	chrt, err := loader.Load(chartDir(t))
