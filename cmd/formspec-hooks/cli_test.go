@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/formspec/formspec-hooks/hooks/reporter"
 	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
@@ -193,6 +194,7 @@ func TestCommandLineConventions(t *testing.T) {
 		"reporter JSON usage":      {args: []string{"formspec-reporter", "--log-format", "json"}, want: jsonUsageError("formspec-reporter", "--cluster-control-url is required")},
 		"reporter CA file":         {args: []string{"formspec-reporter", "--cluster-control-url", "http://127.0.0.1:1", "--kubeconfig", "", "--ca-file", "/nonexistent.ca", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, want: want{Code: 1, Stderr: `(?s)^.*\nformspec-reporter: cannot read --ca-file /nonexistent.ca: stat /nonexistent.ca: no such file or directory\n$`}},
 		"reporter --version":       {args: []string{"formspec-reporter", "--version"}, want: version("formspec-reporter")},
+		"reporter http token":      {args: []string{"formspec-reporter", "--cluster-control-url", "http://10.0.0.1:7070", "--token-file", "/nonexistent.token"}, want: usageError("formspec-reporter", "--cluster-control-url "+reporter.ErrPlainHTTP.Error())},
 		"clustercontrol help":      {args: []string{"formspec-clustercontrol", "--help"}, want: help("formspec-clustercontrol")},
 		"clustercontrol bad flag":  {args: []string{"formspec-clustercontrol", "--nope"}, want: usageError("formspec-clustercontrol", "flag provided but not defined: -nope")},
 		"clustercontrol extra":     {args: []string{"formspec-clustercontrol", "extra"}, want: usageError("formspec-clustercontrol", `unexpected arguments ["extra"]`)},

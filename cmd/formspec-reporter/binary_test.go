@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +147,66 @@ func readLog(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestPlainHTTPBinary starts the reporter binary with a token file and
+// Cluster Control over plain HTTP or https, on and off the loopback: the
+// token over plain HTTP off the loopback takes --insecure-http (without
+// it the binary exits 2: TestCommandLineConventions in cmd/formspec-hooks),
+// which is announced by a warning at start and the
+// formspec_reporter_insecure_http gauge. Calls off the loopback go to a
+// stand-in proxy on the loopback.
+func TestPlainHTTPBinary(t *testing.T) {
+	const warning = "--insecure-http: the bearer token goes to Cluster Control in plain HTTP"
+	cases := map[string]struct {
+		reason string
+		url    string
+		args   []string
+		// gauge is formspec_reporter_insecure_http; warn is whether the
+		// warning is logged.
+		gauge string
+		warn  bool
+	}{
+		"PlainHTTPWithInsecureFlag": {
+			reason: "--insecure-http starts it, says so at start and keeps the gauge at 1.",
+			url:    "http://10.0.0.1:7070", args: []string{"--insecure-http"}, gauge: "1", warn: true,
+		},
+		"LoopbackNeedsNoFlag": {
+			reason: "Plain HTTP on the loopback (make run's demo) crosses no network: no flag, no warning.",
+			url:    "http://" + closedPort(t), gauge: "0",
+		},
+		"HTTPSNeedsNoFlag": {
+			reason: "https needs nothing.",
+			url:    "https://10.0.0.1:7443", gauge: "0",
+		},
+		"HTTPSWithInsecureFlag": {
+			reason: "--insecure-http where nothing goes in clear changes nothing and is not announced.",
+			url:    "https://10.0.0.1:7443", args: []string{"--insecure-http"}, gauge: "0",
+		},
+	}
+	gaugeLine := regexp.MustCompile(`(?m)^formspec_reporter_insecure_http (\S+)$`)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := startProxy(t)
+			metrics, logPath := startReporter(t, p, append([]string{"--cluster-control-url", tc.url}, tc.args...)...)
+			body, err := scrape(metrics)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := gaugeLine.FindStringSubmatch(body)
+			if m == nil || m[1] != tc.gauge {
+				t.Errorf("%s\nformspec_reporter_insecure_http: got %v, want %s", tc.reason, m, tc.gauge)
+			}
+			if got := strings.Contains(readLog(t, logPath), warning); got != tc.warn {
+				t.Errorf("%s\nwarning %q logged: got %v, want %v\nlog:\n%s", tc.reason, warning, got, tc.warn, readLog(t, logPath))
+			}
+			if host := strings.TrimPrefix(strings.TrimPrefix(tc.url, "http://"), "https://"); !strings.HasPrefix(host, "127.") {
+				// The deploy-status poll starts at once: it must have gone
+				// to the stand-in, which proves nothing left the machine.
+				testsync.WaitFor(t, "the call to "+host+" at the stand-in proxy", func() bool { return p.asked(host) })
+			}
+		})
+	}
 }
 
 // TestFailedCallLogsOrigin starts the reporter binary against a loopback

@@ -61,12 +61,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	)
 	defer func() { err = logging.Report(stderr, program, args, err) }()
 	cliflag.AddVersion(fs)
-	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070; no user, query or fragment")
+	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://formspec-ctl.formspec-system:7070; no user, query or fragment; plain http:// off the loopback takes --insecure-http when --token-file is set")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes; while it is missing or empty, calls carry no token")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
 	fs.StringVar(&cfg.ClientCertFile, "client-cert-file", "", "PEM client certificate for mTLS; reloaded when it changes")
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
+	fs.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "send the --token-file token to a plain http:// --cluster-control-url off the loopback, readable by anyone on the path (refused without it; logged at start and shown by formspec_reporter_insecure_http)")
 	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", def.NodeHealthInterval, "period of POST /v1/node-health (jittered by ±10%)")
 	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", def.DeployStatusInterval, "period of GET /v1/deploy-status (jittered by ±10%)")
 	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", def.ResyncInterval, "period at which every known workspace is reported again, changed or not (jittered by ±10%)")
@@ -96,9 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// The one flag without a default: a bare formspec-reporter is a
 	// usage mistake (exit 2), not a sidecar that reports nowhere.
 	if cfg.ClusterControlURL == "" {
-		return cliflag.Usagef(fs, "--cluster-control-url is required: the base URL of Cluster Control, e.g. http://formspec-ctl.formspec-system:7070")
+		return cliflag.Usagef(fs, "--cluster-control-url is required: the base URL of Cluster Control, e.g. https://formspec-ctl.formspec-system:7070")
 	}
-	ccURL, err := weburl.Parse("--cluster-control-url", cfg.ClusterControlURL)
+	ccURL, err := cfg.ParseClusterControlURL("--cluster-control-url")
 	if err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}

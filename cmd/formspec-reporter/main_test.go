@@ -74,6 +74,12 @@ func TestRun(t *testing.T) {
 			wantErr: "--cluster-control-url must not carry a query string",
 			usage:   true,
 		},
+		"PlainHTTPWithToken": {
+			reason:  "A token over plain HTTP off the loopback is a usage mistake naming the flag that would allow it.",
+			args:    []string{"--cluster-control-url", "http://10.0.0.1:7070", "--token-file", filepath.Join(dir, "nope")},
+			wantErr: "--insecure-http",
+			usage:   true,
+		},
 		"BadInterceptorAdminURL": {
 			reason:  "An interceptor admin URL that is not http://host:port is a usage mistake naming the flag, found before the reporter starts.",
 			args:    append(slices.Clone(local), "--interceptor-admin-url", "https://keda-interceptor-admin:9090"),

@@ -14,6 +14,7 @@ package weburl
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 )
@@ -75,4 +76,16 @@ func RedactError(err error) error {
 		origin = Origin(u)
 	}
 	return &url.Error{Op: ue.Op, URL: origin, Err: ue.Err}
+}
+
+// IsLoopback reports whether u names this host: localhost or a loopback
+// IP. Traffic to it never crosses a network (in a pod: never leaves the
+// pod).
+func IsLoopback(u *url.URL) bool {
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

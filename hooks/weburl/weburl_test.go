@@ -126,3 +126,29 @@ func TestRedactError(t *testing.T) {
 		})
 	}
 }
+
+func TestIsLoopback(t *testing.T) {
+	for name, tc := range map[string]struct {
+		reason, raw string
+		want        bool
+	}{
+		"127.0.0.1":      {reason: "The loopback address.", raw: "http://127.0.0.1:8480", want: true},
+		"127.0.0.53":     {reason: "All of 127/8 is loopback.", raw: "http://127.0.0.53", want: true},
+		"localhost":      {reason: "localhost is this host.", raw: "http://localhost:8480", want: true},
+		"::1":            {reason: "The IPv6 loopback.", raw: "http://[::1]:8480", want: true},
+		"private":        {reason: "A private address is another host on the network.", raw: "http://10.0.0.1:7070"},
+		"service":        {reason: "A Service name is another pod.", raw: "http://formspec-ctl.formspec-system:7070"},
+		"localhost.evil": {reason: "A name that only starts with localhost is anyone's.", raw: "http://localhost.example.com"},
+		"unspecified":    {reason: "0.0.0.0 is not loopback: refuse rather than guess.", raw: "http://0.0.0.0:7070"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u, err := url.Parse(tc.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := IsLoopback(u); got != tc.want {
+				t.Errorf("%s\nIsLoopback(%q) = %v, want %v", tc.reason, tc.raw, got, tc.want)
+			}
+		})
+	}
+}

@@ -73,7 +73,8 @@ var releases = map[string]release{
 	"CertManager": {name: "formspec-hooks", namespace: "formspec-system",
 		values: required + "tls: {certManager: {enabled: true}}\nauthToken: {secretName: formspec-hooks-token}"},
 	"InsecureHTTP": {name: "formspec-hooks", namespace: "formspec-system",
-		values: required + "tls: {enabled: false}\nauthToken: {enabled: false}"},
+		values: required + "tls: {enabled: false}\nauthToken: {enabled: false}\n" +
+			"reporter: {clusterControlURL: http://formspec-ctl.formspec-system:7070, insecureHTTP: true}"},
 	"ExistingSecrets": {name: "fs", namespace: "platform",
 		values: required + "tls: {secretName: formspec-hooks-tls}\nauthToken: {secretName: formspec-hooks-token}\n" +
 			"networkPolicy: {metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: " + otherMonitoringNamespace + "}}}]}"},
@@ -644,7 +645,7 @@ func TestRender(t *testing.T) {
 			notes: []string{"served over TLS from Secret formspec-hooks-tls;", "bearer token in Secret formspec-hooks-token"},
 		},
 		"InsecureHTTP": {
-			reason: "Both off: plain HTTP on 8080 behind port 80, no endpointConfigs, nothing generated, and a warning.",
+			reason: "Both off: plain HTTP on 8080 behind port 80, no endpointConfigs, nothing generated, and a warning; the reporter's plain HTTP to Cluster Control is warned about too.",
 			want: summary{
 				Objects:          objects("formspec-system", "formspec-hooks", true, true),
 				Webhooks:         webhooks(func(p string) string { return "http://formspec-hooks.formspec-system:80" + p }),
@@ -657,7 +658,7 @@ func TestRender(t *testing.T) {
 				ReporterSubjects: reporterSubjects("formspec-system"),
 				ServiceAccount:   "formspec-reporter",
 			},
-			notes: []string{"WARNING: hook traffic is plain HTTP and not authenticated"},
+			notes: []string{"WARNING: hook traffic is plain HTTP and not authenticated", "WARNING: reporter.insecureHTTP is true"},
 		},
 		"TokenOnly": {
 			reason: "A token without TLS keeps plain HTTP on port 80 and configures only authorization for that host.",

@@ -178,6 +178,49 @@ var valueCases = map[string]struct {
 		values: required + "reporter: {extraArgs: [--node-health-interval=30s]}",
 		want:   []expect{{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--node-health-interval=30s")}},
 	},
+	"ReporterHTTPSByDefault": {
+		reason: "The reporter calls Cluster Control over https by default, while workspaces keep the address they had (changing it would roll every workspace).",
+		values: required,
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "https://formspec-ctl.formspec-system:7070"},
+			{"Deployment", "spec.template.spec.containers[hooks].env[CONTROL_CLUSTER_URL].value", "http://formspec-ctl.formspec-system:7070"},
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json")},
+		},
+	},
+	"ReporterHTTPSFromControlClusterURL": {
+		reason: "An empty reporter.clusterControlURL is controlClusterURL over https, so an install that moved Cluster Control keeps reporting to it.",
+		values: required + "controlClusterURL: http://cc.corp.example:8080",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "https://cc.corp.example:8080"},
+			{"Deployment", "spec.template.spec.containers[hooks].env[CONTROL_CLUSTER_URL].value", "http://cc.corp.example:8080"},
+		},
+	},
+	"ReporterInsecureHTTP": {
+		reason: "reporter.insecureHTTP passes --insecure-http, before extraArgs, and lets a plain http:// clusterControlURL through.",
+		values: required + "reporter: {clusterControlURL: http://cc.corp.example:7070, insecureHTTP: true}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--insecure-http")},
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "http://cc.corp.example:7070"},
+		},
+	},
+	"ReporterLoopbackHTTP": {
+		reason: "Plain HTTP on the loopback (a Cluster Control in the pod) crosses no network and needs no insecureHTTP.",
+		values: required + "reporter: {clusterControlURL: http://127.0.0.1:8480}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json")},
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "http://127.0.0.1:8480"},
+		},
+	},
+	"ReporterCAConfigMap": {
+		reason: "reporter.caConfigMapName mounts the ConfigMap's ca.crt into the reporter alone and passes --ca-file.",
+		values: required + "reporter: {caConfigMapName: cluster-control-ca}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--ca-file=/var/run/formspec/cluster-control-ca/ca.crt")},
+			{"Deployment", "spec.template.spec.containers[reporter].volumeMounts[cluster-control-ca]", map[string]any{"mountPath": "/var/run/formspec/cluster-control-ca", "readOnly": true}},
+			{"Deployment", "spec.template.spec.containers[hooks].volumeMounts[cluster-control-ca]", nil},
+			{"Deployment", "spec.template.spec.volumes[cluster-control-ca].configMap", map[string]any{"name": "cluster-control-ca", "items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}},
+		},
+	},
 	"Logging": {
 		reason: "logging.level and logging.format set both containers' flags.",
 		values: required + "logging: {level: debug, format: text}",
@@ -364,6 +407,8 @@ func TestSchema(t *testing.T) {
 		"ReporterURLUser":  {reason: "The reporter refuses a password in its Cluster Control address; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=https://ccuser:pw@cc.example/v1", want: "at '/reporter/clusterControlURL'"},
 		"ControlURLQuery":  {reason: "A token in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse a query at start.", set: "controlClusterURL=https://cc.example/?token=t0k", want: "at '/controlClusterURL'"},
 		"ReporterURLHash":  {reason: "The reporter refuses a fragment like a query.", set: "reporter.clusterControlURL=https://cc.example/#t0k", want: "at '/reporter/clusterControlURL'"},
+		"ReporterHTTP":     {reason: "The reporter refuses to send its token over plain HTTP off the loopback without insecureHTTP; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=http://cc.example:7070", want: "reporter.clusterControlURL is plain http:// off the loopback"},
+		"ReporterCAName":   {reason: "A ConfigMap name is a DNS subdomain.", set: "reporter.caConfigMapName=Corp_CA", want: "at '/reporter/caConfigMapName'"},
 		"NoDefaultVersion": {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
 	}
 	chrt, err := loader.Load(chartDir(t))

@@ -48,7 +48,7 @@ func TestFaults(t *testing.T) {
 	root := controlplane.RepoRoot(t)
 	repo, tag, _ := strings.Cut(HooksImage, ":")
 	chart := filepath.Join(root, chartDir)
-	f := startFleet(t, mcBin, nil, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag))
+	f := startFleet(t, mcBin, nil, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag)+plainHTTPClusterControl)
 	figs := &figures{}
 	t.Cleanup(func() { t.Logf("figures:\n%s", figs) })
 	for _, fault := range []struct {

@@ -513,6 +513,18 @@ func adminRequest(method, url string, body io.Reader) (*http.Request, error) {
 	return req, nil
 }
 
+// plainHTTPClusterControl are the chart values that point the reporters
+// at the reference Cluster Control startClusterControl runs, which serves
+// plain HTTP: the chart's reporter calls https by default, and sends its
+// token over plain HTTP off the loopback only with reporter.insecureHTTP
+// (deploy/overlays/insecure-http, which the kustomize tests install, sets
+// the same).
+const plainHTTPClusterControl = "reporter:\n  clusterControlURL: http://formspec-ctl.formspec-system:7070\n  insecureHTTP: true\n"
+
+// plainHTTPClusterControlSets are plainHTTPClusterControl as --set
+// arguments, for an upgrade.
+var plainHTTPClusterControlSets = []string{"reporter.clusterControlURL=http://formspec-ctl.formspec-system:7070", "reporter.insecureHTTP=true"}
+
 // startClusterControl runs the reference Cluster Control on the host, on
 // NodeIP:7070, requiring clusterControlToken, and makes it the
 // formspec-ctl.formspec-system:7070 that deploy/ points the reporters at (a
