@@ -118,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// client-go's events recorder logs through klog: into the same lines.
 	klog.SetSlogLogger(log)
 	cfg.Logger = log
-	if !isLoopback(*listen) {
+	if !httpserve.LoopbackAddr(*listen) {
 		log.Warn("--listen is not a loopback address: anyone who can reach it can post observations and read directives, without authentication", "listen", *listen)
 	}
 
@@ -176,20 +176,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	err = cliflag.RunAll(ctx, parts...)
 	log.Info("reporter stopped")
 	return err
-}
-
-// isLoopback reports whether a listen address only accepts connections
-// from this host (the pod, in a cluster).
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // kubeClients builds the reporter's clients from a kubeconfig, or from the
