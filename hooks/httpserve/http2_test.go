@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -103,6 +104,56 @@ func TestHTTP2IdleCap(t *testing.T) {
 	got := []bool{first.Closed(500 * time.Millisecond), second.Closed(5 * time.Second)}
 	if diff := cmp.Diff([]bool{false, true}, got); diff != "" {
 		t.Errorf("idle connections closed: -want, +got:\n%s", diff)
+	}
+}
+
+// TestHTTP2ClientThatStopsReading: a client that asks for a large answer
+// and stops reading blocks the server's writes to its connection; the
+// connection is closed once nothing could be written for WriteTimeout, as
+// an HTTP/1.1 connection is closed by its write deadline, instead of
+// being held, with its place under the caps, for as long as the client
+// likes.
+func TestHTTP2ClientThatStopsReading(t *testing.T) {
+	tlsCfg, pool := tlsServing(t)
+	cfg := Config{TLS: tlsCfg, WriteTimeout: 300 * time.Millisecond}.WithDefaults()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	l := newListener(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// More than the sockets of both ends buffer.
+		for range 64 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}), cfg)
+	closed := make(chan struct{})
+	track := l.srv.ConnState
+	l.srv.ConnState = func(c net.Conn, s http.ConnState) {
+		track(c, s)
+		if s == http.StateClosed {
+			close(closed)
+		}
+	}
+	go func() { _ = l.srv.Serve(l.ln) }()
+	t.Cleanup(func() { _ = l.srv.Close() })
+
+	c, err := hostile.Dialer{Proto: hostile.HTTP2, Pool: pool}.Dial(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Stall()
+	if _, err := c.Send(http.MethodGet, "/", nil, "", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		// A liveness bound only, far past the write timeout.
+		t.Fatal("the connection of a client that stopped reading was still open after 20 s")
 	}
 }
 

@@ -126,6 +126,8 @@ type Conn struct {
 	// goAway is the code of the server's GOAWAY, once it has sent one.
 	goAway  *http2.ErrCode
 	readErr error
+	// stalled stops the reading of frames (Stall).
+	stalled bool
 }
 
 // Raw is the connection underneath, for bytes this package does not
@@ -447,6 +449,11 @@ func (c *Conn) startHTTP2() error {
 
 func (c *Conn) readFrames() {
 	for {
+		c.mu.Lock()
+		for c.stalled {
+			c.changed.Wait()
+		}
+		c.mu.Unlock()
 		f, err := c.fr.ReadFrame()
 		if err != nil {
 			c.lost(err)
@@ -524,6 +531,15 @@ func (c *Conn) readFrames() {
 			}
 		}
 	}
+}
+
+// Stall stops reading what the server sends (HTTP/2 only), as a client
+// does that wants the server's writes to block: after the frame being
+// read, nothing more is read from the connection.
+func (c *Conn) Stall() {
+	c.mu.Lock()
+	c.stalled = true
+	c.mu.Unlock()
 }
 
 // lost records that the connection failed with err.
