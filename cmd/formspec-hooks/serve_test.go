@@ -67,6 +67,7 @@ func TestRunServeFlags(t *testing.T) {
 		"ZeroObjects":        {reason: "A zero object limit would reject every request.", args: []string{"--max-objects", "0"}, wantErr: "--max-objects", usage: true},
 		"ZeroBodyTimeout":    {reason: "No time to read a body would reject every request.", args: []string{"--body-timeout", "0"}, wantErr: "--body-timeout", usage: true},
 		"ZeroConnections":    {reason: "No connections would serve nobody.", args: []string{"--max-connections-per-client", "0"}, wantErr: "--max-connections-per-client", usage: true},
+		"ZeroConnectionAge":  {reason: "A connection retired before its first answer would serve nobody.", args: []string{"--max-connection-age", "0"}, wantErr: "--max-connection-age", usage: true},
 		"NoVersion":          {reason: "Without --default-version or a tag in --resource-image serve refuses to start rather than run latest.", args: []string{"--default-version", ""}, want: workspace.ErrNoVersion, usage: true},
 		"TaggedImage":        {reason: "A tag in --resource-image is a version too.", args: append(append([]string{}, local...), "--default-version", "", "--resource-image", "r/img:2.0"), wantStderr: []string{"formspec-hooks starting"}},
 		"NoReporter": {
