@@ -183,10 +183,11 @@ test-faults: k8s-binaries node-binaries
 # outside the repository) with FLEET_WORKSPACES workspaces of every class
 # shape with claims, upgrades to this checkout with helm upgrade
 # --reset-then-reuse-values under Metacontroller, and finds no new
-# ReplicaSet, no recreated credentials Secret, no failed hook call and no
-# Workspace leaving Ready (TestUpgrade in test/node). Root and
-# METACONTROLLER_BIN, like test-faults; about 3 minutes once the binaries
-# are built.
+# ReplicaSet but exactly one for each workspace a change the changelog's
+# Rolls workspaces names rolls, no recreated credentials Secret, no failed
+# hook call and no Workspace leaving Ready (TestUpgrade in test/node).
+# Root and METACONTROLLER_BIN, like test-faults; about 3 minutes once the
+# binaries are built.
 test-upgrade: k8s-binaries node-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the upgrade test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
 	cd test/node && FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \

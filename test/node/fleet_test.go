@@ -112,8 +112,9 @@ type fleet struct {
 	admin string
 	helm  *helmRelease
 	// chart is the chart the release runs now.
-	chart  string
-	phases *phaseMonitor
+	chart       string
+	phases      *phaseMonitor
+	replicaSets *replicaSetMonitor
 	// resync is the workspace controller's resync period, as installed.
 	resync time.Duration
 
@@ -493,6 +494,7 @@ func startFleet(t *testing.T, mcBin string, extraArchives []string, chart, value
 	c := Start(t, tm, append(archives.Paths(), extraArchives...)...)
 	f := &fleet{c: c, tm: tm, workspaces: map[string]*fleetWorkspace{}}
 	f.phases = c.startPhaseMonitor(t)
+	f.replicaSets = c.startReplicaSetMonitor(t)
 	f.helm = c.newHelmRelease(t)
 	tm.Phase("Helm library built")
 	f.helm.install(t, c, chart, values)

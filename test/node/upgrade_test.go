@@ -26,12 +26,26 @@ const previousHooksImage = "ghcr.io/formspec/formspec-hooks:node-test-previous"
 // rollsOnUpgrade names each change since the previous revision that makes
 // the hooks render another pod template for some workspaces, with a test
 // of which workspaces it rolls. CHANGELOG.md lists each under "Rolls
-// workspaces" (TestUpgrade checks that the two agree): an upgrade restarts
-// every workspace such a change touches, at once. There is none: the
-// upgrade keeps the workspace image tag the previous install ran
-// (defaultVersion, which that install was given and which
-// --reset-then-reuse-values keeps), and renders the same pod templates.
-var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{}
+// workspaces" by this name (TestUpgrade checks that the two agree): an
+// upgrade restarts every workspace such a change touches, at once, and
+// TestUpgrade wants exactly one new ReplicaSet for each of those and none
+// for the others. Nothing else changes the pod templates: the upgrade
+// keeps the workspace image tag the previous install ran (defaultVersion,
+// which that install was given and which --reset-then-reuse-values
+// keeps).
+var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{
+	// A granted claim's status.credentialsHash, which the pod template's
+	// formspec.dev/credentials-hash is derived from, was a digest of its
+	// credentials and is now derived from the claim's UID and a revision
+	// kept on its credentials Secret: it changes once for every claim, so
+	// every workspace with a claim injected rolls once. Each fleet
+	// workspace has one (fleetWorkspace.claim, granted before the window
+	// opens), an idle one included: its Deployment gets a ReplicaSet of no
+	// pods. A workspace without spec.datastores injects no claim.
+	"credentials hash derived from a revision": func(w *fleetWorkspace) bool {
+		return len(w.object().Spec.Datastores) > 0
+	},
+}
 
 // TestUpgrade installs the chart and image of the previous version (built
 // from the revision testdata/upgrade-from names) on the one-node cluster
@@ -39,9 +53,11 @@ var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{}
 // claims, and upgrades the release to this checkout with helm upgrade
 // --reset-then-reuse-values (Helm's library), the CRDs first, as
 // docs/install.md says, while Metacontroller keeps syncing them. During
-// the upgrade and one resync after it no workspace Deployment may get a
-// new ReplicaSet (but those rollsOnUpgrade names), no credentials Secret
-// be recreated, no hook call fail and no Workspace leave Ready.
+// the upgrade and one resync after it, and until the fleet has converged
+// again, each workspace a change of rollsOnUpgrade rolls must get exactly
+// one new ReplicaSet (and stay Ready while it rolls out) and every other
+// none; no credentials Secret may be recreated, no hook call fail and no
+// Workspace leave Ready.
 func TestUpgrade(t *testing.T) {
 	mcBin := requireSuite(t, EnvUpgrade, "test-upgrade")
 	root := controlplane.RepoRoot(t)
@@ -79,8 +95,11 @@ func TestUpgrade(t *testing.T) {
 		rolled = time.Since(w.start)
 		f.resync = max(f.resync, resyncPeriod(t, chart))
 		f.settle()
+		// The rollouts the upgrade causes may outlast the resync on a
+		// busy machine; each must end in the window.
+		f.waitConverged(t, "the upgraded fleet", 10*time.Minute)
 	})
-	f.tm.Phase("upgraded, one resync watched")
+	f.tm.Phase("upgraded, one resync watched, converged")
 	for _, p := range f.c.hookPods(t) {
 		for _, c := range p.Spec.Containers {
 			if c.Image != HooksImage {
@@ -97,9 +116,10 @@ func TestUpgrade(t *testing.T) {
 			}
 		}
 	}
-	d := f.requireUndisturbed(t, w, nil, expected...)
-	t.Logf("upgraded from %s: hook pods rolled in %.1f s; %d workspaces watched for %.0f s, %d touched; failed hook calls %d, left Ready/Idle %d, new ReplicaSets %d (%d expected), recreated credentials Secrets %d",
-		rev[:7], rolled.Seconds(), len(w.steady), time.Since(w.start).Seconds(), touched, len(d.failedCalls), len(d.leftSteady), len(d.newReplicaSets), len(expected), len(d.recreatedSecrets))
+	d := f.requireUndisturbed(t, w, expectation{rollOnce: expected})
+	t.Logf("upgraded from %s: hook pods rolled in %.1f s; %d workspaces watched for %.0f s, %d touched; failed hook calls %d, left Ready/Idle %d, new ReplicaSets %d (exactly one expected for each of %d workspaces, none for the other %d; %d workspaces with another count), recreated credentials Secrets %d",
+		rev[:7], rolled.Seconds(), len(w.steady), time.Since(w.start).Seconds(), touched, len(d.failedCalls), len(d.leftSteady),
+		len(d.newReplicaSets), len(expected), len(w.steady)-len(expected), len(d.wrongRolls), len(d.recreatedSecrets))
 }
 
 // previousRevision reads the revision testdata/upgrade-from names.
