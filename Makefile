@@ -187,7 +187,8 @@ test-faults: k8s-binaries node-binaries
 # Rolls workspaces names rolls, no recreated credentials Secret, no failed
 # hook call and no Workspace leaving Ready (TestUpgrade in test/node).
 # Root and METACONTROLLER_BIN, like test-faults; about 3 minutes once the
-# binaries are built.
+# binaries are built, 8 when a change rolls workspaces through their
+# claims (it waits for the claims' resync).
 test-upgrade: k8s-binaries node-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the upgrade test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
 	cd test/node && FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
