@@ -24,15 +24,15 @@ CC_ADMIN_PORT         ?= 8481
 LISTEN  ?= 127.0.0.1:$(HOOKS_PORT)
 METRICS ?= 127.0.0.1:$(METRICS_PORT)
 
-# VERSION is the project's one version, hooks/buildinfo/VERSION: every
+# VERSION is the project's one version, internal/buildinfo/VERSION: every
 # binary embeds it (`formspec-hooks version`, the formspec_hooks_build_info
 # metric), it tags and labels the image, and `make sync-version` writes it
 # into the chart, deploy/ and the Dockerfile. Change it there, nowhere else
 # (docs/releasing.md). REVISION, the commit, is linked into the binaries:
 # Go records it by itself only in a plain git checkout.
-VERSION  := $(shell cat hooks/buildinfo/VERSION)
+VERSION  := $(shell cat internal/buildinfo/VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
+LDFLAGS  := -X github.com/formspec/formspec-hooks/internal/buildinfo.revision=$(REVISION)
 IMAGE   ?= ghcr.io/formspec/formspec-hooks
 # The first container builder found; set it to choose.
 BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b) 2>/dev/null),$(b))))
@@ -77,7 +77,7 @@ DIST ?= dist
 RELEASE_ARCHS ?= amd64 arm64
 RELEASE_BINARIES := formspec-hooks formspec-reporter formspec-clustercontrol
 release:
-	@case "$(VERSION)" in ""|*[!0-9A-Za-z.+-]*) echo "make release: hooks/buildinfo/VERSION is \"$(VERSION)\"" >&2; exit 1;; esac
+	@case "$(VERSION)" in ""|*[!0-9A-Za-z.+-]*) echo "make release: internal/buildinfo/VERSION is \"$(VERSION)\"" >&2; exit 1;; esac
 	rm -rf $(DIST)
 	mkdir -p $(DIST)
 	@for arch in $(RELEASE_ARCHS); do for bin in $(RELEASE_BINARIES); do \
@@ -96,7 +96,7 @@ release:
 
 # sync-version writes VERSION into the copies that cannot read the file:
 # the chart's version and appVersion, the image tag deploy/ pins, and the
-# Dockerfile's label default. hooks/buildinfo's tests fail while one
+# Dockerfile's label default. internal/buildinfo's tests fail while one
 # differs.
 sync-version:
 	sed -i -E 's/^version: .*/version: $(VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' deploy/helm/formspec-hooks/Chart.yaml
@@ -136,7 +136,7 @@ run: build
 test: vet k8s-binaries node-binaries ksm-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e, and those of test/node) skip; see docs/testing.md"; fi
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./hooks/server/... ./hooks/reporter/... ./hooks/clustercontrol/... ./cmd/...
+	$(GO) test -count=1 -race ./internal/server/... ./internal/reporter/... ./internal/clustercontrol/... ./cmd/...
 	cd test/tools && $(GO) test -count=1 ./crdgen/...
 	cd test/helm && $(GO) test -count=1 ./...
 	cd test/codec && $(GO) test -count=1 -run Correctness ./...
@@ -256,7 +256,7 @@ vet:
 # it with the real clock; review the diff like code.
 fixtures:
 	$(GO) run ./test/fixturegen -out fixtures
-	$(GO) test ./hooks/datastore ./hooks/resourceclaim ./hooks/wake -run 'TestFixtureRequests$$' -update
+	$(GO) test ./internal/hooks/datastore ./internal/hooks/resourceclaim ./internal/hooks/wake -run 'TestFixtureRequests$$' -update
 	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$|TestWarmCallsCoverEveryHook$$' -update
 
 # load posts the Workspace sync fixtures to a running server (make run) and

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/clustercontrol"
 )
 
 // built is the binary, built once per test binary: the tests below are

@@ -17,8 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter"
-	"github.com/formspec/formspec-hooks/hooks/weburl"
+	"github.com/formspec/formspec-hooks/internal/reporter"
+	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
 // testVersion is stamped into the binaries TestCommandLineConventions
@@ -42,7 +42,7 @@ func buildBinaries(t *testing.T) string {
 		if built.dir, built.err = os.MkdirTemp("", "formspec-cmd-test-"); built.err != nil {
 			return
 		}
-		ldflags := "-X github.com/formspec/formspec-hooks/hooks/buildinfo.version=" + testVersion
+		ldflags := "-X github.com/formspec/formspec-hooks/internal/buildinfo.version=" + testVersion
 		cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", built.dir+"/", "../../cmd/...")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
@@ -92,7 +92,7 @@ var (
 
 // TestCommandLineConventions runs every command of the three binaries, as
 // built, the wrong way and the right way, and holds them to one convention
-// (see hooks/cliflag): --help prints the usage on stdout and exits 0; a
+// (see internal/cliflag): --help prints the usage on stdout and exits 0; a
 // usage error exits 2 and prints the error first, on stderr, then where to
 // get help, and never the flag list; `version` and `--version` print the
 // linked-in version and exit 0.

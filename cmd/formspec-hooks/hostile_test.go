@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
-	"github.com/formspec/formspec-hooks/hooks/server"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/server"
 )
 
 // fixtureRequest reads a fixture's request as JSON values, to be grown

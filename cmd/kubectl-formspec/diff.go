@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/formspec/formspec-hooks/cmd/kubectl-formspec/internal/diff"
-	"github.com/formspec/formspec-hooks/hooks/weburl"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
 const diffUsage = `Usage: kubectl formspec diff [flags]

@@ -23,7 +23,7 @@ import (
 	goccy "github.com/goccy/go-json"
 	segment "github.com/segmentio/encoding/json"
 
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
 )
 
 // codec is one JSON implementation, used the way the hook server uses

@@ -62,7 +62,7 @@ func TestAlertsTable(t *testing.T) {
 // resyncPeriodSeconds, in the series the hook server labels those
 // controllers' sync hooks with, so that a change to a controller the
 // alert does not follow fails here. The hook server labels a hook with its
-// path after /v1/, slashes made dashes (hooks/server's HookRoute).
+// path after /v1/, slashes made dashes (internal/server's HookRoute).
 func TestTrafficStoppedWindow(t *testing.T) {
 	// controller is the part of a controller file the alert follows.
 	type controller struct {

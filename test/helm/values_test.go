@@ -17,7 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter"
+	"github.com/formspec/formspec-hooks/internal/reporter"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
