@@ -238,7 +238,7 @@ helm-crds:
 
 # unit runs the tests that need nothing but Go.
 unit:
-	$(GO) test ./hooks/... ./cmd/...
+	$(GO) test ./hooks/... ./internal/... ./cmd/... ./test/docs/...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

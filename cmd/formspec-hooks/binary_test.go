@@ -38,11 +38,6 @@ func runFlags(t *testing.T, listen, metrics string) []string {
 	return flags
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	return freePorts(t, 1)[0]
-}
-
 // freePorts returns n distinct free loopback addresses: each is held open
 // until all are picked, so that two picked one after the other cannot be
 // the same port. (Another process may still take one before it is used.)

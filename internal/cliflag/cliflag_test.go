@@ -90,27 +90,31 @@ func TestExit(t *testing.T) {
 
 func TestLogging(t *testing.T) {
 	cases := map[string]struct {
-		reason  string
-		args    []string
-		wantErr bool
+		reason string
+		args   []string
+		// wantUsage is the flag a *UsageError must name; empty when the
+		// arguments are good.
+		wantUsage string
 		// want is what an Info and a Debug line print.
 		want string
 	}{
 		"Defaults":  {reason: "info and text by default: the debug line is dropped.", want: "level=INFO msg=hello\n"},
 		"DebugJSON": {reason: "Both flags apply.", args: []string{"--log-level", "debug", "--log-format", "json"}, want: `{"level":"INFO","msg":"hello"}` + "\n" + `{"level":"DEBUG","msg":"detail"}` + "\n"},
 		"Warn":      {reason: "Upper case levels are accepted too, as slog spells them.", args: []string{"--log-level", "WARN"}, want: ""},
-		"BadLevel":  {reason: "An unknown level is a usage error.", args: []string{"--log-level", "loud"}, wantErr: true},
-		"BadFormat": {reason: "An unknown format is a usage error.", args: []string{"--log-format", "xml"}, wantErr: true},
+		"BadLevel":  {reason: "An unknown level is a usage error.", args: []string{"--log-level", "loud"}, wantUsage: "log-level"},
+		"BadFormat": {reason: "An unknown format is a usage error.", args: []string{"--log-format", "xml"}, wantUsage: "log-format"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			fs := New("demo", "")
 			l := AddLogging(fs)
 			err := Parse(fs, tc.args, &bytes.Buffer{})
-			if _, usage := errors.AsType[*UsageError](err); usage != tc.wantErr || (err != nil && !usage) {
-				t.Fatalf("%s\nParse: got %v, want a usage error: %v", tc.reason, err, tc.wantErr)
-			}
-			if tc.wantErr {
+			if usage, ok := errors.AsType[*UsageError](err); ok != (tc.wantUsage != "") || err != nil && !ok {
+				t.Fatalf("%s\nParse: got %v, want a usage error naming %q", tc.reason, err, tc.wantUsage)
+			} else if ok {
+				if !strings.Contains(usage.Error(), tc.wantUsage) {
+					t.Errorf("%s\nParse: got %v, want a usage error naming %q", tc.reason, err, tc.wantUsage)
+				}
 				return
 			}
 			var out bytes.Buffer

@@ -30,8 +30,10 @@ import (
 type Config struct {
 	// ReadHeaderTimeout bounds reading the request headers.
 	ReadHeaderTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, headers and body; the
-	// body alone has BodyTimeout.
+	// ReadTimeout is net/http's bound on reading a request from its first
+	// byte. It does not bound a body: once the headers are in, guard
+	// replaces that deadline with BodyTimeout for a request with a body,
+	// so in effect it bounds only what precedes the handler.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds the time from the end of the request headers to
 	// the end of the answer. A handler that deliberately holds a request

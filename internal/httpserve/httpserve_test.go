@@ -1,15 +1,16 @@
 package httpserve
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // limits are the http.Server fields a server in this project must set.
@@ -68,41 +69,80 @@ func TestWithDefaults(t *testing.T) {
 	}
 }
 
-// TestReadTimeoutCutsOffStalledBody sends headers promising a body and then
-// nothing: the read timeout must end the handler's wait for the body.
-func TestReadTimeoutCutsOffStalledBody(t *testing.T) {
-	bodyErr := make(chan error, 1)
-	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := io.ReadAll(r.Body)
-		bodyErr <- err
-	}), Config{ReadTimeout: 50 * time.Millisecond}.WithDefaults(), nil, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// TestBodyTimeoutBoundsTheBody sends headers promising a body, then the
+// body after a pause, or never. BodyTimeout is the body's bound, whatever
+// ReadTimeout says: guard replaces net/http's read deadline with its own
+// once the headers are in, so a short ReadTimeout does not cut off a body
+// that comes within BodyTimeout, and a short BodyTimeout cuts off one that
+// never comes.
+func TestBodyTimeoutBoundsTheBody(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		cfg    Config
+		// pause is how long the client waits before sending the body;
+		// a negative pause sends none.
+		pause time.Duration
+		// want is the body the handler reads, wantErr the error its read
+		// ends with.
+		want    string
+		wantErr error
+	}{
+		"StalledBodyCutOff": {
+			reason:  "A body that never comes ends the handler's wait after BodyTimeout.",
+			cfg:     Config{BodyTimeout: 50 * time.Millisecond, ReadTimeout: time.Hour},
+			pause:   -1,
+			wantErr: os.ErrDeadlineExceeded,
+		},
+		"ReadTimeoutSparesTheBody": {
+			reason: "A body that comes within BodyTimeout is read in full, though ReadTimeout has passed.",
+			cfg:    Config{ReadTimeout: 50 * time.Millisecond, BodyTimeout: 10 * time.Second},
+			pause:  300 * time.Millisecond,
+			want:   "0123456789",
+		},
 	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Shutdown(context.Background())
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			type result struct {
+				body string
+				err  error
+			}
+			got := make(chan result, 1)
+			srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				got <- result{string(b), err}
+			}), tc.cfg.WithDefaults(), nil, nil)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = srv.Serve(ln) }()
+			defer srv.Shutdown(context.Background())
 
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	// A liveness bound only: without a read timeout the server would wait
-	// for the body for as long as the connection stays open.
-	if err := conn.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	_, _ = bufio.NewReader(conn).ReadString('\n')
-	select {
-	case err := <-bodyErr:
-		if err == nil {
-			t.Error("reading a body that never came succeeded")
-		}
-	default:
-		t.Error("the handler was still waiting for the body when the connection ended")
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.pause >= 0 {
+				time.Sleep(tc.pause) // the pause is what the case is about
+				if _, err := io.WriteString(conn, "0123456789"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case r := <-got:
+				if diff := cmp.Diff(tc.wantErr, r.err, cmpopts.EquateErrors()); diff != "" {
+					t.Errorf("%s\nthe handler's read error (-want, +got):\n%s", tc.reason, diff)
+				}
+				if diff := cmp.Diff(tc.want, r.body); diff != "" {
+					t.Errorf("%s\nthe body the handler read (-want, +got):\n%s", tc.reason, diff)
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("%s\nthe handler was still waiting for the body after 5s", tc.reason)
+			}
+		})
 	}
 }

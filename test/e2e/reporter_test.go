@@ -196,7 +196,7 @@ type reporterInstall struct {
 
 func (e *env) installReporter(t *testing.T) reporterInstall {
 	t.Helper()
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	e.namespace(t, "formspec-system")
 	for _, f := range globYAML(t, filepath.Join(root, "deploy", "reporter")) {
 		if _, err := e.c.ApplyYAMLFile(f, fieldManager, false); err != nil {

@@ -93,28 +93,8 @@ func (r release) reporterEnabled() bool {
 	return !strings.Contains(r.values, "reporter: {enabled: false}")
 }
 
-// repoRoot is the directory of the main module's go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module github.com/formspec/formspec-hooks\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod of github.com/formspec/formspec-hooks)")
-		}
-		dir = parent
-	}
-}
-
 func chartDir(t testing.TB) string {
-	return filepath.Join(repoRoot(t), "deploy", "helm", "formspec-hooks")
+	return filepath.Join(controlplane.RepoRoot(t), "deploy", "helm", "formspec-hooks")
 }
 
 // rendered is a chart rendered for one release.
@@ -746,7 +726,7 @@ func withoutHelmLabels(v any) {
 func kustomizeBuild(t *testing.T, dir string) []controlplane.Object {
 	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(t), dir))
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(controlplane.RepoRoot(t), dir))
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
@@ -823,7 +803,7 @@ func TestCRDsMatchDeploy(t *testing.T) {
 		}
 		return out
 	}
-	want := read(filepath.Join(repoRoot(t), "deploy", "crds"))
+	want := read(filepath.Join(controlplane.RepoRoot(t), "deploy", "crds"))
 	if len(want) != 4 {
 		t.Errorf("deploy/crds has %d CRDs, want 4", len(want))
 	}
@@ -864,7 +844,7 @@ func TestLint(t *testing.T) {
 // version and not the old. A patch whose test op no longer matches the
 // Deployment's args fails the build here.
 func TestDefaultVersionPatch(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "install.md"))
+	doc, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -876,7 +856,7 @@ func TestDefaultVersionPatch(t *testing.T) {
 	block := regexp.MustCompile(`(?m)^  `).ReplaceAllString(string(m[1]), "")
 	overlay := t.TempDir()
 	// kustomize takes a base by a relative path only.
-	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(t), "deploy"))
+	base, err := filepath.Rel(overlay, filepath.Join(controlplane.RepoRoot(t), "deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -214,7 +214,7 @@ func rulesOf(t *testing.T, r release) []rulefmt.Rule {
 // the alerts the docs promise are there.
 func TestAlertRules(t *testing.T) {
 	rules := alertRules(t)
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "troubleshooting.md"))
+	doc, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "docs", "troubleshooting.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func missingMetrics(want []selector, source string, exported map[string]map[stri
 // scrape adds them.
 func runServers(t *testing.T) func() map[string]map[string]bool {
 	t.Helper()
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/...")
 	build.Dir = root

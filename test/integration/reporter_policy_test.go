@@ -29,7 +29,7 @@ func TestReporterPolicy(t *testing.T) {
 	ensureNamespace(t, admin, "formspec-system")
 	ensureNamespace(t, admin, "team-a")
 	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
-		if _, err := admin.ApplyYAMLFile(filepath.Join(repoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
+		if _, err := admin.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
 			t.Fatalf("cannot apply deploy/reporter/%s: %v", f, err)
 		}
 	}

@@ -61,6 +61,15 @@ func (e *InvalidObjectError) Error() string {
 
 func (e *InvalidObjectError) Unwrap() error { return e.Err }
 
+// Is reports whether target is an InvalidObjectError about the same object,
+// whatever the decoder said about it: errors.Is(err,
+// &InvalidObjectError{What: "Node"}) asks "was the Node the fault?" without
+// depending on a decoder's wording.
+func (e *InvalidObjectError) Is(target error) bool {
+	t, ok := target.(*InvalidObjectError)
+	return ok && t.What == e.What
+}
+
 // BadRequest marks the error as the request's fault.
 func (e *InvalidObjectError) BadRequest() bool { return true }
 

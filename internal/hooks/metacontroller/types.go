@@ -184,7 +184,16 @@ func (r *CustomizeRequest) Validate() error {
 }
 
 func errMissing(field string) error {
-	return fmt.Errorf("request has no %s object", field)
+	return MissingObjectError{Field: field}
+}
+
+// MissingObjectError is a request without the object a hook is called
+// for: Field is "parent" or "object". It is a value, so errors.Is matches
+// it field for field.
+type MissingObjectError struct{ Field string }
+
+func (e MissingObjectError) Error() string {
+	return fmt.Sprintf("request has no %s object", e.Field)
 }
 
 // ObjectCount is how many objects the request carries besides its parent;

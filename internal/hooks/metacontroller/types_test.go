@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,8 +100,8 @@ func TestRequestDecoding(t *testing.T) {
 		t.Errorf("Related.Count(): got %d, want 1", got)
 	}
 	for name, bad := range map[string]CompositeRequest{"NoParent": {}, "NullParent": {Parent: json.RawMessage("null")}} {
-		if err := bad.Validate(); err == nil {
-			t.Errorf("%s: Validate() = nil, want an error", name)
+		if diff := cmp.Diff(error(MissingObjectError{Field: "parent"}), bad.Validate(), cmpopts.EquateErrors()); diff != "" {
+			t.Errorf("%s: Validate() (-want, +got):\n%s", name, diff)
 		}
 	}
 }

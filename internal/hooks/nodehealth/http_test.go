@@ -12,6 +12,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/internal/server"
+	"github.com/formspec/formspec-hooks/internal/testkit/recorder"
 )
 
 // TestMalformedRequestsOverHTTP posts malformed bodies to both hooks through
@@ -22,8 +23,8 @@ func TestMalformedRequestsOverHTTP(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	type decorator = server.Hook[metacontroller.DecoratorRequest, metacontroller.DecoratorResponse]
 	hooks, err := server.New(server.Config{Logger: logger, Routes: []server.Route{
-		server.HookRoute("/v1/nodes/sync", decorator(NodeHealth(&sink{}))),
-		server.HookRoute("/v1/pods/sync", WorkspacePods(&sink{})),
+		server.HookRoute("/v1/nodes/sync", decorator(NodeHealth(&recorder.Sink{}))),
+		server.HookRoute("/v1/pods/sync", WorkspacePods(&recorder.Sink{})),
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,19 +3,19 @@ package nodehealth
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/internal/codec"
 	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/internal/testkit/recorder"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-type sink struct{ got []observation.Observation }
-
-func (s *sink) Send(o observation.Observation) { s.got = append(s.got, o) }
 
 // hookCall runs one of the hooks on req as the transport would.
 type hookCall func(observation.Sink, metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error)
@@ -23,6 +23,10 @@ type hookCall func(observation.Sink, metacontroller.DecoratorRequest) (*metacont
 func nodes(s observation.Sink, req metacontroller.DecoratorRequest) (*metacontroller.DecoratorResponse, error) {
 	return NodeHealth(s)(context.Background(), &req)
 }
+
+// errBody is a body the transport cannot decode into the hook's request
+// type: it answers 400 before the hook runs.
+var errBody = errors.New("undecodable body")
 
 // pods encodes req and decodes it into the hook's own request type, as
 // the transport does with a body.
@@ -33,7 +37,7 @@ func pods(s observation.Sink, req metacontroller.DecoratorRequest) (*metacontrol
 	}
 	var pr PodsRequest
 	if err := codec.Unmarshal(body, &pr); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errBody, err)
 	}
 	return WorkspacePods(s)(context.Background(), &pr)
 }
@@ -49,7 +53,7 @@ func TestHooks(t *testing.T) {
 		req      metacontroller.DecoratorRequest
 		wantBody string
 		wantObs  []observation.Observation
-		wantErr  bool
+		wantErr  error
 	}{
 		"Node": {
 			reason:   "a node is handed over without its image list, managed fields or annotations",
@@ -95,7 +99,7 @@ func TestHooks(t *testing.T) {
 			reason:  "a pod whose metadata is not an object is an error",
 			hook:    pods,
 			req:     metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":"nope"}`)},
-			wantErr: true,
+			wantErr: errBody,
 		},
 		"PodWithoutLabel": {
 			reason:   "a pod without the workspace label is ignored, not an error",
@@ -107,21 +111,21 @@ func TestHooks(t *testing.T) {
 			reason:  "an object that is not a Node is an error",
 			hook:    nodes,
 			req:     metacontroller.DecoratorRequest{Object: json.RawMessage(`{"metadata":"nope"}`)},
-			wantErr: true,
+			wantErr: &metacontroller.InvalidObjectError{What: "Node"},
 		},
 		"NoObject": {
 			reason:  "a request without an object is an error",
 			hook:    pods,
 			req:     metacontroller.DecoratorRequest{},
-			wantErr: true,
+			wantErr: &metacontroller.InvalidObjectError{What: "request"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := &sink{}
+			s := &recorder.Sink{}
 			resp, err := tc.hook(s, tc.req)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("%s: err = %v, wantErr %v", tc.reason, err, tc.wantErr)
+			if diff := cmp.Diff(tc.wantErr, err, cmpopts.EquateErrors()); diff != "" {
+				t.Fatalf("%s\nerror (-want, +got):\n%s", tc.reason, diff)
 			}
 			if err != nil {
 				return
@@ -133,7 +137,7 @@ func TestHooks(t *testing.T) {
 			if diff := cmp.Diff(tc.wantBody, string(body)); diff != "" {
 				t.Errorf("%s\nresponse (-want, +got):\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.wantObs, s.got); diff != "" {
+			if diff := cmp.Diff(tc.wantObs, s.Sent); diff != "" {
 				t.Errorf("%s\nobservations (-want, +got):\n%s", tc.reason, diff)
 			}
 		})

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/codec"
 	"github.com/formspec/formspec-hooks/internal/hooks/claims"
@@ -26,6 +25,7 @@ import (
 	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
+	"github.com/formspec/formspec-hooks/internal/testkit/recorder"
 )
 
 // counter records Decisions.Count calls.
@@ -260,7 +260,7 @@ func TestNoLeaks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			var reports sink
+			var reports recorder.Sink
 			h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }, Logger: logger, Reports: &reports})
 			s := build()
 			req := s.request(t)
@@ -269,11 +269,11 @@ func TestNoLeaks(t *testing.T) {
 				t.Fatalf("Sync(): %v", err)
 			}
 			statusJSON, _ := json.Marshal(resp.Status)
-			if len(reports) != 1 {
-				t.Fatalf("Sync() handed over %d observations, want 1", len(reports))
+			if len(reports.Sent) != 1 {
+				t.Fatalf("Sync() handed over %d observations, want 1", len(reports.Sent))
 			}
-			reportJSON, _ := json.Marshal(reports[0])
-			if exposed := reports[0].Claim.Exposed != nil; exposed != (name == "Exposed") {
+			reportJSON, _ := json.Marshal(reports.Sent[0])
+			if exposed := reports.Sent[0].Claim.Exposed != nil; exposed != (name == "Exposed") {
 				t.Errorf("the observation says exposed %v: %s", exposed, reportJSON)
 			}
 			// A broken request: the error must not quote the Secret either.
@@ -303,11 +303,6 @@ func TestNoLeaks(t *testing.T) {
 		})
 	}
 }
-
-// sink keeps what a hook hands over to the reporter.
-type sink []observation.Observation
-
-func (s *sink) Send(o observation.Observation) { *s = append(*s, o) }
 
 // TestCredentialsExposed: while a claim is granted and its credentials
 // Secret is observed carrying Metacontroller's last-applied annotation (a
@@ -509,7 +504,7 @@ func TestSyncBrokenObject(t *testing.T) {
 // of the claim with the status that sync wrote decides the same and says
 // so; and a denial after a grant is new again.
 func TestRepeatedDecision(t *testing.T) {
-	var reports sink
+	var reports recorder.Sink
 	h := resourceclaim.New(resourceclaim.Options{Clock: func() time.Time { return claimstest.Now }, Reports: &reports})
 	s := world()
 	sync := func(what string) {
@@ -525,7 +520,7 @@ func TestRepeatedDecision(t *testing.T) {
 	s = s.resign(func(c *v1alpha1.ResourceClaim) { c.Spec.Workspace = "blog" })
 	sync("resync after the grant names another workspace")
 	var got []string
-	for _, r := range reports {
+	for _, r := range reports.Sent {
 		got = append(got, fmt.Sprintf("granted=%v repeat=%v", r.Claim.Granted, r.Claim.Repeat))
 	}
 	want := []string{"granted=true repeat=false", "granted=true repeat=true", "granted=false repeat=false"}

@@ -10,13 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/internal/testkit/recorder"
 )
-
-// recorder is a Sink that keeps what it is sent.
-type recorder struct{ sent []observation.Observation }
-
-func (r *recorder) Send(obs observation.Observation) { r.sent = append(r.sent, obs) }
 
 // TestSyncTellsTheReporterWhetherItChangesTheStatus checks what a sync
 // hands the reporter besides the status: the hook's time, and whether the
@@ -29,7 +24,7 @@ func TestSyncTellsTheReporterWhetherItChangesTheStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
-	rec := &recorder{}
+	rec := &recorder.Sink{}
 	h := New(Config{Reports: rec, Now: func() time.Time { return at }})
 	sync := func(body []byte) (status any) {
 		t.Helper()
@@ -74,7 +69,7 @@ func TestSyncTellsTheReporterWhetherItChangesTheStatus(t *testing.T) {
 	status := sync(withStatus(map[string]any{}, func(map[string]any) {}))
 	sync(withStatus(status, func(map[string]any) {}))
 	sync(withStatus(status, func(st map[string]any) { st["phase"] = "Progressing" }))
-	for _, obs := range rec.sent {
+	for _, obs := range rec.Sent {
 		if obs.Workspace == nil {
 			t.Fatalf("a sync sent %+v, want a workspace status", obs)
 		}

@@ -1,4 +1,4 @@
-package main
+package docs
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
+	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
 // demoPorts are the Makefile variables of `make run`'s six ports.
@@ -167,8 +169,9 @@ func startMakeRun(t *testing.T, makeBin, bin string, ready func(port map[string]
 	t.Helper()
 	port := map[string]string{}
 	args := []string{"--no-print-directory", "run", "BIN=" + bin}
-	for _, v := range demoPorts {
-		_, p, _ := strings.Cut(freePort(t), ":")
+	free := controlplane.FreePorts(t, len(demoPorts))
+	for i, v := range demoPorts {
+		p := strconv.Itoa(free[i])
 		port[v] = p
 		args = append(args, v+"="+p)
 	}
