@@ -2,19 +2,18 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/formspec/formspec-hooks/internal/testkit/binaries"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
 )
@@ -66,20 +65,7 @@ func TestServeBinaryAnswersFixtures(t *testing.T) {
 	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
 	ports := freePorts(t, 2)
 	listen, metrics := ports[0], ports[1]
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	})
+	binaries.Start(t, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
 	client := &http.Client{Timeout: 10 * time.Second}
 	testsync.WaitFor(t, "the server to be ready", func() bool {
 		resp, err := client.Get("http://" + metrics + "/readyz")

@@ -3,7 +3,6 @@ package helm
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -29,6 +28,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
+	"github.com/formspec/formspec-hooks/internal/testkit/binaries"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
@@ -456,10 +456,10 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 			t.Fatal(err)
 		}
 	}
-	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin, "--admin-token-file", tokens)
-	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
+	binaries.Start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin, "--admin-token-file", tokens)
+	binaries.Start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
 		"--node-health-interval", "1s", "--deploy-status-interval", "1s", "--token-file", tokens)
-	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
+	binaries.Start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
 		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--default-version", "1.8.2", "--shutdown-delay", "0s",
 		"--auth-token-file", tokens, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -564,23 +564,4 @@ func freePorts(t *testing.T, n int) []string {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	return addrs
-}
-
-// start runs a binary until the test ends, logging its output on failure.
-func start(t *testing.T, bin string, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var logs testsync.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s:\n%s", filepath.Base(bin), logs.String())
-		}
-	})
 }

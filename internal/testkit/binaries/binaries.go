@@ -1,15 +1,19 @@
 // Package binaries builds the module's commands for the tests that run
-// them as a user would: once per test process, into a temporary folder
-// that Remove deletes (call it from TestMain).
+// them as a user would, once per test process into a temporary folder
+// that Remove deletes (call it from TestMain), and runs a command for the
+// length of a test.
 package binaries
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 )
 
 // built is the one build of the process: every test shares it.
@@ -46,4 +50,27 @@ func Remove() {
 	if built.dir != "" {
 		_ = os.RemoveAll(built.dir)
 	}
+}
+
+// Start runs bin with args until the test ends, its output (stdout and
+// stderr together) in the returned buffer, which the test's log shows if
+// the test fails.
+func Start(t testing.TB, bin string, args ...string) *testsync.Buffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
+	logs := &testsync.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s:\n%s", filepath.Base(bin), logs.String())
+		}
+	})
+	return logs
 }
