@@ -55,11 +55,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
 		healthAddr   = fs.String("health-listen", "", "address of a listener for /healthz and /readyz alone, with connection caps of its own, for the kubelet's probes (the install sets :8182); empty: none")
-		shutdownWait = fs.Duration("shutdown-grace", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take on shutdown")
+		shutdownWait = fs.Duration("shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
 		logging      = cliflag.AddLogging(fs)
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
 	)
 	defer func() { err = logging.Report(stderr, program, args, err) }()
+	cliflag.Deprecate(fs, "shutdown-grace", "shutdown-timeout")
 	cliflag.AddVersion(fs)
 	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://formspec-ctl.formspec-system:7070; no user, query or fragment; plain http:// off the loopback takes --insecure-http when --token-file is set")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
@@ -115,6 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		cfg.Reporter, _ = os.Hostname()
 	}
 	log := logging.Logger(stderr)
+	cliflag.WarnDeprecated(fs, func(msg string) { log.Warn(msg) })
 	// client-go's events recorder logs through klog: into the same lines.
 	klog.SetSlogLogger(log)
 	cfg.Logger = log

@@ -24,48 +24,67 @@ import (
 	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
-// DefaultLinger is Options.Linger's default. Every sync hands over the
-// state it observed, and a short linger posts about once per burst of
-// syncs: under Metacontroller with 300 Workspaces a linger of 50ms made
-// 215 POSTs to the reporter while the fleet converged and 56 a minute in
-// the steady state, a second 111 and 16 (make scale). A second delays
-// nothing anyone waits for: the reporter reports node health every 15 s,
-// and what is deleted, or decided anew, is posted at once.
-const DefaultLinger = time.Second
+// Defaults are the values New gives the zero fields of Options, each with
+// the reason for it.
+var Defaults = Options{
+	// A Node with its image list is tens of KiB, so a count alone would
+	// not bound the queue's memory: it has a size in bytes too.
+	QueueSize:  1024,
+	QueueBytes: 8 << 20,
+	// 128 observations or 1 MiB a POST, an eighth of what the sidecar
+	// accepts.
+	BatchSize:  128,
+	BatchBytes: 1 << 20,
+	// Every sync hands over the state it observed, and a short linger
+	// posts about once per burst of syncs: under Metacontroller with 300
+	// Workspaces a linger of 50ms made 215 POSTs to the reporter while the
+	// fleet converged and 56 a minute in the steady state, a second 111
+	// and 16 (make scale). A second delays nothing anyone waits for: the
+	// reporter reports node health every 15 s, and what is deleted, or
+	// decided anew, is posted at once.
+	Linger: time.Second,
+	// The sidecar is on localhost: a POST that takes 2 s is a sidecar in
+	// trouble, and a second between retries does not hammer one that is
+	// down.
+	PostTimeout: 2 * time.Second,
+	RetryDelay:  time.Second,
+	// The first failure and the recovery are logged at once; a sidecar
+	// that stays down is logged again every 30 s, not once per retry.
+	LogInterval: 30 * time.Second,
+}
 
-// Options tunes a Client. Zero values take the defaults noted per field.
+// Options tunes a Client. A zero or negative value takes its Defaults
+// entry, but for Linger, where negative means no wait.
 type Options struct {
-	// QueueSize bounds the observations waiting to be posted (default 1024).
+	// QueueSize bounds the observations waiting to be posted.
 	QueueSize int
-	// QueueBytes bounds their encoded size (default 8 MiB): a Node with its
-	// image list is tens of KiB, so a count alone does not bound memory.
+	// QueueBytes bounds their encoded size.
 	QueueBytes int
-	// BatchSize caps the observations per POST (default 128).
+	// BatchSize caps the observations per POST.
 	BatchSize int
-	// BatchBytes caps the encoded observations per POST (default 1 MiB, an
-	// eighth of what the sidecar accepts).
+	// BatchBytes caps the encoded observations per POST.
 	BatchBytes int
 	// Linger is how long Run waits, once a state (a workspace status, a
-	// node, a pod placement) is queued, for more to gather before it posts
-	// (default 1s), unless a whole batch is already queued; a server then
-	// posts about one batch per Linger rather than one per round trip or
-	// per sync, and the states of one object synced many times meanwhile
+	// node, a pod placement) is queued, for more to gather before it
+	// posts, unless a whole batch is already queued; a server then posts
+	// about one batch per Linger rather than one per round trip or per
+	// sync, and the states of one object synced many times meanwhile
 	// are merged into one. A deletion, which no later sync repeats, and a
 	// claim decision that changed, which the reporter announces, are
 	// posted without waiting; a claim decision its status already
 	// recorded (a resync's) waits like a state. Negative: no wait.
 	Linger time.Duration
-	// PostTimeout bounds one POST to the sidecar (default 2s).
+	// PostTimeout bounds one POST to the sidecar.
 	PostTimeout time.Duration
-	// RetryDelay is the pause after a failed POST (default 1s), so a sidecar
-	// that is down is not hammered while the queue holds what it missed.
+	// RetryDelay is the pause after a failed POST, so a sidecar that is
+	// down is not hammered while the queue holds what it missed.
 	RetryDelay time.Duration
 	// HTTPClient talks to the sidecar (default: a client with its own
 	// transport, so a slow sidecar cannot exhaust a shared pool).
 	HTTPClient *http.Client
-	// LogInterval is the least time between two failure lines (default
-	// 30s): the first failure is logged at once, and so is the recovery,
-	// but a sidecar that stays down does not fill the log once per retry.
+	// LogInterval is the least time between two failure lines: the first
+	// failure is logged at once, and so is the recovery, but a sidecar that
+	// stays down does not fill the log once per retry.
 	LogInterval time.Duration
 	// Logger receives failures and recoveries.
 	Logger *slog.Logger
@@ -115,16 +134,17 @@ func New(baseURL string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	setDefault(&opts.QueueSize, 1024)
-	setDefault(&opts.QueueBytes, 8<<20)
-	setDefault(&opts.BatchSize, 128)
-	setDefault(&opts.BatchBytes, 1<<20)
+	d := Defaults
+	setDefault(&opts.QueueSize, d.QueueSize)
+	setDefault(&opts.QueueBytes, d.QueueBytes)
+	setDefault(&opts.BatchSize, d.BatchSize)
+	setDefault(&opts.BatchBytes, d.BatchBytes)
 	if opts.Linger == 0 {
-		opts.Linger = DefaultLinger
+		opts.Linger = d.Linger
 	}
-	setDefault(&opts.PostTimeout, 2*time.Second)
-	setDefault(&opts.RetryDelay, time.Second)
-	setDefault(&opts.LogInterval, 30*time.Second)
+	setDefault(&opts.PostTimeout, d.PostTimeout)
+	setDefault(&opts.RetryDelay, d.RetryDelay)
+	setDefault(&opts.LogInterval, d.LogInterval)
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: &http.Transport{
 			MaxIdleConnsPerHost: 4,

@@ -607,7 +607,7 @@ func TestLingerDefault(t *testing.T) {
 	for _, tc := range []struct {
 		set, want time.Duration
 	}{
-		{set: 0, want: DefaultLinger},
+		{set: 0, want: Defaults.Linger},
 		{set: 10 * time.Millisecond, want: 10 * time.Millisecond},
 		{set: -1, want: -1},
 	} {

@@ -69,6 +69,14 @@ func TuneMemory() (limit, runtime int64) {
 	return limit, runtime
 }
 
+// MemoryLimit is the memory the process must stay within as it stands,
+// 0 for none (see memoryLimits). After TuneMemory it reads the runtime's
+// lowered limit; serve keeps what TuneMemory returned instead.
+func MemoryLimit() int64 {
+	limit, _ := memoryLimits(debug.SetMemoryLimit(-1), cgroupMemoryLimit(os.ReadFile))
+	return limit
+}
+
 // memoryLimits is the memory the process must stay within and the Go
 // runtime's limit inside it, 0 for none, given GOMEMLIMIT as the runtime
 // read it (goLimit, math.MaxInt64 when unset) and the memory cgroup's limit
@@ -116,7 +124,7 @@ func requestCost(body int64) int64 {
 // types, pools, metrics) while every sync allocates tens of KiB, so at the
 // runtime's default of 100 it collects on every few hundred requests and
 // spends a fifth of its CPU doing so. Twice the headroom halves that for a
-// few MiB of heap (make bench prints the peak RSS; docs/testing.md), and
+// few MiB of heap (make bench prints the peak RSS; docs/performance.md), and
 // the runtime's memory limit (TuneMemory) still bounds the heap whatever
 // GOGC says.
 const DefaultGCPercent = 200

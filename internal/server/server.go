@@ -16,26 +16,33 @@ import (
 	"github.com/formspec/formspec-hooks/internal/httpserve"
 )
 
-// Defaults of the hook server's own Config fields; the listeners' HTTP
-// limits take httpserve.Defaults, the one table every server here shares.
-const (
-	// DefaultMaxBodyBytes bounds one request body. Metacontroller sends the
-	// parent, every observed child and every related object in one body;
-	// 8 MiB leaves room for a workspace with many claims and Secrets while
-	// keeping a single request from exhausting memory.
-	DefaultMaxBodyBytes int64 = 8 << 20
-	// DefaultMaxObjects is the most objects (children, attachments and
-	// related objects together) one request may carry. A Workspace names
-	// at most 32 datastores and its namespace's claims come as related
-	// objects; 4096 leaves room for a crowded namespace while keeping each
-	// request's work bounded, whatever a forged request holds.
-	DefaultMaxObjects = 4096
-	// DefaultShutdownDelay is how long readiness fails before the listener
-	// closes: long enough for the endpoints controller to see the failed
-	// probe and for kube-proxy to stop sending new connections. It is the
-	// serve command's default; in a Config, zero means no delay.
-	DefaultShutdownDelay = 5 * time.Second
-)
+// Defaults are the hook server's own limits, each with how it was chosen;
+// the listeners' HTTP limits take httpserve.Defaults, the one table every
+// server here shares. They are the defaults of serve's flags, and New
+// gives them to a zero MaxBodyBytes and MaxObjects. MaxInFlight and
+// ShutdownDelay mean none at zero, in a Config as on the command line
+// (--max-inflight 0, --shutdown-delay 0), so New leaves those alone; a zero
+// MaxInFlightBytes is the budget DefaultInFlightBytes derives from the
+// memory limit, in a Config as with --max-inflight-bytes 0.
+var Defaults = Config{
+	// Requests worked on at once, each counted once its body is read;
+	// beyond, 429 with Retry-After (docs/security.md shows what 64 and
+	// the byte budget together bound).
+	MaxInFlight: 64,
+	// Metacontroller sends the parent, every observed child and every
+	// related object in one body; 8 MiB leaves room for a workspace with
+	// many claims and Secrets while keeping a single request from
+	// exhausting memory.
+	MaxBodyBytes: 8 << 20,
+	// A Workspace names at most 32 datastores and its namespace's claims
+	// come as related objects; 4096 objects (children, attachments and
+	// related objects together) leave room for a crowded namespace while
+	// keeping each request's work bounded, whatever a forged request holds.
+	MaxObjects: 4096,
+	// Long enough for the endpoints controller to see the failed readiness
+	// probe and for kube-proxy to stop sending new connections.
+	ShutdownDelay: 5 * time.Second,
+}
 
 // Config configures a Server: its two listeners, its hooks and every limit
 // the transport applies to them. Zero fields take the defaults above and
@@ -82,13 +89,14 @@ type Config struct {
 	MaxInFlight int
 	// MaxInFlightBytes bounds the request bodies held in memory at once,
 	// counted as they are read; a request that would go over it gets 429.
-	// Zero means no bound.
+	// Zero takes DefaultInFlightBytes of the memory limit, as serve's
+	// --max-inflight-bytes 0 does; negative means no bound.
 	MaxInFlightBytes int64
 	// MaxBodyBytes bounds one body; a larger Content-Length is refused
 	// before anything is read.
 	MaxBodyBytes int64
 	// MaxObjects bounds the objects one request carries (see
-	// DefaultMaxObjects); more get 413 before the hook runs.
+	// Defaults); more get 413 before the hook runs.
 	MaxObjects int
 	// Pprof serves net/http/pprof under /debug/pprof/ on the metrics
 	// listener. Off by default: profiles expose internals to anyone who
@@ -97,7 +105,7 @@ type Config struct {
 
 	// ShutdownDelay is how long readiness fails before the listeners close.
 	// Unlike the other fields, zero means no delay (tests want that);
-	// production wants DefaultShutdownDelay or more.
+	// production wants Defaults.ShutdownDelay or more.
 	ShutdownDelay time.Duration
 	// HTTP holds the limits of both listeners (timeouts, the body timeout,
 	// header size, connection caps) and the shutdown timeout, which bounds the wait
@@ -115,8 +123,11 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
-	cfg.MaxObjects = cmp.Or(cfg.MaxObjects, DefaultMaxObjects)
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, Defaults.MaxBodyBytes)
+	cfg.MaxObjects = cmp.Or(cfg.MaxObjects, Defaults.MaxObjects)
+	if cfg.MaxInFlightBytes == 0 {
+		cfg.MaxInFlightBytes = DefaultInFlightBytes(MemoryLimit(), cfg.MaxBodyBytes)
+	}
 	if cfg.HTTP.Logger == nil {
 		// TLS handshake failures (a client without a certificate under
 		// mTLS) and other connection errors end up in the same log.

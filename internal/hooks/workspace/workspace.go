@@ -12,6 +12,7 @@
 package workspace
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
@@ -35,7 +36,9 @@ const (
 type Config struct {
 	// ResourceImage is the image repository, without a tag.
 	ResourceImage string
-	// DefaultVersion is the image tag used when a workspace sets none.
+	// DefaultVersion is the image tag used when a workspace sets none. It
+	// has no default: there is no implicit latest (ParseImage), so a
+	// caller that serves Workspaces without spec.version sets one.
 	DefaultVersion string
 	// ControlClusterURL is handed to the workspace's pods.
 	ControlClusterURL string
@@ -51,16 +54,23 @@ type Hooks struct {
 	cfg Config
 }
 
-// New returns the Workspace hooks for cfg, filling in defaults.
+// Defaults are the Config values New gives a zero field, and the defaults
+// of the commands' flags (--resource-image of serve, render and the kubectl
+// plugin's diff): one table, so that the library and the command lines
+// mean the same by an empty value.
+var Defaults = Config{
+	// The project's published resource image; a tag comes from the
+	// Workspace's spec.version or DefaultVersion.
+	ResourceImage: "formahub/formspec-resource",
+	Now:           time.Now,
+}
+
+// New returns the Workspace hooks for cfg, its zero fields taken from
+// Defaults; Reports may stay nil (nothing is reported).
 func New(cfg Config) *Hooks {
-	if cfg.ResourceImage == "" {
-		cfg.ResourceImage = "formahub/formspec-resource"
-	}
-	if cfg.DefaultVersion == "" {
-		cfg.DefaultVersion = "latest"
-	}
+	cfg.ResourceImage = cmp.Or(cfg.ResourceImage, Defaults.ResourceImage)
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = Defaults.Now
 	}
 	cfg.Reports = observation.OrDiscard(cfg.Reports)
 	return &Hooks{cfg: cfg}
