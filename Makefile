@@ -272,7 +272,7 @@ load:
 # whole Workspace sync fixture set. The driver (test/load/client.go) is a
 # lean HTTP/1.1 client that costs about what wrk does; -cpus split runs it
 # on the first CPU and every server on the others (-cpus shared: anywhere;
-# docs/testing.md says why). About 90 s with the defaults. Compare ratios,
+# docs/performance.md says why). About 90 s with the defaults. Compare ratios,
 # not absolute figures.
 BENCH_FLAGS ?= -duration 8s -workers 8 -cpus split
 BENCH_MATCH ?= workspace/sync/steady-ready workspace/sync
@@ -285,7 +285,7 @@ bench: build
 # claim syncs) at Metacontroller's pace, over TLS, to the hook server as
 # deployed and to TestScale's trivial hook side by side, and prints each one's
 # CPU per call from /proc and their ratio: TestScale's converge figure in
-# about a minute and a half instead of a fleet run (test/paced, docs/testing.md
+# about a minute and a half instead of a fleet run (test/paced, docs/performance.md
 # "Paced calls"). PACED_FLAGS passes more, e.g. -only resourceclaim, or
 # -also PATH to measure another build of the hook server beside.
 PACED_FLAGS ?=
@@ -302,10 +302,10 @@ paced: build
 # It prints, per size, the time to converge, hook CPU per call, peak RSS,
 # Cluster Control traffic, API writes per workspace and the steady-state
 # cost of the resync, and how each grows with N; it asserts none of them
-# (test/e2e TestScale, docs/testing.md "Scale under Metacontroller").
+# (test/e2e TestScale, docs/performance.md "Scale under Metacontroller").
 # SCALE_ROUNDS runs each size again, alternating which goes first, and
 # prints medians. At SCALE_QPS 50 Metacontroller's client rate sets the
-# pace; at 300 each run's one CPU does (docs/testing.md, "Two regimes").
+# pace; at 300 each run's one CPU does (docs/performance.md, "Two regimes").
 # The default sizes take about 70 minutes here (2 cores, a 300 s resync:
 # 44 minutes for 10,000); progress is printed every 15 s. Run it alone:
 # every size of 1,000 or more takes the whole machine.

@@ -3,7 +3,7 @@
 // the objects inside a request and of the views they read, the wire form
 // of desired children, and the hand-off to the sidecar all go through it,
 // so that one implementation decides what the hook server reads and
-// writes (docs/testing.md, "The JSON codec", says which and why).
+// writes (docs/performance.md, "The JSON codec", says which and why).
 //
 // Packages off the hook path (the reporter, the CLIs, the reference
 // Cluster Control) use encoding/json directly: nothing there is hot.
