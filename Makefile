@@ -250,13 +250,11 @@ vet:
 	cd test/tools && $(GO) vet ./crdgen/...
 	cd test/node && $(GO) vet ./...
 
-# fixtures regenerates the fixture requests (workspace ones from
-# test/fixturegen, the signed datastore and resourceclaim ones from their
-# packages' tests) and every golden response, as the HTTP handler answers
-# it with the real clock; review the diff like code.
+# fixtures regenerates the fixture requests, each built by its hook
+# package's TestFixtureRequests, and every golden response, as the HTTP
+# handler answers it with the real clock; review the diff like code.
 fixtures:
-	$(GO) run ./test/fixturegen -out fixtures
-	$(GO) test ./internal/hooks/datastore ./internal/hooks/resourceclaim ./internal/hooks/wake -run 'TestFixtureRequests$$' -update
+	$(GO) test ./internal/hooks/workspace ./internal/hooks/datastore ./internal/hooks/resourceclaim ./internal/hooks/wake -run 'TestFixtureRequests$$' -update
 	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$|TestWarmCallsCoverEveryHook$$' -update
 
 # load posts the Workspace sync fixtures to a running server (make run) and

@@ -1,30 +1,31 @@
-// Command fixturegen writes the request.json of every Workspace hook fixture.
+// The Workspace fixture requests are built here, and TestFixtureRequests
+// keeps fixtures/workspace/ in step with them, as the other controllers'
+// fixture tests do.
 //
 // Fixture requests must look like what Metacontroller really sends: the
 // controller object, a parent with server metadata and a status, observed
 // children with the fields the API server adds and a status of their own,
 // related objects keyed Kind.group/version → ns/name. Writing those by hand
-// drifts from the hook's real output, so this program builds each observed
-// child from what the hook itself asks for, then dresses it the way the API
-// server and Metacontroller would. The responses are not written here: the
-// golden test produces them (go test ./... -update) and a person reviews the
-// diff.
+// drifts from the hook's real output, so each observed child is built from
+// what the hook itself asks for, then dressed the way the API server and
+// Metacontroller would. cmd/formspec-hooks TestFixtures checks the
+// responses; go test -update rewrites the requests, and a person reviews
+// the diff.
 //
-//	go run ./test/fixturegen -out fixtures
-package main
+//	go test ./internal/hooks/workspace -run 'TestFixtureRequests$' -update
+package workspace_test
 
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"log"
 	"maps"
-	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/testkit/golden"
 )
 
 const (
@@ -35,21 +36,16 @@ const (
 	childTime = "2026-01-10T09:00:02Z"
 )
 
-func main() {
-	out := flag.String("out", "fixtures", "fixtures directory")
-	flag.Parse()
+func TestFixtureRequests(t *testing.T) {
+	byHook := map[string]map[string]any{}
 	for _, c := range cases() {
-		dir := filepath.Join(*out, "workspace", c.hook, c.name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			log.Fatal(err)
+		if byHook[c.hook] == nil {
+			byHook[c.hook] = map[string]any{}
 		}
-		raw, err := json.MarshalIndent(c.request, "", "  ")
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "request.json"), append(raw, '\n'), 0o644); err != nil {
-			log.Fatal(err)
-		}
+		byHook[c.hook][c.name] = c.request
+	}
+	for hook, requests := range byHook {
+		golden.Requests(t, filepath.Join("..", "..", "..", "fixtures", "workspace", hook), requests)
 	}
 }
 
@@ -147,17 +143,17 @@ func desiredFor(p, related obj) map[string]obj {
 	raw, _ := json.Marshal(req)
 	var creq workspace.Request
 	if err := creq.Decode(raw); err != nil {
-		log.Fatal(err)
+		panic(err) // the hook refused a fixture the cases build: a bug of the cases
 	}
 	h := workspace.New(workspace.Config{ResourceImage: "formahub/formspec-resource", DefaultVersion: "latest", ControlClusterURL: "http://formspec-ctl.formspec-system:7070", Now: func() time.Time { return time.Date(2026, 1, 10, 9, 0, 0, 0, time.UTC) }})
 	resp, err := h.Sync(context.Background(), &creq)
 	if err != nil {
-		log.Fatal(err)
+		panic(err) // the hook refused a fixture the cases build: a bug of the cases
 	}
 	children, _ := json.Marshal(resp.Children)
 	var objs []obj
 	if err := json.Unmarshal(children, &objs); err != nil {
-		log.Fatal(err)
+		panic(err) // the hook refused a fixture the cases build: a bug of the cases
 	}
 	out := map[string]obj{}
 	for _, c := range objs {

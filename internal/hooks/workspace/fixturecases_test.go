@@ -1,4 +1,4 @@
-package main
+package workspace_test
 
 import "fmt"
 
