@@ -19,7 +19,8 @@
 //     workspaces.go (workspace statuses, deletions, resync, ClusterClass
 //     usage), queue.go (the workspace report queue: what is sent next and
 //     what a send acknowledges), directives.go (Cluster Control's
-//     directives: which to write, when one is consumed), nodes.go (nodes,
+//     directives: which to write and which to refuse, when one is
+//     consumed), nodes.go (nodes,
 //     pod placement and the node-health report) and claims.go (claim
 //     decisions).
 //   - loops.go: Run and the endpoint loops, one per conversation with

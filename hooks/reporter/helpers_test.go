@@ -119,6 +119,10 @@ func logged(h http.Handler, log *eventLog) http.Handler {
 	})
 }
 
+// digest is the n-th well-formed artifact hash: "sha256:" and 64 hex
+// digits, as the reporter requires of a restart.
+func digest(n int) string { return fmt.Sprintf("sha256:%064x", n) }
+
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func node(name string, labels map[string]string, conds ...corev1.NodeCondition) *corev1.Node {

@@ -20,14 +20,22 @@ var workspacesResource = schema.GroupVersionResource{Group: v1alpha1.Group, Vers
 const FieldManager = "formspec-reporter"
 
 // writeDirectives writes the directives that are not on their Workspace
-// yet. The patch sets (or removes) one annotation and nothing else, so it
+// yet, and counts and logs (rate-limited) those it refuses. The patch sets (or removes) one annotation and nothing else, so it
 // is idempotent: reporters of several replicas writing the same directive
 // write the same value, and the API server records no change for a repeat.
 func (r *Reporter) writeDirectives(ctx context.Context) {
 	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
 		return
 	}
-	for _, d := range r.st.toWrite() {
+	plan := r.st.toWrite()
+	for _, ref := range plan.refused {
+		r.m.directivesRefused.WithLabelValues(ref.reason).Inc()
+		if ok, held := r.limiter.allow(logKeyDirectiveRefused, r.cfg.now()); ok {
+			r.log.Warn("refusing directive", "namespace", ref.d.Namespace, "name", ref.d.Name,
+				"action", ref.d.Action, "reason", ref.reason, "suppressed", held)
+		}
+	}
+	for _, d := range plan.write {
 		err := r.patchWorkspace(ctx, d)
 		switch {
 		case err == nil:

@@ -19,6 +19,10 @@ const logKeyNoToken = "token-file"
 // logKeyDirectives rate-limits the failure log of directive writes.
 const logKeyDirectives = "directive-write"
 
+// logKeyDirectiveRefused rate-limits the log of refused directives: a
+// flood of forged ones must not flood the log too.
+const logKeyDirectiveRefused = "directive-refused"
+
 // logKeyTombstones rate-limits the failure log of the tombstone file.
 const logKeyTombstones = "tombstone-file"
 
@@ -33,7 +37,9 @@ type metrics struct {
 	events       *prometheus.CounterVec
 	// directiveWrites counts Workspace patches by result.
 	directiveWrites *prometheus.CounterVec
-	resyncs         prometheus.Counter
+	// directivesRefused counts directives refused, once each, by reason.
+	directivesRefused *prometheus.CounterVec
+	resyncs           prometheus.Counter
 }
 
 // credential is a credentials file the reporter reads, watched by the
@@ -72,6 +78,10 @@ func newMetrics(st *state, files []credential) *metrics {
 			Name: "formspec_reporter_directive_writes_total",
 			Help: "Directives written onto Workspaces as annotations, by result (ok, not_found, error).",
 		}, []string{"result"}),
+		directivesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formspec_reporter_directives_refused_total",
+			Help: "Directives from Cluster Control the reporter refused to write, each counted once, by reason (invalid, invalid_hash, foreign_namespace, unknown_workspace).",
+		}, []string{"reason"}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "formspec_reporter_resync_reports_total",
 			Help: "Workspace reports queued by the periodic re-report of unchanged workspaces.",
@@ -83,7 +93,7 @@ func newMetrics(st *state, files []credential) *metrics {
 		})
 	}
 	m.reg.MustRegister(
-		m.sends, m.lastSuccess, m.dropped, m.observations, m.events, m.directiveWrites, m.resyncs,
+		m.sends, m.lastSuccess, m.dropped, m.observations, m.events, m.directiveWrites, m.directivesRefused, m.resyncs,
 		gauge("formspec_reporter_pending_workspaces", "Workspaces with a status report not yet accepted by Cluster Control.", func(c counts) int { return c.Pending }),
 		gauge("formspec_reporter_tracked_workspaces", "Workspaces the reporter holds state for.", func(c counts) int { return c.Workspaces }),
 		gauge("formspec_reporter_tracked_nodes", "Nodes the reporter holds state for.", func(c counts) int { return c.Nodes }),
@@ -109,6 +119,9 @@ func newMetrics(st *state, files []credential) *metrics {
 	// Pre-create the drop series so a dashboard shows 0, not "no data".
 	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropAutoScaleLimit, dropInvalid, dropRejected} {
 		m.dropped.WithLabelValues(r)
+	}
+	for _, r := range []string{refuseInvalid, refuseInvalidHash, refuseForeignNamespace, refuseUnknownWorkspace} {
+		m.directivesRefused.WithLabelValues(r)
 	}
 	for _, r := range []string{"recorded", "rate_limited"} {
 		m.events.WithLabelValues(r)

@@ -59,6 +59,10 @@ type state struct {
 	nodes      map[string]*nodeEntry // by Node name
 	pods       map[types.NamespacedName]*podEntry
 	claims     map[types.NamespacedName]*claimEntry
+
+	// refused are the directives this reporter will not write, and why
+	// (directives.go).
+	refused map[types.NamespacedName]refusal
 }
 
 func newState(lim limits, drop func(string)) *state {
@@ -68,6 +72,7 @@ func newState(lim limits, drop func(string)) *state {
 		workspaces: map[types.NamespacedName]*wsEntry{},
 		directives: map[types.NamespacedName]ccapi.Directive{},
 		applied:    map[types.NamespacedName]ccapi.Directive{},
+		refused:    map[types.NamespacedName]refusal{},
 		classes:    map[string]int32{},
 		nodes:      map[string]*nodeEntry{},
 		pods:       map[types.NamespacedName]*podEntry{},

@@ -47,6 +47,10 @@ type wsEntry struct {
 	queued     bool
 }
 
+// live reports whether the workspace exists as far as the reporter knows:
+// the hook server has synced it, and has not seen its teardown finish.
+func (e *wsEntry) live() bool { return !e.deleted && e.statusJS != nil }
+
 // wsFacts are what the reporter acts on in a workspace observation: its
 // milestones, the same facts by which the hand-off decides which statuses
 // it may merge, so every change of them reaches the reporter.

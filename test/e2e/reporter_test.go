@@ -82,7 +82,7 @@ func TestReporter(t *testing.T) {
 	})
 
 	t.Run("RestartRequired", func(t *testing.T) {
-		const hash = "sha256:e2e0001"
+		const hash = "sha256:e2e0001e2e0001e2e0001e2e0001e2e0001e2e0001e2e0001e2e0001e2e00011"
 		cc.srv().SetDirective(ns, name, hash)
 		e.eventually(t, "the new binary in the pod template of "+key, func() error {
 			dep, err := e.deployment(ns, name)

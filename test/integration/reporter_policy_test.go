@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -61,6 +63,7 @@ func TestReporterPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	hash := "sha256:" + strings.Repeat("9b2c", 16)
 	annotations := func(kv map[string]any) map[string]any {
 		return map[string]any{"metadata": map[string]any{"annotations": kv}}
 	}
@@ -74,7 +77,15 @@ func TestReporterPolicy(t *testing.T) {
 		wantCode    int // 0: allowed
 	}{
 		{name: "RestartDirective", reason: "restart_required writes the binary hash",
-			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:9b2c"})},
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": hash})},
+		{name: "ShortHash", reason: "a hash is sha256: and 64 hex digits, not a prefix of one",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:9b2c"}), wantCode: http.StatusForbidden},
+		{name: "UppercaseHash", reason: "one spelling per digest",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": strings.ToUpper(hash)}), wantCode: http.StatusForbidden},
+		{name: "HashWithMore", reason: "nothing after the digest reaches the pod template",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": hash + "\nimage: evil"}), wantCode: http.StatusForbidden},
+		{name: "HashWithoutAlgorithm", reason: "the value says it is a sha256 digest",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": strings.TrimPrefix(hash, "sha256:")}), wantCode: http.StatusForbidden},
 		{name: "IdleDirective", reason: "idle sets formspec.dev/idle",
 			patch: annotations(map[string]any{"formspec.dev/idle": "true"})},
 		{name: "SameAgain", reason: "a second reporter writing the same directive agrees",
@@ -128,8 +139,8 @@ func TestReporterPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := got["metadata"].(map[string]any)
-	wantAnnotations := map[string]any{"owner.example/contact": "ops", "formspec.dev/artifact-binary-hash": "sha256:9b2c"}
-	if a := md["annotations"].(map[string]any); len(a) != len(wantAnnotations) || a["formspec.dev/artifact-binary-hash"] != "sha256:9b2c" || a["owner.example/contact"] != "ops" {
+	wantAnnotations := map[string]any{"owner.example/contact": "ops", "formspec.dev/artifact-binary-hash": hash}
+	if a := md["annotations"].(map[string]any); len(a) != len(wantAnnotations) || a["formspec.dev/artifact-binary-hash"] != hash || a["owner.example/contact"] != "ops" {
 		t.Errorf("annotations after the reporter's writes: got %v, want %v", a, wantAnnotations)
 	}
 	if spec := got["spec"].(map[string]any); spec["owner"] != "team-a" || spec["clusterClass"] != "standard" {
@@ -144,10 +155,25 @@ func TestReporterPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
-			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:77aa"})); err != nil {
+			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:" + strings.Repeat("77aa", 16)})); err != nil {
 			t.Errorf("a restart directive beside values the reporter may not write: refused: %v", err)
 		}
+		// A person may write any hash; the reporter's other writes go
+		// through beside it, and it may not write one like it.
+		if _, err := admin.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "build-42"})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/idle": "true"})); err != nil {
+			t.Errorf("an idle beside a hash someone else wrote: refused: %v", err)
+		}
 		_, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "build-43"}))
+		if !strings.Contains(fmt.Sprint(err), "formspec-reporter-workspace-annotations") {
+			t.Errorf("changing formspec.dev/artifact-binary-hash to something not a digest: got %v, want a refusal by the policy", err)
+		}
+		_, err = reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
 			annotations(map[string]any{"formspec.dev/idle": "maybe"}))
 		if !strings.Contains(fmt.Sprint(err), "formspec-reporter-workspace-annotations") {
 			t.Errorf("changing formspec.dev/idle to another value than \"true\": got %v, want a refusal by the policy", err)
@@ -158,6 +184,15 @@ func TestReporterPolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("SamePatternAsTheReporter", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "reporter", "admission-policy.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `.matches("`+v1alpha1.ArtifactHashPattern+`")`) {
+			t.Errorf("deploy/reporter/admission-policy.yaml does not match artifact hashes with v1alpha1.ArtifactHashPattern %s, which the reporter checks", v1alpha1.ArtifactHashPattern)
+		}
+	})
 	t.Run("OthersUnaffected", func(t *testing.T) {
 		if _, err := admin.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
 			map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}); err != nil {
