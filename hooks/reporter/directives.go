@@ -1,12 +1,14 @@
 package reporter
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -147,21 +149,26 @@ func (s *state) refusal(k types.NamespacedName, d ccapi.Directive, reason string
 }
 
 // directivePlan is what one poll does with the directives: those to write
-// now, and the refusals not reported yet.
+// now, the refusals not reported yet, and the directives that began to
+// wait for their budget.
 type directivePlan struct {
-	write   []ccapi.Directive
-	refused []refusal
+	write    []ccapi.Directive
+	refused  []refusal
+	deferred []deferral
 }
 
-// toWrite plans the writes of this poll, sorted by workspace: the
-// directives not written by this reporter yet and not already there as
-// far as it has seen, for Workspaces it has seen, in namespaces it serves.
-// The install serves every namespace (Metacontroller's controllers are
-// cluster-wide), so the namespaces this reporter serves are those the
-// hook server has synced a Workspace in: a directive for any other is
-// refused as foreign, one for a Workspace not synced yet as unknown, and
-// written once the hook server syncs it. Each refusal is reported once.
-func (s *state) toWrite() directivePlan {
+// toWrite plans the writes of this poll: the directives not written by
+// this reporter yet and not already there as far as it has seen, for
+// Workspaces it knows, in namespaces it serves, within their budget
+// (budget.go). A Workspace is known once the hook server has synced it or
+// the reporter's watch has seen it (watch.go). The install serves every
+// namespace (Metacontroller's controllers are cluster-wide), so the
+// namespaces this reporter serves are those it knows Workspaces in: a
+// directive for any other is refused as foreign, one for a Workspace it
+// does not know as unknown, and written once it knows it. Directives are
+// admitted oldest waiting first, then by workspace; each refusal and each
+// wait is reported once.
+func (s *state) toWrite(now time.Time) directivePlan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	served := map[string]bool{}
@@ -170,28 +177,56 @@ func (s *state) toWrite() directivePlan {
 			served[k.Namespace] = true
 		}
 	}
+	for k := range s.watched {
+		served[k.Namespace] = true
+	}
+	u := s.use(now)
 	var plan directivePlan
-	for _, k := range slices.SortedFunc(maps.Keys(s.directives), compareNames) {
+	waiting := make(map[types.NamespacedName]waiter, len(s.waiting))
+	for _, k := range s.inLine(now) {
 		d := s.directives[k]
 		if s.applied[k] == d {
 			continue
 		}
-		e := s.workspaces[k]
+		f, p, known := s.view(k)
+		if !known {
+			// Known to the hook server before the watch has listed it.
+			if e, ok := s.workspaces[k]; ok && e.live() {
+				f, p, known = e.facts, &e.pace, true
+			}
+		}
 		switch {
 		case !served[k.Namespace]:
 			s.refused[k] = s.refusal(k, d, refuseForeignNamespace)
 			continue
-		case e == nil || !e.live():
+		case !known:
 			s.refused[k] = s.refusal(k, d, refuseUnknownWorkspace)
 			continue
 		}
 		delete(s.refused, k)
-		if annotated(d, e.facts) {
+		if annotated(d, f) {
 			s.applied[k] = d
+			continue
+		}
+		if reason := s.admit(f, p, d, &u, now); reason != "" {
+			w, ok := s.waiting[k]
+			if !ok {
+				w.since = now
+			}
+			w.told = w.told && w.d == d
+			w.d, w.reason = d, reason
+			if !w.told {
+				w.told = true
+				plan.deferred = append(plan.deferred, deferral{waiter: w, event: event{
+					ref: s.ref(k), typ: eventNormal, reason: deferReason(d), action: "Defer", note: deferNote(d, reason, u, s.lim),
+				}})
+			}
+			waiting[k] = w
 			continue
 		}
 		plan.write = append(plan.write, d)
 	}
+	s.waiting = waiting
 	for _, k := range slices.SortedFunc(maps.Keys(s.refused), compareNames) {
 		if r := s.refused[k]; !r.told {
 			plan.refused = append(plan.refused, r)
@@ -202,13 +237,69 @@ func (s *state) toWrite() directivePlan {
 	return plan
 }
 
-// written records that d is on its Workspace (or that its Workspace does
-// not exist, which no retry will change).
-func (s *state) written(d ccapi.Directive) {
+// ref is the object reference of a known Workspace, for an Event, with its
+// UID when the hook server or the watch told it. Called with the lock
+// held.
+func (s *state) ref(k types.NamespacedName) corev1.ObjectReference {
+	if e, ok := s.workspaces[k]; ok && e.uid != "" {
+		return workspaceRef(e)
+	}
+	ref := workspaceRef(&wsEntry{name: k})
+	if w, ok := s.watched[k]; ok {
+		ref.UID = w.uid
+	}
+	return ref
+}
+
+// inLine returns the workspaces with a directive in the order their
+// directives are admitted: those waiting longest first, then by name.
+// Called with the lock held.
+func (s *state) inLine(now time.Time) []types.NamespacedName {
+	since := func(k types.NamespacedName) time.Time {
+		if w, ok := s.waiting[k]; ok {
+			return w.since
+		}
+		return now
+	}
+	return slices.SortedFunc(maps.Keys(s.directives), func(a, b types.NamespacedName) int {
+		return cmp.Or(since(a).Compare(since(b)), compareNames(a, b))
+	})
+}
+
+// deferReason is the reason of the Event announcing a directive's wait.
+func deferReason(d ccapi.Directive) string {
+	if d.Action == ccapi.ActionIdle {
+		return "IdleDeferred"
+	}
+	return "RestartDeferred"
+}
+
+// stopWaiting forgets the waiting directives: this reporter no longer
+// writes directives (another replica's does).
+func (s *state) stopWaiting() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.waiting)
+}
+
+// written records that d is on its Workspace, written at now (or that its
+// Workspace does not exist, which no retry will change: began is false).
+// Both the hook server's view of the workspace and the watch's learn when
+// it began.
+func (s *state) written(d ccapi.Directive, began bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 	if s.directives[k] == d {
 		s.applied[k] = d
+	}
+	if !began {
+		return
+	}
+	if e, ok := s.workspaces[k]; ok {
+		e.pace.began(d, e.facts.WantedArtifactHash, now)
+	}
+	if w, ok := s.watched[k]; ok {
+		w.pace.began(d, w.facts.WantedArtifactHash, now)
 	}
 }

@@ -79,7 +79,7 @@ func TestDirectives(t *testing.T) {
 			if tc.wantWrite {
 				wantWrites = []ccapi.Directive{tc.directive}
 			}
-			plan := st.toWrite()
+			plan := st.toWrite(t0)
 			if diff := cmp.Diff(wantWrites, plan.write); diff != "" {
 				t.Errorf("%s\nto write (-want, +got):\n%s", tc.reason, diff)
 			}
@@ -184,7 +184,7 @@ func TestDirectiveRefusals(t *testing.T) {
 			want := []refusal{{d: tc.directive, reason: tc.wantReason}}
 			for poll := range 3 {
 				st.setDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Duration(poll)*time.Minute))
-				plan := st.toWrite()
+				plan := st.toWrite(t0)
 				if len(plan.write) != 0 {
 					t.Errorf("%s\npoll %d wrote %v", tc.reason, poll, plan.write)
 				}
@@ -199,7 +199,7 @@ func TestDirectiveRefusals(t *testing.T) {
 			}
 			st.observeWorkspace(wsStatus(tc.directive.Name, "Ready", digest(1)), t0.Add(time.Hour))
 			st.setDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Hour))
-			if diff := cmp.Diff([]ccapi.Directive{tc.directive}, st.toWrite().write); diff != "" {
+			if diff := cmp.Diff([]ccapi.Directive{tc.directive}, st.toWrite(t0).write); diff != "" {
 				t.Errorf("once the workspace is synced: to write (-want, +got):\n%s", diff)
 			}
 		})
@@ -213,21 +213,21 @@ func TestDirectiveWrittenOnce(t *testing.T) {
 	st.observeWorkspace(wsStatus("shop", "Ready", digest(1)), t0)
 	d := ccapi.Directive{Namespace: "ns", Name: "shop", Action: ccapi.ActionIdle}
 	st.setDirectives([]ccapi.Directive{d}, t0)
-	if got := st.toWrite().write; len(got) != 1 {
+	if got := st.toWrite(t0).write; len(got) != 1 {
 		t.Fatalf("first poll: %d to write, want 1", len(got))
 	}
-	st.written(d)
+	st.written(d, true, t0)
 	st.setDirectives([]ccapi.Directive{d}, t0.Add(time.Minute))
-	if got := st.toWrite().write; len(got) != 0 {
+	if got := st.toWrite(t0).write; len(got) != 0 {
 		t.Errorf("second poll wrote again: %v", got)
 	}
 	st.setDirectives(nil, t0.Add(2*time.Minute))
-	if got := st.toWrite().write; len(got) != 0 {
+	if got := st.toWrite(t0).write; len(got) != 0 {
 		t.Errorf("a withdrawn directive wrote: %v", got)
 	}
 	// Asked again after a withdrawal: written again.
 	st.setDirectives([]ccapi.Directive{d}, t0.Add(3*time.Minute))
-	if got := st.toWrite().write; len(got) != 1 {
+	if got := st.toWrite(t0).write; len(got) != 1 {
 		t.Errorf("a directive asked again after its withdrawal: %d to write, want 1", len(got))
 	}
 }

@@ -28,6 +28,10 @@
 //     jitter and log rate limits.
 //   - transport.go: one call to Cluster Control and what its answer means;
 //     token.go and tls.go: the credentials it is made with.
+//   - budget.go: the directive budget, which paces restarts and idles
+//     (no I/O); watch.go: the watch of Workspaces it counts from;
+//     lease.go: the election of the one reporter that writes directives
+//     and keeps the budget.
 //   - kube.go: the writes to Kubernetes, directives patched onto
 //     Workspaces; events.go: the Events about users' objects.
 //   - wake.go: wake on request, what to do about each wake-on-request

@@ -50,6 +50,10 @@ func fastConfig(url string) Config {
 		// Stale windows are wide: loops run every few milliseconds here.
 		NodeStaleIntervals: 1 << 20,
 		PodStaleAfter:      time.Hour,
+		// A workspace may restart or idle again at once: the budget's
+		// tests set the interval they are about.
+		RestartBudget: Budget{MinInterval: time.Nanosecond},
+		IdleBudget:    Budget{MinInterval: time.Nanosecond},
 	}
 }
 

@@ -54,6 +54,40 @@ func newFakeCluster(t *testing.T, workspaces ...string) *fakeCluster {
 	return fc
 }
 
+// patchLog records the Workspace patches a fake cluster takes, in order.
+type patchLog struct {
+	mu     sync.Mutex
+	keys   []string // namespace/name
+	bodies []string
+}
+
+// recordPatches starts recording the cluster's Workspace patches.
+func (fc *fakeCluster) recordPatches() *patchLog {
+	l := &patchLog{}
+	fc.dyn.PrependReactor("patch", "workspaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.keys = append(l.keys, a.GetNamespace()+"/"+a.(k8stesting.PatchAction).GetName())
+		l.bodies = append(l.bodies, string(a.(k8stesting.PatchAction).GetPatch()))
+		return false, nil, nil
+	})
+	return l
+}
+
+// patched returns the keys of the Workspaces patched, in order.
+func (l *patchLog) patched() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.keys)
+}
+
+// patches returns the bodies of the patches, in order.
+func (l *patchLog) patches() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.bodies)
+}
+
 func (fc *fakeCluster) clients() *KubeClients {
 	return &KubeClients{Dynamic: fc.dyn, Events: fc.events.EventsV1()}
 }
@@ -151,14 +185,7 @@ func TestDirectivesOntoWorkspaces(t *testing.T) {
 func TestDirectivesRefusedUnwritten(t *testing.T) {
 	cc, url := startCC(t, clustercontrol.Options{})
 	fc := newFakeCluster(t, "team-a/shop", "team-a/blog", "kube-system/coredns")
-	var patched []string
-	var mu sync.Mutex
-	fc.dyn.PrependReactor("patch", "workspaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		patched = append(patched, a.GetNamespace()+"/"+a.(k8stesting.PatchAction).GetName())
-		return false, nil, nil
-	})
+	patches := fc.recordPatches()
 	cc.SetDirective("team-a", "blog", digest(2))
 	cc.SetDirective("kube-system", "coredns", digest(2))
 	if err := cc.PutDirective(ccapi.Directive{Namespace: "kube-system", Name: "coredns", Action: ccapi.ActionIdle}); err != nil {
@@ -195,9 +222,7 @@ func TestDirectivesRefusedUnwritten(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("refused, by reason, after several polls (-want, +got):\n%s", diff)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if diff := cmp.Diff([]string{"team-a/shop"}, patched); diff != "" {
+	if diff := cmp.Diff([]string{"team-a/shop"}, patches.patched()); diff != "" {
 		t.Errorf("Workspaces patched (-want, +got):\n%s", diff)
 	}
 	if n := strings.Count(logs.String(), "refusing directive"); n != 1 {
@@ -219,14 +244,7 @@ func mustObserve(t *testing.T, r *Reporter, o observation.Observation) {
 func TestTwoReportersAgree(t *testing.T) {
 	cc, url := startCC(t, clustercontrol.Options{})
 	fc := newFakeCluster(t, "team-a/shop")
-	var seen []string
-	var mu sync.Mutex
-	fc.dyn.PrependReactor("patch", "workspaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, string(a.(k8stesting.PatchAction).GetPatch()))
-		return false, nil, nil
-	})
+	patches := fc.recordPatches()
 	for i := range 2 {
 		cfg := fastConfig(url)
 		cfg.Reporter = fmt.Sprintf("reporter-%d", i)
@@ -238,10 +256,8 @@ func TestTwoReportersAgree(t *testing.T) {
 	for _, h := range []string{digest(1), digest(2), digest(3)} {
 		cc.SetDirective("team-a", "shop", h)
 		testsync.WaitFor(t, "both reporters to write "+h, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
 			n := 0
-			for _, p := range seen {
+			for _, p := range patches.patches() {
 				if strings.Contains(p, h) {
 					n++
 				}
@@ -249,12 +265,10 @@ func TestTwoReportersAgree(t *testing.T) {
 			return n >= 2
 		})
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	// Collapse repeats: the sequence of distinct values must be exactly
 	// what was asked, with no value coming back after a newer one.
 	var values []string
-	for _, p := range seen {
+	for _, p := range patches.patches() {
 		if len(values) == 0 || values[len(values)-1] != p {
 			values = append(values, p)
 		}

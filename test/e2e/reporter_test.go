@@ -219,6 +219,9 @@ func (ri reporterInstall) start(t *testing.T, e *env, ccAddr string, metricsPort
 		"--listen=127.0.0.1:" + strconv.Itoa(e.reporterPort),
 		"--metrics-listen=127.0.0.1:" + strconv.Itoa(metricsPort),
 		"--kubeconfig=" + ri.kubeconfig,
+		// The kubeconfig names no namespace; the Lease the Role allows is
+		// in the reporter's, as in a pod.
+		"--lease-namespace=formspec-system",
 		"--reporter-name=reporter-e2e",
 	}, args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

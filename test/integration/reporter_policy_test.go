@@ -18,9 +18,9 @@ import (
 // the ValidatingAdmissionPolicy) on a real API server and acts as the
 // reporter, with a token the API server issued for its service account:
 // the two directive annotations and the wake's overflow annotation can be
-// written and removed, an Event can
-// be created, and every other change to a Workspace is refused, whether
-// RBAC or the policy refuses it. The same changes by another user pass,
+// written and removed (the hash only as a digest), an Event can be
+// created, its own Lease held, and every other change to a Workspace, or
+// to another Lease, is refused, whether RBAC or the policy refuses it. The same changes by another user pass,
 // so the policy narrows the reporter only.
 func TestReporterPolicy(t *testing.T) {
 	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
@@ -199,11 +199,68 @@ func TestReporterPolicy(t *testing.T) {
 			t.Errorf("the policy refused another user: %v", err)
 		}
 	})
-	t.Run("NoRead", func(t *testing.T) {
+	t.Run("ListForTheBudget", func(t *testing.T) {
+		// The directive budget watches every Workspace; nothing needs a get.
+		if _, err := reporter.Do(http.MethodGet, "/apis/formspec.dev/v1alpha1/workspaces?limit=1", nil); err != nil {
+			t.Errorf("the reporter cannot list Workspaces for its budget: %v", err)
+		}
 		_, err := reporter.Get("formspec.dev/v1alpha1", "Workspace", "team-a", "shop")
 		var apiErr *controlplane.APIError
 		if !(errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden) {
-			t.Errorf("the reporter can read Workspaces (got %v); it needs patch only", err)
+			t.Errorf("the reporter can get a Workspace (got %v); it needs patch, list and watch only", err)
+		}
+	})
+	t.Run("Lease", func(t *testing.T) {
+		lease := func(ns, name string) map[string]any {
+			return map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+				"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"holderIdentity": "reporter-0_1"}}
+		}
+		path := "/apis/coordination.k8s.io/v1/namespaces/"
+		if _, err := reporter.Do(http.MethodPost, path+"formspec-system/leases", lease("formspec-system", "formspec-reporter")); err != nil {
+			t.Fatalf("the reporter cannot create its Lease: %v", err)
+		}
+		raw, err := reporter.Do(http.MethodGet, path+"formspec-system/leases/formspec-reporter", nil)
+		if err != nil {
+			t.Fatalf("the reporter cannot read its Lease: %v", err)
+		}
+		var got struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		renewed := lease("formspec-system", "formspec-reporter")
+		renewed["metadata"].(map[string]any)["resourceVersion"] = got.Metadata.ResourceVersion
+		if _, err := reporter.Do(http.MethodPut, path+"formspec-system/leases/formspec-reporter", renewed); err != nil {
+			t.Errorf("the reporter cannot renew its Lease: %v", err)
+		}
+		if _, err := admin.Do(http.MethodPost, path+"formspec-system/leases", lease("formspec-system", "other")); err != nil {
+			t.Fatal(err)
+		}
+		for what, call := range map[string]func() error{
+			"read another Lease of its namespace": func() error {
+				_, err := reporter.Do(http.MethodGet, path+"formspec-system/leases/other", nil)
+				return err
+			},
+			"update another Lease of its namespace": func() error {
+				_, err := reporter.Do(http.MethodPut, path+"formspec-system/leases/other", lease("formspec-system", "other"))
+				return err
+			},
+			"create a Lease in another namespace": func() error {
+				_, err := reporter.Do(http.MethodPost, path+"team-a/leases", lease("team-a", "formspec-reporter"))
+				return err
+			},
+			"delete its Lease": func() error {
+				_, err := reporter.Do(http.MethodDelete, path+"formspec-system/leases/formspec-reporter", nil)
+				return err
+			},
+		} {
+			var apiErr *controlplane.APIError
+			if err := call(); !(errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden) {
+				t.Errorf("the reporter can %s (got %v); it needs its own Lease only", what, err)
+			}
 		}
 	})
 	t.Run("Event", func(t *testing.T) {
