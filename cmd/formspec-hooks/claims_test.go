@@ -125,7 +125,7 @@ func TestGrantedStatusHoldsNothingOfThePassword(t *testing.T) {
 			for i, req := range [][]byte{body, other} {
 				rec := post(h, "/v1/resourceclaim/sync", req, nil)
 				var resp struct {
-					Status      json.RawMessage          `json:"status"`
+					Status      json.RawMessage         `json:"status"`
 					Attachments []metacontroller.Object `json:"attachments"`
 				}
 				if err := json.Unmarshal(rec.Body.Bytes(), &resp); rec.Code != http.StatusOK || err != nil {

@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // shellBlocks returns the ```sh blocks of a document's section under
@@ -137,5 +139,46 @@ func TestNoIndentedHeredocs(t *testing.T) {
 			}
 		}
 		fh.Close()
+	}
+}
+
+// TestReadmeWaitGivesUp runs the README's "Try it with curl" block with a
+// `make run` that fails at once (its port is taken) and a curl that never
+// connects: the wait for /readyz must end, saying why, rather than spin
+// for ever.
+func TestReadmeWaitGivesUp(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := shellBlocks(t, string(raw), "## Try it with curl")
+	if len(blocks) == 0 {
+		t.Fatal("no sh block under \"## Try it with curl\"")
+	}
+	bin := t.TempDir()
+	fakes := map[string]string{
+		"make": "echo 'listen tcp 127.0.0.1:9090: bind: address already in use' >&2; exit 2",
+		"curl": "exit 7",
+		"jq":   "cat >/dev/null",
+	}
+	for name, body := range fakes {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", blocks[0])
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	_ = cmd.Run() // the block's last commands fail with make gone
+	if ctx.Err() != nil {
+		t.Fatalf("the README's wait for /readyz was still waiting after 30 s with make run gone; stderr:\n%s", stderr.String())
+	}
+	for _, want := range []string{"address already in use", "make run stopped"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
 	}
 }

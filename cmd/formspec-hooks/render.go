@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,29 +23,35 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 
 // runRender prints what the Workspace sync hook would produce for the
 // Workspace, ClusterClass and ResourceClaims in the given YAML, offline.
-func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	var files fileList
 	fs := cliflag.New(program+" render", renderUsage)
 	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims, Datastores and endpoint Secrets; repeatable; - or none reads stdin")
 	image := fs.String("resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
-	version := fs.String("default-version", "", "image tag for Workspaces without spec.version; required unless --resource-image has a tag")
+	version := fs.String("default-version", "", "image tag for a Workspace without spec.version; needed only for such a Workspace, unless --resource-image has a tag")
 	var controlURL string
 	clusterControlURLFlags(fs, &controlURL)
+	logging := cliflag.AddLogging(fs)
+	defer func() { err = logging.Report(stderr, fs.Name(), args, err) }()
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return cliflag.Usagef(fs, "unexpected arguments %q (give files with -f)", fs.Args())
 	}
+	// A version is needed only for a Workspace without spec.version:
+	// render.Render says so once the input is read.
 	repo, tag, err := workspace.ParseImage(*image, *version)
-	if err != nil {
+	if err != nil && !errors.Is(err, workspace.ErrNoVersion) {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL("--cluster-control-url", controlURL, true); err != nil {
+	if err := checkURL(clusterControlURLFlag(fs), controlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	// The same warnings as serve, on stderr so that stdout stays YAML.
-	warn := func(msg string) { fmt.Fprintln(stderr, "warning: "+msg) }
+	// The same warnings as serve, logged on stderr so that stdout stays
+	// YAML.
+	logger := logging.Logger(stderr)
+	warn := func(msg string) { logger.Warn(msg) }
 	warnDeprecated(fs, warn)
 	warnNoClusterControl(warn, controlURL)
 	if len(files) == 0 {
@@ -70,6 +77,9 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var out bytes.Buffer
 	cfg := workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: controlURL}
 	if err := render.Render(ctx, &out, cfg, docs); err != nil {
+		if errors.Is(err, workspace.ErrNoVersion) {
+			return cliflag.Usagef(fs, "%w", err)
+		}
 		return err
 	}
 	_, err = stdout.Write(out.Bytes())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -132,4 +133,90 @@ func TestRenderErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRenderVersion checks that render asks for --default-version only
+// when the Workspace has no spec.version, and only once the input is read:
+// examples/workspace.yaml, which pins its version, renders as its "Try:"
+// line says, and a missing file is reported as missing.
+func TestRenderVersion(t *testing.T) {
+	unpinned := classYAML + "---\napiVersion: formspec.dev/v1alpha1\nkind: Workspace\nmetadata:\n  name: acme\n  namespace: team-a\nspec:\n  clusterClass: standard\n"
+	cases := map[string]struct {
+		reason string
+		args   []string
+		stdin  string
+		// code is the exit code; want is in stderr (or, for 0, the image in stdout).
+		code int
+		want string
+	}{
+		"ExampleTryLine": {
+			reason: "The example's own Try: line, with no flags: its Workspace pins 1.8.2.",
+			args:   tryLine(t, "../../examples/workspace.yaml"),
+			want:   "image: formahub/formspec-resource:1.8.2",
+		},
+		"UnpinnedWithDefault": {
+			reason: "A Workspace without spec.version takes --default-version.",
+			args:   []string{"render", "--default-version", "2.0.0"},
+			stdin:  unpinned,
+			want:   "image: formahub/formspec-resource:2.0.0",
+		},
+		"UnpinnedWithTaggedImage": {
+			reason: "Or the tag of --resource-image.",
+			args:   []string{"render", "--resource-image", "example.com/resource:3.1"},
+			stdin:  unpinned,
+			want:   "image: example.com/resource:3.1",
+		},
+		"UnpinnedWithoutVersion": {
+			reason: "A Workspace without spec.version and no version given is a usage error naming the flag and the Workspace.",
+			args:   []string{"render"},
+			stdin:  unpinned,
+			code:   2,
+			want:   "--default-version is required when --resource-image has no tag: Workspaces without spec.version need a version, and there is no implicit latest (Workspace team-a/acme has no spec.version)",
+		},
+		"MissingFileFirst": {
+			reason: "A file that does not exist is reported as such, not as a missing version.",
+			args:   []string{"render", "-f", "no-such-file.yaml"},
+			code:   1,
+			want:   "cannot read no-such-file.yaml",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+			if code != tc.code {
+				t.Fatalf("%s\nrender %q: exit %d, want %d; stderr: %s", tc.reason, tc.args, code, tc.code, stderr.String())
+			}
+			got := stderr.String()
+			if code == 0 {
+				got = stdout.String()
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("%s\nrender %q: want %q in:\n%s", tc.reason, tc.args, tc.want, got)
+			}
+		})
+	}
+}
+
+// tryLine returns the arguments of the "# Try: formspec-hooks ..." line of
+// an example file, its paths made relative to this package.
+func tryLine(t *testing.T, file string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "# Try: formspec-hooks "); ok {
+			args := strings.Fields(cmd)
+			for i, a := range args {
+				if strings.HasPrefix(a, "examples/") {
+					args[i] = "../../" + a
+				}
+			}
+			return args
+		}
+	}
+	t.Fatalf("%s has no \"# Try: formspec-hooks\" line", file)
+	return nil
 }

@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -121,14 +124,24 @@ const (
 // connect sets the client configuration every client of the command is
 // made from (including kubectl's discovery, through ConfigFlags): the
 // rate limits, a user agent naming the plugin, and a debug line for
-// every request.
-func (f *flags) connect(logger *slog.Logger) {
+// every request. Then it makes sure there is a configuration and an API
+// server answers at it, so that either mistake is one line of the
+// plugin's, before discovery's retries log their own.
+func (f *flags) connect(logger *slog.Logger) error {
 	f.kube.WrapConfigFn = func(c *rest.Config) *rest.Config {
 		c.QPS, c.Burst = clientQPS, clientBurst
 		c.UserAgent = program + "/" + buildinfo.Get().Version
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &requestLog{next: rt, logger: logger} })
 		return c
 	}
+	if err := f.checkConfig(); err != nil {
+		return err
+	}
+	cfg, err := f.kube.ToRESTConfig()
+	if err != nil {
+		return err
+	}
+	return reachable(cfg)
 }
 
 // requestLog logs each API request at debug level: method, path, the
@@ -184,4 +197,45 @@ func (f *flags) clients() (*clients, error) {
 func (f *flags) namespace() (string, error) {
 	ns, _, err := f.kube.ToRawKubeConfigLoader().Namespace()
 	return ns, err
+}
+
+// errNoConfig is the error of a plugin run with no Kubernetes
+// configuration at all: client-go would fall back to http://localhost:8080,
+// where nothing or something else (make run's hook server) answers.
+var errNoConfig = errors.New("no Kubernetes configuration: set KUBECONFIG or --kubeconfig, write ~/.kube/config, or give --server")
+
+// checkConfig refuses to run without a configuration: no kubeconfig with a
+// cluster, no --server, and not inside a pod.
+func (f *flags) checkConfig() error {
+	if f.kube.APIServer != nil && *f.kube.APIServer != "" {
+		return nil
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return nil
+	}
+	raw, err := f.kube.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return err
+	}
+	if len(raw.Clusters) == 0 {
+		return errNoConfig
+	}
+	return nil
+}
+
+// reachable asks the API server for its version, once, so that a server
+// that is down or is no API server is one line of the plugin's own,
+// before discovery's retries log theirs.
+func reachable(cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s is not a Kubernetes API server: it answers GET /version with 404 Not Found; check --server, --context or the kubeconfig", cfg.Host)
+		}
+		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %w", cfg.Host, err)
+	}
+	return nil
 }

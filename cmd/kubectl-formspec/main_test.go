@@ -5,6 +5,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,5 +83,61 @@ func TestExit(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("exit codes: -want, +got:\n%s", diff)
+	}
+}
+
+// TestNoCluster runs trace and diff where there is no cluster to talk to:
+// no configuration at all, an API server address where nothing listens,
+// and one where make run's hook server (no API server) answers. Each is
+// one line of the plugin's, exit 3; client-go's discovery logged four or
+// five lines of its own first, and with no configuration the plugin
+// talked to localhost:8080, whatever answered there.
+func TestNoCluster(t *testing.T) {
+	home := t.TempDir()
+	empty := filepath.Join(home, "empty-kubeconfig")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", empty)
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	notAPI := httptest.NewServer(http.NotFoundHandler())
+	defer notAPI.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	cases := map[string]struct {
+		reason string
+		args   []string
+		want   string
+	}{
+		"TraceNoConfig": {
+			reason: "No kubeconfig, no --server: say so rather than try localhost:8080.",
+			args:   []string{"trace", "ws/x"},
+			want:   "kubectl formspec trace: no Kubernetes configuration: set KUBECONFIG or --kubeconfig, write ~/.kube/config, or give --server\n",
+		},
+		"DiffNoConfig": {
+			reason: "The same for diff.",
+			args:   []string{"diff", "--default-version", "1.8.2", "--cluster-control-url", "https://cc.example"},
+			want:   "kubectl formspec diff: no Kubernetes configuration: set KUBECONFIG or --kubeconfig, write ~/.kube/config, or give --server\n",
+		},
+		"Unreachable": {
+			reason: "Nothing listens at --server: one line naming it.",
+			args:   []string{"trace", "ws/x", "--server", closed.URL},
+			want:   "kubectl formspec trace: cannot reach the Kubernetes API server at " + closed.URL + ": ",
+		},
+		"NotAnAPIServer": {
+			reason: "Something that is no API server answers 404: one line saying so.",
+			args:   []string{"trace", "ws/x", "--server", notAPI.URL},
+			want:   "kubectl formspec trace: " + notAPI.URL + " is not a Kubernetes API server: it answers GET /version with 404 Not Found; check --server, --context or the kubeconfig\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stdout, &stderr)
+			if code != exitFailed || !strings.HasPrefix(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("%s\n%v: exit %d (want %d), stderr (want one line starting %q):\n%s", tc.reason, tc.args, code, exitFailed, tc.want, stderr.String())
+			}
+		})
 	}
 }

@@ -80,7 +80,9 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return f.usagef("want one object, as KIND/NAME or KIND NAME, e.g. workspace/shop; got %q", target)
 	}
 	logger := f.logger(stderr)
-	f.connect(logger)
+	if err := f.connect(logger); err != nil {
+		return err
+	}
 	ns, err := f.namespace()
 	if err != nil {
 		return err

@@ -68,16 +68,30 @@ func syncRequests(t *testing.T) map[string]any {
 	redis.Spec.Driver = v1alpha1.DriverRedis
 	redisSecret := claimstest.Secret()
 	redisSecret.Data = map[string][]byte{"host": []byte("cache.data.svc"), "port": []byte("6379"), "password": []byte(claimstest.Password)}
+	// The endpoint Secret pins the owner's two keys; the Datastore, edited
+	// by someone who may not edit the Secret, lists a third.
+	pinned := claimstest.Secret()
+	pinned.Annotations = map[string]string{v1alpha1.AnnotationOwnerPublicKeys: claimstest.PublicHex(claimstest.Owner) + "," + claimstest.PublicHex(claimstest.Rotated)}
+	unpinnedKey := claimstest.Datastore()
+	unpinnedKey.Spec.OwnerPublicKeys = append(unpinnedKey.Spec.OwnerPublicKeys, claimstest.PublicHex(claimstest.Stranger))
+	withPolicy := claimstest.Datastore()
+	withPolicy.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "2160h", RevokedBefore: "2025-12-01T00:00:00Z"}
+	badPolicy := claimstest.Datastore()
+	badPolicy.Spec.GrantPolicy = &v1alpha1.GrantPolicy{MaxLifetime: "90d"}
 	return map[string]any{
-		"validated":                 request(t, claimstest.Datastore(), claimstest.Secret()),
-		"validated-unchanged":       request(t, validated(), claimstest.Secret()),
-		"validated-redis":           request(t, redis, redisSecret),
-		"denied-secret-not-found":   request(t, claimstest.Datastore(), nil),
-		"denied-secret-not-labeled": request(t, claimstest.Datastore(), unlabeled),
-		"denied-missing-keys":       request(t, claimstest.Datastore(), missingKeys),
-		"denied-invalid-public-key": request(t, badKey, claimstest.Secret()),
-		"denied-invalid-tenant":     request(t, badTenant, claimstest.Secret()),
-		"denied-weak-public-key":    request(t, weakKey, claimstest.Secret()),
+		"validated-pinned-keys":       request(t, claimstest.Datastore(), pinned),
+		"validated-grant-policy":      request(t, withPolicy, claimstest.Secret()),
+		"denied-owner-key-not-pinned": request(t, unpinnedKey, pinned),
+		"denied-invalid-grant-policy": request(t, badPolicy, claimstest.Secret()),
+		"validated":                   request(t, claimstest.Datastore(), claimstest.Secret()),
+		"validated-unchanged":         request(t, validated(), claimstest.Secret()),
+		"validated-redis":             request(t, redis, redisSecret),
+		"denied-secret-not-found":     request(t, claimstest.Datastore(), nil),
+		"denied-secret-not-labeled":   request(t, claimstest.Datastore(), unlabeled),
+		"denied-missing-keys":         request(t, claimstest.Datastore(), missingKeys),
+		"denied-invalid-public-key":   request(t, badKey, claimstest.Secret()),
+		"denied-invalid-tenant":       request(t, badTenant, claimstest.Secret()),
+		"denied-weak-public-key":      request(t, weakKey, claimstest.Secret()),
 	}
 }
 

@@ -35,6 +35,20 @@ func Render(ctx context.Context, w io.Writer, cfg workspace.Config, docs []json.
 	if err != nil {
 		return err
 	}
+	if cfg.DefaultVersion == "" {
+		// Only a Workspace without spec.version needs the default, and
+		// there is no implicit latest (workspace.ParseImage).
+		var ws struct {
+			Metadata struct{ Name, Namespace string }
+			Spec     struct{ Version string }
+		}
+		if err := json.Unmarshal(in.workspace, &ws); err != nil {
+			return err
+		}
+		if ws.Spec.Version == "" {
+			return fmt.Errorf("%w (Workspace %s/%s has no spec.version)", workspace.ErrNoVersion, ws.Metadata.Namespace, ws.Metadata.Name)
+		}
+	}
 	claims, err := verifyClaims(ctx, in)
 	if err != nil {
 		return err

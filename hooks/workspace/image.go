@@ -19,7 +19,8 @@ var ErrNoVersion = errors.New("--default-version is required when --resource-ima
 // under running workspaces, so the operator has to choose one. A digest
 // cannot be honoured and is refused rather than silently producing an
 // invalid reference. A colon after the last slash is a tag; one before it
-// is a registry port.
+// is a registry port. With ErrNoVersion the repository is still returned,
+// for render, which needs a version only for a Workspace without one.
 func ParseImage(image, defaultVersion string) (repository, version string, err error) {
 	if image == "" {
 		return "", "", errors.New("--resource-image must not be empty")
@@ -33,7 +34,7 @@ func ParseImage(image, defaultVersion string) (repository, version string, err e
 	}
 	version = cmp.Or(defaultVersion, tag)
 	if version == "" {
-		return "", "", ErrNoVersion
+		return repository, "", ErrNoVersion
 	}
 	return repository, version, nil
 }

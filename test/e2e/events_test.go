@@ -166,13 +166,8 @@ func testExposedEvent(t *testing.T, e *env) {
 		ev, err = e.reporterEvent(ns, "ResourceClaim", claimName, v1alpha1.ConditionCredentialsExposed)
 		return err
 	})
-	message := ""
-	for _, c := range got.Status.Conditions {
-		if c.Type == v1alpha1.ConditionCredentialsExposed {
-			message = c.Message
-		}
-	}
-	want := eventShape{Type: corev1.EventTypeWarning, Reason: v1alpha1.ConditionCredentialsExposed, UID: string(got.UID), Note: message}
+	want := eventShape{Type: corev1.EventTypeWarning, Reason: v1alpha1.ConditionCredentialsExposed, UID: string(got.UID),
+		Note: conditionMessage(got, v1alpha1.ConditionCredentialsExposed)}
 	if got := shapeOfEvent(ev); got != want {
 		t.Errorf("Event on ResourceClaim %s/%s:\n got %+v\nwant %+v", ns, claimName, got, want)
 	}
@@ -184,6 +179,24 @@ func testExposedEvent(t *testing.T, e *env) {
 		if strings.Contains(string(raw), s) {
 			t.Errorf("the CredentialsExposed Event carries the Secret's password: %s", raw)
 		}
+	}
+}
+
+// legacySignatureEvent checks that the reporter announces a claim granted
+// on a v1 signature with a Warning Event LegacySignature on the claim,
+// whose note is the condition's message.
+func (e *env) legacySignatureEvent(t *testing.T, c *v1alpha1.ResourceClaim) {
+	t.Helper()
+	var ev *corev1.Event
+	e.eventually(t, "Event LegacySignature on ResourceClaim "+c.Namespace+"/"+c.Name, func() error {
+		var err error
+		ev, err = e.reporterEvent(c.Namespace, "ResourceClaim", c.Name, v1alpha1.ConditionLegacySignature)
+		return err
+	})
+	want := eventShape{Type: corev1.EventTypeWarning, Reason: v1alpha1.ConditionLegacySignature, UID: string(c.UID),
+		Note: conditionMessage(c, v1alpha1.ConditionLegacySignature)}
+	if got := shapeOfEvent(ev); got != want {
+		t.Errorf("Event on ResourceClaim %s/%s:\n got %+v\nwant %+v", c.Namespace, c.Name, got, want)
 	}
 }
 

@@ -31,8 +31,9 @@ import (
 // reported consumed, decisions and every Degraded reason become Events, the
 // reporter's identity cannot change a spec, a Cluster Control that lost its
 // state is healed by the re-report, a deletion made while the sidecar was
-// down still reaches Cluster Control, and a credentials Secret carrying a
-// copy of its data is announced on its claim.
+// down still reaches Cluster Control, a claim granted on a v1 signature is
+// announced on the claim, and so is a credentials Secret carrying a copy of
+// its data.
 func TestReporter(t *testing.T) {
 	e := startEnv(t)
 	const ns, name, className = "e2e-reporter", "shop", "e2e-reporter-zero"
@@ -137,6 +138,8 @@ func TestReporter(t *testing.T) {
 	})
 
 	t.Run("DegradedEvents", func(t *testing.T) { testDegradedEvents(t, e) })
+
+	t.Run("LegacySignature", func(t *testing.T) { testV1OptIn(t, e, e.legacySignatureEvent) })
 
 	t.Run("IdentityCannotChangeSpec", func(t *testing.T) {
 		_, err := asReporter.MergePatch(v1alpha1.APIVersion, "Workspace", ns, name, "", map[string]any{"spec": map[string]any{"owner": "mallory"}})

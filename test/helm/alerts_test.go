@@ -58,17 +58,14 @@ func TestAlertsTable(t *testing.T) {
 }
 
 // TestTrafficStoppedWindow checks that FormspecHookTrafficStopped looks
-// for workspace syncs over twice the workspace controller's
-// resyncPeriodSeconds, in the series the hook server labels that
-// controller's sync hook with, so that a change to the controller the
+// for workspace and node syncs over twice the workspace controller's
+// resyncPeriodSeconds, in the series the hook server labels those
+// controllers' sync hooks with, so that a change to a controller the
 // alert does not follow fails here. The hook server labels a hook with its
 // path after /v1/, slashes made dashes (hooks/server's HookRoute).
 func TestTrafficStoppedWindow(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", "workspace.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var controller struct {
+	// controller is the part of a controller file the alert follows.
+	type controller struct {
 		Spec struct {
 			ResyncPeriodSeconds int `json:"resyncPeriodSeconds"`
 			Hooks               struct {
@@ -80,23 +77,34 @@ func TestTrafficStoppedWindow(t *testing.T) {
 			} `json:"hooks"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &controller); err != nil {
-		t.Fatal(err)
+	read := func(name string) controller {
+		raw, err := os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c controller
+		if err := yaml.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
+	workspaces, nodes := read("workspace.yaml"), read("node-health.yaml")
+	hook := func(path string) string { return strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-") }
 	want := []window{{
 		Metric: "formspec_hooks_requests_total",
-		Hook:   strings.ReplaceAll(strings.TrimPrefix(controller.Spec.Hooks.Sync.Webhook.Path, "/v1/"), "/", "-"),
-		Range:  2 * time.Duration(controller.Spec.ResyncPeriodSeconds) * time.Second,
+		Hook:   hook(workspaces.Spec.Hooks.Sync.Webhook.Path) + "|" + hook(nodes.Spec.Hooks.Sync.Webhook.Path),
+		Range:  2 * time.Duration(workspaces.Spec.ResyncPeriodSeconds) * time.Second,
 	}}
 	if want[0].Range == 0 || want[0].Hook == "" {
-		t.Fatalf("compositecontrollers/workspace.yaml: no resyncPeriodSeconds or sync path in %+v", controller)
+		t.Fatalf("compositecontrollers/workspace.yaml: no resyncPeriodSeconds or sync path in %+v", workspaces)
 	}
 	if diff := cmp.Diff(want, windows(t, trafficStopped(t, alertRules(t)))); diff != "" {
 		t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)
 	}
 }
 
-// window is a range an alert reads: the metric, its hook label, the range.
+// window is a range an alert reads: the metric, its hook label (a value or
+// a regular expression), the range.
 type window struct {
 	Metric, Hook string
 	Range        time.Duration
@@ -128,7 +136,7 @@ func windows(t *testing.T, rule rulefmt.Rule) []window {
 		vs := m.VectorSelector.(*parser.VectorSelector)
 		w := window{Metric: vs.Name, Range: m.Range}
 		for _, l := range vs.LabelMatchers {
-			if l.Name == "hook" && l.Type == labels.MatchEqual {
+			if l.Name == "hook" && (l.Type == labels.MatchEqual || l.Type == labels.MatchRegexp) {
 				w.Hook = l.Value
 			}
 		}

@@ -225,35 +225,32 @@ func TestClaimObservation(t *testing.T) {
 		t.Errorf("granted claim without a CredentialsExposed condition: Exposed %+v, want nil", g1.Exposed)
 	}
 
-	// CredentialsExposed is handed over while True, and only then.
-	for status, want := range map[metav1.ConditionStatus]*Finding{
-		metav1.ConditionTrue:  {Reason: "LastAppliedAnnotation", Message: "the Secret carries a copy of its data"},
-		metav1.ConditionFalse: nil,
-	} {
-		st := granted("sha256:1111")
-		st.Conditions = append(st.Conditions, metav1.Condition{Type: "CredentialsExposed", Status: status,
-			Reason: "LastAppliedAnnotation", Message: "the Secret carries a copy of its data", LastTransitionTime: since})
-		if diff := cmp.Diff(want, ClaimObservation(claim, st).Claim.Exposed); diff != "" {
-			t.Errorf("CredentialsExposed=%s: Exposed -want, +got:\n%s", status, diff)
-		}
+	// The findings are handed over while True, and only then; a claim
+	// that gains or loses one is no repeat of its observed status.
+	findings := map[string]struct {
+		reason, message string
+		get             func(*ClaimDecision) *Finding
+	}{
+		"CredentialsExposed": {"LastAppliedAnnotation", "the Secret carries a copy of its data", func(d *ClaimDecision) *Finding { return d.Exposed }},
+		"LegacySignature":    {"SignatureV1", "granted on a v1 signature", func(d *ClaimDecision) *Finding { return d.LegacySignature }},
 	}
-
-	// So is LegacySignature, and a change of it is no repeat.
-	for status, want := range map[metav1.ConditionStatus]*Finding{
-		metav1.ConditionTrue:  {Reason: "SignatureV1", Message: "granted on a v1 signature"},
-		metav1.ConditionFalse: nil,
-	} {
-		st := granted("sha256:1111")
-		st.Conditions = append(st.Conditions, metav1.Condition{Type: "LegacySignature", Status: status,
-			Reason: "SignatureV1", Message: "granted on a v1 signature", LastTransitionTime: since})
-		observed := *claim
-		observed.Status = *granted("sha256:1111")
-		o := ClaimObservation(&observed, st).Claim
-		if diff := cmp.Diff(want, o.LegacySignature); diff != "" {
-			t.Errorf("LegacySignature=%s: LegacySignature -want, +got:\n%s", status, diff)
-		}
-		if o.Repeat != (want == nil) {
-			t.Errorf("LegacySignature=%s on a claim observed without it: Repeat = %v, want %v", status, o.Repeat, want == nil)
+	for typ, f := range findings {
+		for status, want := range map[metav1.ConditionStatus]*Finding{
+			metav1.ConditionTrue:  {Reason: f.reason, Message: f.message},
+			metav1.ConditionFalse: nil,
+		} {
+			st := granted("sha256:1111")
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: typ, Status: status,
+				Reason: f.reason, Message: f.message, LastTransitionTime: since})
+			observed := *claim
+			observed.Status = *granted("sha256:1111")
+			o := ClaimObservation(&observed, st).Claim
+			if diff := cmp.Diff(want, f.get(o)); diff != "" {
+				t.Errorf("%s=%s: -want, +got:\n%s", typ, status, diff)
+			}
+			if o.Repeat != (want == nil) {
+				t.Errorf("%s=%s on a claim observed without it: Repeat = %v, want %v", typ, status, o.Repeat, want == nil)
+			}
 		}
 	}
 }
