@@ -59,11 +59,11 @@ image:
   tag: %s
   pullPolicy: Never
 reporter:
-  restartBudget:
+%s  restartBudget:
     share: %v
     minInterval: %v
   extraArgs: [--deploy-status-interval=%v]
-`, WorkspaceVersion, repo, tag, stormShare, stormInterval, stormPoll)
+`, WorkspaceVersion, repo, tag, plainHTTPReporterValues, stormShare, stormInterval, stormPoll)
 	f := startFleet(t, mcBin, nil, filepath.Join(root, chartDir), values)
 	members := f.members()
 	budget := max(1, int(stormShare*float64(len(members))+1e-9))
