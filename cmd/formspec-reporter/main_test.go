@@ -77,6 +77,28 @@ func TestRun(t *testing.T) {
 			WantErr: "-max-nodes",
 			Usage:   true,
 		},
+		"BudgetShareAboveOne": {
+			Reason:  "A share is of the workspaces: more than all of them is a mistake naming the flag.",
+			Args:    append(slices.Clone(local), "--restart-budget-share", "1.5"),
+			WantErr: "--restart-budget-share",
+			Usage:   true,
+		},
+		"BudgetShareZero": {
+			Reason:  "A share of zero would write no directive ever (and reporter.New would take it for the default): a mistake naming the flag.",
+			Args:    append(slices.Clone(local), "--idle-budget-share", "0"),
+			WantErr: "--idle-budget-share",
+			Usage:   true,
+		},
+		"BudgetIntervalZero": {
+			Reason:  "No interval at all is not one the reporter could keep, nor its default: a mistake naming the flag.",
+			Args:    append(slices.Clone(local), "--restart-min-interval", "0s"),
+			WantErr: "--restart-min-interval",
+			Usage:   true,
+		},
+		"BudgetRaised": {
+			Reason: "A planned fleet-wide rollout raises the budget: every workspace at once, a second apart.",
+			Args:   append(slices.Clone(local), "--restart-budget-share", "1", "--restart-min-interval", "1s"),
+		},
 		"MissingTokenFile": {
 			Reason: "The token's Secret is optional: a missing token file must not stop the sidecar, or the hook pod never becomes Ready.",
 			Args:   append(slices.Clone(local), "--token-file", filepath.Join(dir, "nope")),
