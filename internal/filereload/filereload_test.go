@@ -191,6 +191,7 @@ func TestTokens(t *testing.T) {
 		check      map[string]bool
 		single     string
 		singleErr  error
+		count      int
 		wantBroken error
 	}{
 		"Missing": {
@@ -203,11 +204,11 @@ func TestTokens(t *testing.T) {
 		},
 		"One": {
 			reason:  "One token is accepted and sent.",
-			content: ptr("a\n"), check: map[string]bool{"a": true, "b": false, "": false, "a ": false}, single: "a",
+			content: ptr("a\n"), check: map[string]bool{"a": true, "b": false, "": false, "a ": false}, single: "a", count: 1,
 		},
 		"Two": {
 			reason:  "A server accepts either; a client refuses to guess which to send.",
-			content: ptr("a\nb\n"), check: map[string]bool{"a": true, "b": true, "ab": false}, singleErr: cmpopts.AnyError,
+			content: ptr("a\nb\n"), check: map[string]bool{"a": true, "b": true, "ab": false}, singleErr: cmpopts.AnyError, count: 2,
 		},
 	}
 	for name, tc := range cases {
@@ -233,6 +234,11 @@ func TestTokens(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantBroken, tok.Err(), cmpopts.EquateErrors()); diff != "" {
 				t.Errorf("%s\nErr: -want, +got:\n%s", tc.reason, diff)
+			}
+			// A broken file counts nothing, and says so apart from a count.
+			count, ok := tok.Count()
+			if diff := cmp.Diff([2]any{tc.count, tc.wantBroken == nil}, [2]any{count, ok}); diff != "" {
+				t.Errorf("%s\nCount: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -98,6 +98,17 @@ func (t *Tokens) Single() (string, error) {
 	return set.tokens[0], nil
 }
 
+// Count is how many tokens the file holds now; false while it is broken.
+// During a rotation it tells an operator that a replica has read the new
+// token beside the old one, without saying anything about either.
+func (t *Tokens) Count() (int, bool) {
+	set, err := t.r.Get()
+	if err != nil {
+		return 0, false
+	}
+	return len(set.tokens), true
+}
+
 // Name is the name given in Options.
 func (t *Tokens) Name() string { return t.r.Name() }
 

@@ -233,7 +233,8 @@ func TestProbesOnlyOnMetricsListener(t *testing.T) {
 
 // TestBrokenTokenFileFailsClosed deletes and empties the token file under a
 // running server: every token is refused, /readyz fails and the metric says
-// so, until the file is fixed.
+// so, until the file is fixed; formspec_hooks_auth_tokens counts the file's
+// tokens, a second one during a rotation, and is absent while it is broken.
 func TestBrokenTokenFileFailsClosed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "token-a\n", time.Unix(1000, 0))
@@ -243,14 +244,22 @@ func TestBrokenTokenFileFailsClosed(t *testing.T) {
 	type state struct {
 		Hook, Ready int
 		Metric      bool
+		// Tokens is formspec_hooks_auth_tokens' line, "" when absent.
+		Tokens string
 	}
 	observe := func() state {
 		hook, _ := post(t, hookURL+"/v1/echo/sync", validBody, map[string]string{"Authorization": "Bearer token-a"})
 		ready, _ := get(t, http.DefaultClient, metricsURL+"/readyz")
 		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
-		return state{Hook: hook, Ready: ready, Metric: strings.Contains(scrape, `formspec_hooks_credentials_file_ok{file="auth-tokens"} 1`)}
+		var tokens string
+		for _, line := range strings.Split(scrape, "\n") {
+			if strings.HasPrefix(line, "formspec_hooks_auth_tokens{") {
+				tokens = line
+			}
+		}
+		return state{Hook: hook, Ready: ready, Metric: strings.Contains(scrape, `formspec_hooks_credentials_file_ok{file="auth-tokens"} 1`), Tokens: tokens}
 	}
-	ok := state{Hook: 200, Ready: 200, Metric: true}
+	ok := state{Hook: 200, Ready: 200, Metric: true, Tokens: `formspec_hooks_auth_tokens{file="auth-tokens"} 1`}
 	broken := state{Hook: 401, Ready: 503}
 
 	steps := []struct {
@@ -261,6 +270,8 @@ func TestBrokenTokenFileFailsClosed(t *testing.T) {
 		{reason: "A good file serves.", change: func() {}, want: ok},
 		{reason: "An emptied file refuses the token it held.", change: func() { writeFile(t, path, "", time.Unix(1001, 0)) }, want: broken},
 		{reason: "A fixed file serves again.", change: func() { writeFile(t, path, "token-a\n", time.Unix(1002, 0)) }, want: ok},
+		{reason: "A second token, as a rotation adds it, is counted beside the first, which still serves.", change: func() { writeFile(t, path, "token-a\ntoken-b\n", time.Unix(1003, 0)) }, want: state{Hook: 200, Ready: 200, Metric: true, Tokens: `formspec_hooks_auth_tokens{file="auth-tokens"} 2`}},
+		{reason: "Back to one token.", change: func() { writeFile(t, path, "token-a\n", time.Unix(1004, 0)) }, want: ok},
 		{reason: "A deleted file refuses every token.", change: func() { _ = os.Remove(path) }, want: broken},
 		{reason: "An unreadable path (a directory) refuses every token.", change: func() { _ = os.Mkdir(path, 0o700) }, want: broken},
 	}

@@ -122,7 +122,52 @@ func (m *Metrics) watchCredentials(files []Credential) error {
 			return fmt.Errorf("cannot watch credentials file %s: %w", f.Name(), err)
 		}
 	}
+	if err := m.watchTokenCount(files); err != nil {
+		return err
+	}
 	return m.watchExpiry(files)
+}
+
+// tokenCount is a credentials file of several tokens: the token file.
+type tokenCount interface {
+	Credential
+	// Count is how many tokens the file holds; false while it is broken.
+	Count() (int, bool)
+}
+
+var tokensDesc = prometheus.NewDesc("formspec_hooks_auth_tokens",
+	"How many bearer tokens a token file holds, each accepted: 2 while a rotation accepts the old and the new one; absent while the file is broken.",
+	[]string{"file"}, nil)
+
+// watchTokenCount exports formspec_hooks_auth_tokens{file} for the token
+// file, read at each scrape: a rotation waits for 2 on every replica
+// before Metacontroller is told to send the new token.
+func (m *Metrics) watchTokenCount(files []Credential) error {
+	var tokens tokenCollector
+	for _, f := range files {
+		if c, ok := f.(tokenCount); ok {
+			tokens = append(tokens, c)
+		}
+	}
+	if len(tokens) == 0 {
+		return nil
+	}
+	if err := m.registry.Register(tokens); err != nil {
+		return fmt.Errorf("cannot watch the token file: %w", err)
+	}
+	return nil
+}
+
+type tokenCollector []tokenCount
+
+func (tokenCollector) Describe(ch chan<- *prometheus.Desc) { ch <- tokensDesc }
+
+func (c tokenCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, f := range c {
+		if n, ok := f.Count(); ok {
+			ch <- prometheus.MustNewConstMetric(tokensDesc, prometheus.GaugeValue, float64(n), f.Name())
+		}
+	}
 }
 
 // watchExpiry exports formspec_hooks_certificate_expiry_timestamp_seconds{file}

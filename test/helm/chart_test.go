@@ -10,6 +10,7 @@ package helm
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -244,6 +245,7 @@ func summarize(objs []controlplane.Object) summary {
 				s.Webhooks = append(s.Webhooks, name+" "+hook+": "+webhookURL(hooks[hook]))
 			}
 			if ec := get(obj, "spec.endpointConfigs"); ec != nil {
+				summarizeInlineCA(ec)
 				if s.EndpointConfigs == nil {
 					s.EndpointConfigs = map[string]any{}
 				}
@@ -298,6 +300,18 @@ func summarize(objs []controlplane.Object) summary {
 	sort.Strings(s.Secrets)
 	sort.Strings(s.Certificates)
 	return s
+}
+
+// summarizeInlineCA replaces each inline CA bundle of endpointConfigs by
+// how many certificates it holds: generated ones differ on every render.
+func summarizeInlineCA(ec any) {
+	list, _ := ec.([]any)
+	for _, e := range list {
+		ca, _ := get(e, "caBundle").(map[string]any)
+		if pem, ok := ca["inline"].(string); ok {
+			ca["inline"] = fmt.Sprintf("%d certificates", strings.Count(pem, "-----BEGIN CERTIFICATE-----"))
+		}
+	}
 }
 
 // volumeSource is what a pod volume holds, for a summary: a Secret's name,
@@ -428,11 +442,15 @@ func everyController(v any) map[string]any {
 }
 
 // endpointConfigs is every controller's endpointConfigs for host, trusting
-// caKey of caSecret and sending tokenKey of tokenSecret; an empty Secret
-// name leaves that part out.
+// caKey of caSecret (or, for "<n> certificates", an inline bundle of n) and
+// sending tokenKey of tokenSecret; an empty Secret name leaves that part
+// out.
 func endpointConfigs(host, namespace, caSecret, tokenSecret, tokenKey string) map[string]any {
 	ec := map[string]any{"host": host}
-	if caSecret != "" {
+	if strings.HasSuffix(caSecret, " certificates") {
+		// Inline, as summarizeInlineCA counts them.
+		ec["caBundle"] = map[string]any{"inline": caSecret}
+	} else if caSecret != "" {
 		ec["caBundle"] = map[string]any{"secretRef": map[string]any{"name": caSecret, "namespace": namespace, "key": "ca.crt"}}
 	}
 	if tokenSecret != "" {
@@ -514,6 +532,10 @@ type secure struct {
 var documented = secure{namespace: "formspec-system", fullname: "formspec-hooks",
 	tlsSecret: "formspec-hooks-tls", tokenSecret: "formspec-hooks-token", optional: true}
 
+// generatedCA is what the controllers trust when the chart generates the
+// certificate: its CA, inline (see endpointConfigs).
+const generatedCA = "1 certificates"
+
 // with returns s with extra objects, Secrets and Certificates.
 func (s secure) with(extra, secrets, certs []string) secure {
 	s.extra, s.secrets, s.certs = extra, secrets, certs
@@ -523,10 +545,14 @@ func (s secure) with(extra, secrets, certs []string) secure {
 // summary is what such a release renders.
 func (s secure) summary() summary {
 	host := s.fullname + "." + s.namespace + ":443"
+	ca := s.tlsSecret
+	if slices.ContainsFunc(s.secrets, func(secret string) bool { return strings.HasPrefix(secret, s.tlsSecret+": ") }) {
+		ca = generatedCA
+	}
 	return summary{
 		Objects:         objects(s.namespace, s.fullname, s.optional, s.optional, s.extra...),
 		Webhooks:        webhooks(func(p string) string { return "https://" + host + p }),
-		EndpointConfigs: endpointConfigs(host, s.namespace, s.tlsSecret, s.tokenSecret, "token"),
+		EndpointConfigs: endpointConfigs(host, s.namespace, ca, s.tokenSecret, "token"),
 		HookArgs:        secureArgs("tokens"),
 		HookPorts:       []string{"hooks=8443", "metrics=9090", "health=8081"},
 		Probes:          probes,
