@@ -96,6 +96,14 @@ var valueCases = map[string]struct {
 			{"Deployment", "spec.template.spec.containers[reporter].image", "registry.example.com/formspec-hooks:0.1.0-rc.1"},
 		},
 	},
+	"ImageDigest": {
+		reason: "image.digest pins both containers' image by digest beside the tag, as a release's packaged chart does.",
+		values: required + "image: {digest: sha256:" + strings.Repeat("ab", 32) + "}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[hooks].image", "ghcr.io/formspec/formspec-hooks:" + appVersion + "@sha256:" + strings.Repeat("ab", 32)},
+			{"Deployment", "spec.template.spec.containers[reporter].image", "ghcr.io/formspec/formspec-hooks:" + appVersion + "@sha256:" + strings.Repeat("ab", 32)},
+		},
+	},
 	"ImagePullSecrets": {
 		reason: "imagePullSecrets go to the pod spec as given.",
 		values: required + "imagePullSecrets: [{name: regcred}]",
@@ -401,6 +409,7 @@ func TestSchema(t *testing.T) {
 		"PullSecretsShape": {reason: "A pull secret is {name: ...}.", set: "imagePullSecrets[0].secret=regcred", want: "at '/imagePullSecrets/0'"},
 		"MetricsPeerTypo":  {reason: "A misspelled NetworkPolicy peer is refused by the chart, not dropped by the API server.", set: "networkPolicy.metricsFrom[0].namespaceSelecter.matchLabels.team=obs", want: "at '/networkPolicy/metricsFrom/0'"},
 		"ImageDigest":      {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
+		"ImageDigestShape": {reason: "The hooks' image digest is a sha256 one, or nothing.", set: "image.digest=abc123", want: "at '/image/digest'"},
 		"ResyncTooShort":   {reason: "A resync under 30 s is the whole fleet's syncs every few seconds.", set: "workspaceResyncPeriodSeconds=10", want: "at '/workspaceResyncPeriodSeconds': minimum: got 10, want 30"},
 		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
 		"ControlURLUser":   {reason: "A password in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse it at start.", set: "controlClusterURL=https://ccuser:pw@cc.example", want: "at '/controlClusterURL'"},

@@ -323,9 +323,12 @@ func Start(t *testing.T, tm *Timings, images ...string) *Cluster {
 }
 
 // ImportImage imports an image archive (docker or OCI) into containerd's
-// k8s.io namespace, where the kubelet finds it.
+// k8s.io namespace, where the kubelet finds it, under its name and, with
+// --digests, as repository@digest too: the release's chart and
+// install.yaml name its image by tag and digest, which the kubelet
+// resolves by the digest.
 func (c *Cluster) ImportImage(archive string) error {
-	out, err := exec.Command("ctr", "--address", c.containerd, "-n", "k8s.io", "images", "import", archive).CombinedOutput()
+	out, err := exec.Command("ctr", "--address", c.containerd, "-n", "k8s.io", "images", "import", "--digests", archive).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("cannot import %s into containerd: %v\n%s", archive, err, out)
 	}
