@@ -36,7 +36,8 @@ func readRepoFile(t *testing.T, path string) []byte {
 // TestCopiesOfVersion checks every place that has to write the version
 // literally against VERSION: the chart's version and appVersion, the image
 // tag deploy/ pins, the Dockerfile's label default, and the changelog's
-// entry. `make sync-version` writes the first three.
+// entry (## [Unreleased] while VERSION is a development version). `make
+// sync-version` writes the first three.
 func TestCopiesOfVersion(t *testing.T) {
 	var chart struct {
 		Version    string `json:"version"`
@@ -75,7 +76,7 @@ func TestCopiesOfVersion(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("copies of VERSION (%s) differ; run make sync-version: -want, +got:\n%s", Release(), diff)
 	}
-	if entry := "## [" + Release() + "]"; !strings.Contains(string(readRepoFile(t, "CHANGELOG.md")), entry) {
+	if entry := ChangelogHeading(Release()); !strings.Contains(string(readRepoFile(t, "CHANGELOG.md")), entry) {
 		t.Errorf("CHANGELOG.md has no entry %q for this version (docs/releasing.md)", entry)
 	}
 }
