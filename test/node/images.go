@@ -228,8 +228,8 @@ func goBuildFor(dir, out string, b Build, pkgs ...string) error {
 // (imagefs.Files, in this process). The final stage's base is empty for
 // FROM scratch (a distroless base, of an older revision, gets a stand-in);
 // each COPY --from=build puts those files where it says; WORKDIR creates
-// the working directory, when no COPY did, owned by USER with mode 0755,
-// as BuildKit does; and the configuration gets the stage's user,
+// the working directory, when no COPY did, owned by the USER in effect
+// then (root without one) with mode 0755, as BuildKit does; and the configuration gets the stage's user,
 // entrypoint, command, environment, labels and ports, and the
 // SOURCE_DATE_EPOCH build argument as its creation date, as BuildKit
 // does. work is a scratch directory.
@@ -275,7 +275,7 @@ func HooksImageFrom(root, work string, b Build) (Image, error) {
 		img.Files = append(img.Files, files...)
 	}
 	if wd := stage.WorkingDir; wd != "" && !slices.ContainsFunc(img.Files, func(f File) bool { return f.Path == wd }) {
-		uid, gid, err := numericUser(stage.User)
+		uid, gid, err := numericUser(cmp.Or(stage.WorkingDirUser, "0"))
 		if err != nil {
 			return Image{}, err
 		}

@@ -250,7 +250,7 @@ func TestHooksImageInStepWithDockerfile(t *testing.T) {
 }
 
 // checkRuntimeFiles checks an image's files for what its programs need at
-// run time: the CA bundle at the path SSL_CERT_FILE names, with only
+// run time: a user other than root; the CA bundle at the path SSL_CERT_FILE names, with only
 // certificates in it; the time zones where Go looks; the image's user in
 // /etc/passwd, with the working directory as its home; a working
 // directory that user owns and may write, but no other user; and /tmp,
@@ -296,6 +296,9 @@ func checkRuntimeFiles(t *testing.T, what string, p OCIPlatform) {
 	uid, gid, err := numericUser(p.Config.User)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
+	}
+	if uid == 0 {
+		t.Errorf("%s runs as root (USER %q); it must run as a user of its own", what, p.Config.User)
 	}
 	wd := p.Config.WorkingDir
 	if !strings.Contains(string(p.Entries["etc/passwd"].Data), fmt.Sprintf(":x:%d:%d:", uid, gid)) || !strings.Contains(string(p.Entries["etc/passwd"].Data), ":"+wd+":") {
