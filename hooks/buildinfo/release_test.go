@@ -3,6 +3,7 @@ package buildinfo
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -103,5 +104,23 @@ func TestNoLatest(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleaseRefusesDevVersion runs `make release` with a development
+// version and checks that it stops before building anything, naming the
+// way out (PRERELEASE=1); main carries such a version between releases.
+func TestReleaseRefusesDevVersion(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make not found: apt-get install make")
+	}
+	dist := filepath.Join(t.TempDir(), "dist")
+	cmd := exec.Command("make", "-C", root, "release", "VERSION=9.9.9"+DevSuffix, "DIST="+dist)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "9.9.9-dev is a pre-release version") || !strings.Contains(string(out), "PRERELEASE=1") {
+		t.Errorf("make release with a -dev version: %v, want a refusal naming PRERELEASE=1:\n%s", err, out)
+	}
+	if _, err := os.Stat(dist); !os.IsNotExist(err) {
+		t.Errorf("make release wrote %s before refusing (%v)", dist, err)
 	}
 }
