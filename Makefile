@@ -123,7 +123,7 @@ release:
 		-build-arg VERSION=$(VERSION) -build-arg REVISION=$(REVISION) -build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
 		-out $(abspath $(DIST))/formspec-hooks-image-$(VERSION).oci.tar) && \
 	cd test/helm && $(GO) run ./cmd/package -version $(VERSION) -chart $(CURDIR)/deploy/helm/formspec-hooks \
-		-kustomization $(CURDIR)/deploy -image $(IMAGE) -image-digest $$digest -out $(abspath $(DIST))
+		-kustomization $(CURDIR)/deploy -image $(IMAGE) -image-digest $$digest -source-date-epoch $(SOURCE_DATE_EPOCH) -out $(abspath $(DIST))
 	cd test/node && $(GO) run ./cmd/attest -dist $(abspath $(DIST)) -root $(CURDIR) -version $(VERSION) \
 		-revision $(REVISION) -source-date-epoch $(SOURCE_DATE_EPOCH) \
 		-command "make release$(if $(filter 1,$(PRERELEASE)), PRERELEASE=1)"

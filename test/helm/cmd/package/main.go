@@ -9,11 +9,17 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -28,12 +34,13 @@ func main() {
 	out := flag.String("out", "", "the directory to write into")
 	image := flag.String("image", "", "the repository of the release's image")
 	digest := flag.String("image-digest", "", "the digest of the release's image, sha256:<hex>")
+	epoch := flag.Int64("source-date-epoch", 0, "the commit's time, Unix seconds: the chart package's file times (0: Helm's, the time of packaging)")
 	flag.Parse()
 	if *version == "" || *chartDir == "" || *kustomization == "" || *out == "" || *image == "" || !imageDigest.MatchString(*digest) || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: package -version VERSION -chart DIR -kustomization DIR -image REPOSITORY -image-digest sha256:HEX -out DIR")
 		os.Exit(2)
 	}
-	if err := run(*version, *chartDir, *kustomization, *image, *digest, *out); err != nil {
+	if err := run(*version, *chartDir, *kustomization, *image, *digest, *out, *epoch); err != nil {
 		fmt.Fprintln(os.Stderr, "package:", err)
 		os.Exit(1)
 	}
@@ -46,7 +53,7 @@ var imageDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // chart fills in.
 var emptyDigest = regexp.MustCompile(`(?m)^  digest: ""$`)
 
-func run(version, chartDir, kustomization, image, digest, out string) error {
+func run(version, chartDir, kustomization, image, digest, out string, epoch int64) error {
 	chrt, err := loader.LoadDir(chartDir)
 	if err != nil {
 		return fmt.Errorf("cannot load the chart: %w", err)
@@ -76,6 +83,11 @@ func run(version, chartDir, kustomization, image, digest, out string) error {
 	if err != nil {
 		return fmt.Errorf("cannot package the chart: %w", err)
 	}
+	if epoch != 0 {
+		if err := setFileTimes(pkg, time.Unix(epoch, 0)); err != nil {
+			return fmt.Errorf("cannot date %s: %w", pkg, err)
+		}
+	}
 	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), kustomization)
 	if err != nil {
 		return fmt.Errorf("cannot build %s: %w", kustomization, err)
@@ -100,4 +112,46 @@ func run(version, chartDir, kustomization, image, digest, out string) error {
 	fmt.Println(pkg)
 	fmt.Println(install)
 	return nil
+}
+
+// setFileTimes rewrites the chart package at path with every file dated t:
+// Helm's packaging dates them at the time of packaging, so two packages of
+// the same commit would differ. The gzip header's extra field and comment,
+// which Helm writes, are kept.
+func setFileTimes(path string, t time.Time) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Header.Extra, zw.Header.Comment = zr.Header.Extra, zr.Header.Comment
+	tr, tw := tar.NewReader(zr), tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		h.ModTime = t
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
