@@ -365,7 +365,8 @@ COMMIT
 // TestWriteOCIArchive writes a two-platform image and reads it back as
 // containerd would: an OCI layout whose index.json names the image, with
 // one manifest per platform, OCI media types, and each platform's own
-// configuration; written twice, the bytes are the same.
+// configuration; written twice, the bytes are the same; and ImportImage
+// also tags it repository@digest, by the digest WriteOCIArchive returned.
 func TestWriteOCIArchive(t *testing.T) {
 	dir := t.TempDir()
 	var images []Image
@@ -385,6 +386,13 @@ func TestWriteOCIArchive(t *testing.T) {
 	again := filepath.Join(dir, "again.oci.tar")
 	if _, err := WriteOCIArchive(again, "example.com/demo:1.2.3", images...); err != nil {
 		t.Fatal(err)
+	}
+	refs, err := ociDigestRefs(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"example.com/demo:1.2.3": "example.com/demo@" + digest}, refs); diff != "" {
+		t.Errorf("the references ImportImage tags the image with: -want, +got:\n%s", diff)
 	}
 	a, _ := os.ReadFile(archive)
 	b, _ := os.ReadFile(again)
