@@ -46,13 +46,13 @@ func (m childMeta) object(ws *v1alpha1.Workspace, name string) metav1.ObjectMeta
 // labels are the labels on every child and pod of a workspace.
 func labels(ws *v1alpha1.Workspace) map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/name":       "formspec-resource",
-		"app.kubernetes.io/instance":   ws.Name,
-		"app.kubernetes.io/component":  "workspace",
-		"app.kubernetes.io/part-of":    "formspec",
-		"app.kubernetes.io/managed-by": "formspec-hooks",
-		v1alpha1.LabelWorkspace:        ws.Name,
-		v1alpha1.LabelClusterClass:     ws.Spec.ClusterClass,
+		"app.kubernetes.io/name":      "formspec-resource",
+		"app.kubernetes.io/instance":  ws.Name,
+		"app.kubernetes.io/component": "workspace",
+		"app.kubernetes.io/part-of":   "formspec",
+		v1alpha1.LabelManagedBy:       v1alpha1.ManagedBy,
+		v1alpha1.LabelWorkspace:       ws.Name,
+		v1alpha1.LabelClusterClass:    ws.Spec.ClusterClass,
 	}
 }
 

@@ -58,11 +58,13 @@ type customizeSpec struct {
 	Datastores   []v1alpha1.DatastoreRef `json:"datastores"`
 }
 
-// Customize asks Metacontroller to show sync the workspace's ClusterClass
-// and the ResourceClaims in its namespace.
+// Customize asks Metacontroller to show sync the workspace's ClusterClass,
+// the ResourceClaims in its namespace, and the objects at its children's
+// names (names.go).
 func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeRequest) (*metacontroller.CustomizeResponse, error) {
 	var parent struct {
 		Metadata struct {
+			Name      string `json:"name"`
 			Namespace string `json:"namespace"`
 		} `json:"metadata"`
 		Spec codec.RawMessage `json:"spec"`
@@ -94,5 +96,6 @@ func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeReques
 			LabelSelector: &metav1.LabelSelector{},
 		})
 	}
+	rules = append(rules, childNameRules(parent.Metadata.Namespace, parent.Metadata.Name)...)
 	return &metacontroller.CustomizeResponse{RelatedResources: rules}, nil
 }

@@ -122,19 +122,46 @@ type ParentMeta struct {
 // workspace CompositeController declares (compositecontrollers/workspace.yaml),
 // each by "namespace/name". A kind Metacontroller sends but the controller
 // does not declare cannot occur. A sync reads little of them: the
-// Deployment's replicas and status (deploymentView) and whether the others
-// exist; the rest of each child is skipped, not decoded. A child that is
-// not a JSON object makes the request a broken one.
+// Deployment's replicas, selector and status (deploymentView), and of the
+// others that they exist and whether the hooks made them; the rest of each
+// child is skipped, not decoded. A child that is not a JSON object makes
+// the request a broken one.
 type Children struct {
 	Deployments map[string]*deploymentView `json:"Deployment.apps/v1"`
-	Services    map[string]*present        `json:"Service.v1"`
-	ConfigMaps  map[string]*present        `json:"ConfigMap.v1"`
-	HPAs        map[string]*present        `json:"HorizontalPodAutoscaler.autoscaling/v2"`
-	PDBs        map[string]*present        `json:"PodDisruptionBudget.policy/v1"`
+	Services    map[string]*serviceView    `json:"Service.v1"`
+	ConfigMaps  map[string]*childView      `json:"ConfigMap.v1"`
+	HPAs        map[string]*childView      `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	PDBs        map[string]*childView      `json:"PodDisruptionBudget.policy/v1"`
 }
 
-// present is an observed child of which a sync reads only that it exists.
-type present struct{}
+// childView is an observed child of which a sync reads that it exists
+// and whether the hooks made it.
+type childView struct {
+	Metadata struct {
+		Labels managedLabel `json:"labels"`
+	} `json:"metadata"`
+}
+
+// serviceView is an observed Service as far as a sync reads it: whether
+// the hooks made it, and what it selects (takeover.go).
+type serviceView struct {
+	Metadata struct {
+		Labels managedLabel `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		Selector map[string]string `json:"selector"`
+	} `json:"spec"`
+}
+
+// managedLabel is the one label of a child's labels that a sync reads:
+// LabelManagedBy, ManagedBy on every child the hooks render. A child
+// without it is the original operator's, labelled for Metacontroller by
+// kubectl formspec takeover prepare (takeover.go).
+type managedLabel struct {
+	ManagedBy string `json:"app.kubernetes.io/managed-by"`
+}
+
+func (l managedLabel) ours() bool { return l.ManagedBy == v1alpha1.ManagedBy }
 
 // wholeChildren are the observed children decoded in full, for freezing
 // them. The keys are those of Children (TestRequestKeys).
@@ -169,14 +196,19 @@ func (r *Request) whole() (*wholeChildren, error) {
 // its replicas, the hashes on its pod template, and its status.
 type deploymentView struct {
 	Metadata struct {
-		Name       string `json:"name"`
-		Namespace  string `json:"namespace"`
-		Generation int64  `json:"generation"`
+		Name       string       `json:"name"`
+		Namespace  string       `json:"namespace"`
+		Generation int64        `json:"generation"`
+		Labels     managedLabel `json:"labels"`
 	} `json:"metadata"`
 	Spec struct {
 		Replicas *int32 `json:"replicas"`
+		// Selector is immutable, so a sync sends it back as it is
+		// (takeover.go).
+		Selector *metav1.LabelSelector `json:"selector"`
 		Template struct {
 			Metadata struct {
+				Labels      map[string]string `json:"labels"`
 				Annotations map[string]string `json:"annotations"`
 			} `json:"metadata"`
 		} `json:"template"`
@@ -207,11 +239,16 @@ func (v *deploymentView) deployment() *appsv1.Deployment {
 	for _, c := range v.Status.Conditions {
 		conditions = append(conditions, appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
 	}
+	var labels map[string]string
+	if m := v.Metadata.Labels.ManagedBy; m != "" {
+		labels = map[string]string{v1alpha1.LabelManagedBy: m}
+	}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: v.Metadata.Name, Namespace: v.Metadata.Namespace, Generation: v.Metadata.Generation},
+		ObjectMeta: metav1.ObjectMeta{Name: v.Metadata.Name, Namespace: v.Metadata.Namespace, Generation: v.Metadata.Generation, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: v.Spec.Replicas,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: v.Spec.Template.Metadata.Annotations}},
+			Selector: v.Spec.Selector,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: v.Spec.Template.Metadata.Labels, Annotations: v.Spec.Template.Metadata.Annotations}},
 		},
 		Status: appsv1.DeploymentStatus{
 			ObservedGeneration:  v.Status.ObservedGeneration,
@@ -225,13 +262,20 @@ func (v *deploymentView) deployment() *appsv1.Deployment {
 	}
 }
 
-// Related are the related objects of a Workspace: its ClusterClass and the
-// ResourceClaims of its namespace.
+// Related are the related objects of a Workspace: its ClusterClass, the
+// ResourceClaims of its namespace, and whatever Deployment, Service and
+// ConfigMap has the name of one of its children (its own, or another's:
+// names.go).
 type Related struct {
 	ClusterClasses map[string]*classView `json:"ClusterClass.formspec.dev/v1alpha1"`
 	// ResourceClaims stay raw so that one claim that does not decode is
 	// skipped instead of failing every workspace of the namespace.
 	ResourceClaims map[string]codec.RawMessage `json:"ResourceClaim.formspec.dev/v1alpha1"`
+	// The objects at the children's names, each with only the metadata
+	// that says whose it is.
+	Deployments map[string]*namedView `json:"Deployment.apps/v1"`
+	Services    map[string]*namedView `json:"Service.v1"`
+	ConfigMaps  map[string]*namedView `json:"ConfigMap.v1"`
 }
 
 // classView is a related ClusterClass as a sync reads it: its name and
@@ -272,6 +316,9 @@ func (r *Request) Validate() error {
 		metacontroller.Limit("PodDisruptionBudgets", countOf(r.Children.PDBs), MaxChildrenPerKind),
 		metacontroller.Limit("related ClusterClasses", countOf(r.Related.ClusterClasses), MaxRelatedClasses),
 		metacontroller.Limit("related ResourceClaims", len(r.Related.ResourceClaims), MaxRelatedClaims),
+		metacontroller.Limit("related Deployments", countOf(r.Related.Deployments), MaxChildrenPerKind),
+		metacontroller.Limit("related Services", countOf(r.Related.Services), MaxChildrenPerKind),
+		metacontroller.Limit("related ConfigMaps", countOf(r.Related.ConfigMaps), MaxChildrenPerKind),
 	)
 }
 
@@ -290,7 +337,7 @@ func (r *Request) ObjectCount() int {
 			n++
 		}
 	}
-	return n
+	return n + countOf(r.Related.Deployments) + countOf(r.Related.Services) + countOf(r.Related.ConfigMaps)
 }
 
 // observed is everything a sync or finalize request tells about one
@@ -309,6 +356,15 @@ type observed struct {
 	// hasService and hasHPA say whether the workspace's own Service and
 	// HPA are observed.
 	hasService, hasHPA bool
+	// conflict, when set, is an object at a child's name that is not the
+	// workspace's (names.go).
+	conflict *problem
+	// legacy are the observed children the hooks did not make, the
+	// original operator's being taken over (takeover.go), by kind and name.
+	legacy []childRef
+	// serviceOurs: the observed Service is the hooks' and selects as
+	// theirs do, or there is none.
+	serviceOurs bool
 
 	// children are every observed child, as far as a sync reads them.
 	children *Children
@@ -348,6 +404,9 @@ func observe(req *Request) *observed {
 	}
 	o.hasService = req.Children.Services[name] != nil
 	o.hasHPA = req.Children.HPAs[name] != nil
+	o.conflict = nameConflict(ws, &req.Children, &req.Related)
+	o.legacy = legacyChildren(&req.Children)
+	o.serviceOurs = serviceOurs(ws, &req.Children)
 	return o
 }
 

@@ -23,7 +23,7 @@ type problem struct {
 // children as they are, the related claims, and the class lookup. It never
 // looks at what this sync is about to ask for, so it cannot claim progress
 // that has not happened.
-func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *v1alpha1.WorkspaceStatus {
+func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem, t *takeover) *v1alpha1.WorkspaceStatus {
 	ws := o.ws
 	st := &v1alpha1.WorkspaceStatus{ObservedGeneration: ws.Generation}
 	dep := o.deployment
@@ -42,6 +42,9 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 
 	ready := readyCondition(dep)
 	progressing := progressingCondition(dep, bindings)
+	if t != nil {
+		progressing = t.progressing(progressing, ws)
+	}
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAsExpected, Message: "no problems observed"}
 	if ws.DeletionTimestamp != nil {
 		// During teardown only the teardown matters: a missing credential

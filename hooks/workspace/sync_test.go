@@ -60,8 +60,8 @@ func TestCustomize(t *testing.T) {
 		spec      string
 		wantRules int
 	}{
-		"ClassOnly":      {reason: "Without datastores only the class is related.", spec: `{"clusterClass":"gold"}`, wantRules: 1},
-		"WithDatastores": {reason: "Datastores add the namespace's claims.", spec: `{"clusterClass":"gold","datastores":[{"name":"db"}]}`, wantRules: 2},
+		"ClassOnly":      {reason: "Without datastores the class is related, and the objects at the children's names.", spec: `{"clusterClass":"gold"}`, wantRules: 4},
+		"WithDatastores": {reason: "Datastores add the namespace's claims.", spec: `{"clusterClass":"gold","datastores":[{"name":"db"}]}`, wantRules: 5},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -73,10 +73,21 @@ func TestCustomize(t *testing.T) {
 			if len(resp.RelatedResources) != tc.wantRules {
 				t.Errorf("%s\nrules: got %d, want %d: %+v", tc.reason, len(resp.RelatedResources), tc.wantRules, resp.RelatedResources)
 			}
+			names := map[string][]string{}
 			for _, r := range resp.RelatedResources {
 				if r.Resource == "resourceclaims" && (r.Namespace != "team-a" || r.LabelSelector == nil) {
 					t.Errorf("%s\nclaims rule must select every claim in the workspace's namespace: %+v", tc.reason, r)
 				}
+				if r.Resource == "deployments" || r.Resource == "services" || r.Resource == "configmaps" {
+					if r.Namespace != "team-a" || r.LabelSelector != nil {
+						t.Errorf("%s\n%s rule must name objects in the workspace's namespace only: %+v", tc.reason, r.Resource, r)
+					}
+					names[r.Resource] = r.Names
+				}
+			}
+			want := map[string][]string{"deployments": {"acme"}, "services": {"acme"}, "configmaps": {"acme-config"}}
+			if diff := cmp.Diff(want, names); diff != "" {
+				t.Errorf("%s\nthe objects at the children's names: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
