@@ -24,7 +24,11 @@ answers (nothing is written). It then lists the workspace as unchanged,
 changed (each child, and each field with its live and desired values), or
 "pods would roll" when the Deployment's pod template would change: that
 replaces every pod of the workspace. A Workspace being deleted is not
-compared.
+compared. A Workspace held for its takeover from the original operator
+(formspec.dev/takeover: hold, docs/migrating.md) is compared as if
+released: what kubectl formspec takeover roll would do to it. When the hook
+would make a Workspace Degraded (an object at one of its children's names
+that is not its own, say), the reason and message are shown under it.
 
 --resource-image, --default-version and --cluster-control-url are the hook
 server's flags (formspec-hooks serve): give the values of the install you

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/formspec/formspec-hooks/cmd/kubectl-formspec/internal/live"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/hooks/render"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
@@ -74,7 +75,14 @@ type Result struct {
 	Name      string  `json:"name"`
 	Outcome   string  `json:"outcome"`
 	Children  []Child `json:"children,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	// Held: the Workspace carries formspec.dev/takeover: hold, and the
+	// children are what would happen once it is released (kubectl
+	// formspec takeover roll); until then nothing changes.
+	Held bool `json:"held,omitempty"`
+	// Degraded is the reason and message of the Degraded condition the
+	// hook would write, when it would write one.
+	Degraded string `json:"degraded,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Child is one child an apply would change.
@@ -131,12 +139,21 @@ func (d *differ) workspace(ctx context.Context, ws *unstructured.Unstructured, o
 		res.Outcome = Terminating
 		return res
 	}
-	children, err := d.compare(ctx, ws, observed)
+	if ws.GetAnnotations()[v1alpha1.AnnotationTakeover] == v1alpha1.TakeoverHold {
+		// What a held workspace becomes is the question before its
+		// release: answer it as if released (docs/migrating.md).
+		ws = ws.DeepCopy()
+		annotations := ws.GetAnnotations()
+		delete(annotations, v1alpha1.AnnotationTakeover)
+		ws.SetAnnotations(annotations)
+		res.Held = true
+	}
+	children, degraded, err := d.compare(ctx, ws, observed)
 	if err != nil {
 		res.Outcome, res.Error = Failed, err.Error()
 		return res
 	}
-	res.Children, res.Outcome = children, Unchanged
+	res.Children, res.Outcome, res.Degraded = children, Unchanged, degraded
 	for _, c := range children {
 		res.Outcome = Changed
 		if c.Kind == "Deployment" && c.Action == Update && rolls(c.Fields) {
@@ -155,11 +172,12 @@ func rolls(fields []Field) bool {
 }
 
 // compare asks the hook for the workspace's children and compares each
-// with what is live.
-func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]Child, error) {
-	desired, err := d.desired(ctx, ws, observed)
+// with what is live; it also returns the Degraded reason and message the
+// hook would write, if any.
+func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]Child, string, error) {
+	desired, degraded, err := d.desired(ctx, ws, observed)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	liveByKey := map[string]*unstructured.Unstructured{}
 	for _, o := range observed {
@@ -176,7 +194,7 @@ func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, obs
 		}
 		applied, err := d.dryRunApply(ctx, ws, obj)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		switch {
 		case current == nil:
@@ -197,24 +215,25 @@ func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, obs
 	slices.SortFunc(out, func(a, b Child) int {
 		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), strings.Compare(a.Name, b.Name))
 	})
-	return out, nil
+	return out, degraded, nil
 }
 
 // desired builds the request Metacontroller would send for ws and returns
-// the children the sync hook answers.
-func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+// the children the sync hook answers, and the reason and message of the
+// Degraded condition it answers when that is True.
+func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]*unstructured.Unstructured, string, error) {
 	parent, err := json.Marshal(ws.Object)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	hooks := workspace.New(d.opts.Hooks)
 	custom, err := hooks.Customize(ctx, &metacontroller.CustomizeRequest{Parent: parent})
 	if err != nil {
-		return nil, fmt.Errorf("customize hook: %w", err)
+		return nil, "", fmt.Errorf("customize hook: %w", err)
 	}
 	related, err := d.related.objects(ctx, custom.RelatedResources)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	children := metacontroller.ObjectMap{}
 	// Metacontroller sends every declared child kind, empty or not.
@@ -224,30 +243,36 @@ func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, obs
 	for _, o := range observed {
 		raw, err := json.Marshal(o.Object)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		children[metacontroller.Key(o.GetAPIVersion(), o.GetKind())][metacontroller.Name(o.GetNamespace(), o.GetName())] = raw
 	}
 	resp, err := render.Sync(ctx, d.opts.Hooks, &metacontroller.CompositeRequest{Parent: parent, Children: children, Related: related})
 	if err != nil {
-		return nil, fmt.Errorf("sync hook: %w", err)
+		return nil, "", fmt.Errorf("sync hook: %w", err)
 	}
 	out := make([]*unstructured.Unstructured, 0, len(resp.Children))
 	for _, c := range resp.Children {
 		raw, err := json.Marshal(c)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(raw); err != nil {
-			return nil, fmt.Errorf("sync hook answered a child that is not an object: %w", err)
+			return nil, "", fmt.Errorf("sync hook answered a child that is not an object: %w", err)
 		}
 		if obj.GetNamespace() == "" {
 			obj.SetNamespace(ws.GetNamespace())
 		}
 		out = append(out, obj)
 	}
-	return out, nil
+	var degraded string
+	if st, ok := resp.Status.(*v1alpha1.WorkspaceStatus); ok {
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+			degraded = c.Reason + ": " + c.Message
+		}
+	}
+	return out, degraded, nil
 }
 
 // dryRunApply applies obj as Metacontroller would, labelled and owned as

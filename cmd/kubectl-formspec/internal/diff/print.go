@@ -26,7 +26,13 @@ func Print(w io.Writer, results []Result) error {
 		case Failed:
 			outcome += ": " + r.Error
 		}
+		if r.Held {
+			outcome += " once released (formspec.dev/takeover: hold; kubectl formspec takeover roll)"
+		}
 		fmt.Fprintf(&b, "%-*s   %s\n", width, r.Namespace+"/"+r.Name, outcome)
+		if r.Degraded != "" {
+			fmt.Fprintf(&b, "  degraded: %s\n", r.Degraded)
+		}
 		for _, c := range r.Children {
 			fmt.Fprintf(&b, "  %s/%s: %s\n", c.Kind, c.Name, actionText(c.Action))
 			for _, f := range c.Fields {
