@@ -40,6 +40,12 @@ import (
 //     the ReplicaSet cannot create pods (ReplicaFailure True, FailedCreate,
 //     with the quota's refusal as its message).
 //   - DatastoreNotInjected: the Workspace lists a datastore no claim serves.
+//   - ChildNotOwned and ChildOwnedByOther: a Deployment with the
+//     Workspace's name exists before it, owned by nobody, or controlled by
+//     another object (a ConfigMap standing in for another tool's object);
+//     once the Workspace is Degraded the Deployment must be exactly as it
+//     was made: not adopted, not relabelled, not overwritten, and no
+//     Service or ConfigMap created for the workspace meanwhile.
 func testDegradedEvents(t *testing.T, e *env) {
 	const ns, className = "e2e-degraded", "e2e-degraded"
 	e.namespace(t, ns)
@@ -52,6 +58,9 @@ func testDegradedEvents(t *testing.T, e *env) {
 		// workspace's Deployment status, as the deployment controller
 		// would.
 		deploymentCondition map[string]any
+		// inTheWay, when set, is created before the Workspace, with its
+		// name, and must stay exactly as it was created.
+		inTheWay func(t *testing.T, name string) controlplane.Object
 	}{
 		"classless": {
 			reason: v1alpha1.ReasonClusterClassNotFound,
@@ -81,6 +90,23 @@ func testDegradedEvents(t *testing.T, e *env) {
 			deploymentCondition: map[string]any{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
 				"message": `pods "quota-5d9f7c8b6d-x2x7q" is forbidden: exceeded quota: compute, requested: cpu=1, used: cpu=4, limited: cpu=4`},
 		},
+		"unowned": {
+			reason:   v1alpha1.ReasonChildNotOwned,
+			create:   func(t *testing.T, name string) { e.apply(t, newWorkspace(ns, name, className)) },
+			inTheWay: func(t *testing.T, name string) controlplane.Object { return e.someonesDeployment(t, ns, name, nil) },
+		},
+		"foreign": {
+			reason: v1alpha1.ReasonChildOwnedByOther,
+			create: func(t *testing.T, name string) { e.apply(t, newWorkspace(ns, name, className)) },
+			inTheWay: func(t *testing.T, name string) controlplane.Object {
+				owner, err := e.c.Create(controlplane.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name + "-release", "namespace": ns}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				md := owner["metadata"].(map[string]any)
+				return e.someonesDeployment(t, ns, name, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": md["name"], "uid": md["uid"], "controller": true})
+			},
+		},
 		"unbound": {
 			reason: v1alpha1.ReasonDatastoreNotInjected,
 			create: func(t *testing.T, name string) {
@@ -93,6 +119,10 @@ func testDegradedEvents(t *testing.T, e *env) {
 	for name, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
 			t.Parallel()
+			var inTheWay controlplane.Object
+			if tc.inTheWay != nil {
+				inTheWay = tc.inTheWay(t, name)
+			}
 			tc.create(t, name)
 			if tc.deploymentCondition != nil {
 				e.eventually(t, "Deployment "+ns+"/"+name+" rolled out", func() error { return e.runDeployment(ns, name) })
@@ -118,6 +148,12 @@ func testDegradedEvents(t *testing.T, e *env) {
 			want := eventShape{Type: corev1.EventTypeWarning, Reason: tc.reason, UID: string(ws.UID), Note: message}
 			if got := shapeOfEvent(ev); got != want {
 				t.Errorf("Event on Workspace %s/%s:\n got %+v\nwant %+v", ns, name, got, want)
+			}
+			if inTheWay != nil {
+				if !strings.Contains(message, "Deployment "+ns+"/"+name) {
+					t.Errorf("the Degraded message does not name the Deployment in the way: %q", message)
+				}
+				e.untouched(t, inTheWay)
 			}
 		})
 	}
@@ -253,6 +289,48 @@ func (e *env) stallDeployment(t *testing.T, ns, name string, cond map[string]any
 type statusOnly struct {
 	metav1.ObjectMeta `json:"metadata"`
 	Status            v1alpha1.WorkspaceStatus `json:"status"`
+}
+
+// someonesDeployment creates a Deployment that is not a Workspace's: its
+// own labels and selector, and owner as its controller (nil: none).
+func (e *env) someonesDeployment(t *testing.T, ns, name string, owner map[string]any) controlplane.Object {
+	t.Helper()
+	labels := map[string]any{"app": "someones-" + name}
+	md := map[string]any{"name": name, "namespace": ns, "labels": labels}
+	if owner != nil {
+		md["ownerReferences"] = []any{owner}
+	}
+	dep, err := e.c.Create(controlplane.Object{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": md, "spec": map[string]any{
+		"replicas": 1, "selector": map[string]any{"matchLabels": labels},
+		"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "registry.example/app:1"}}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dep
+}
+
+// untouched checks, once the Workspace whose name it has is Degraded, that
+// an object in the way is as it was made and that nothing else was made
+// for the workspace: Metacontroller wrote none of its sync's children.
+func (e *env) untouched(t *testing.T, made controlplane.Object) {
+	t.Helper()
+	md := made["metadata"].(map[string]any)
+	ns, name := md["namespace"].(string), md["name"].(string)
+	now, err := e.c.Get(made["apiVersion"].(string), made["kind"].(string), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nmd := now["metadata"].(map[string]any)
+	if nmd["resourceVersion"] != md["resourceVersion"] || fmt.Sprint(nmd["ownerReferences"]) != fmt.Sprint(md["ownerReferences"]) || fmt.Sprint(nmd["labels"]) != fmt.Sprint(md["labels"]) {
+		t.Errorf("%s %s/%s was changed: resourceVersion %v → %v, owners %v → %v, labels %v → %v", made["kind"], ns, name,
+			md["resourceVersion"], nmd["resourceVersion"], md["ownerReferences"], nmd["ownerReferences"], md["labels"], nmd["labels"])
+	}
+	for _, kind := range [][3]string{{"v1", "Service", name}, {"v1", "ConfigMap", name + "-config"}} {
+		if ok, err := e.exists(kind[0], kind[1], ns, kind[2]); err != nil || ok {
+			t.Errorf("%s %s/%s was created beside the object in the way (%v)", kind[1], ns, kind[2], err)
+		}
+	}
 }
 
 // workspaceStatus reads a Workspace's metadata and status.

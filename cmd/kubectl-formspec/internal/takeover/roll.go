@@ -76,7 +76,7 @@ func Roll(ctx context.Context, opts RollOptions, namespace string) (RollResult, 
 	}
 	slices.Sort(held)
 	total := len(held)
-	fmt.Fprintf(opts.Out, "%d held workspaces, at most %d at a time\n", total, opts.MaxInFlight)
+	fmt.Fprintf(opts.Out, "%d held %s, at most %d at a time\n", total, plural(total, "workspace"), opts.MaxInFlight)
 	inFlight := map[string]time.Time{}
 	for len(held) > 0 || len(inFlight) > 0 {
 		for len(held) > 0 && len(inFlight) < max(opts.MaxInFlight, 1) && len(res.Failed) == 0 {
@@ -102,7 +102,7 @@ func Roll(ctx context.Context, opts RollOptions, namespace string) (RollResult, 
 			if err != nil {
 				return res, err
 			}
-			took := time.Since(inFlight[key]).Round(time.Second)
+			took := time.Since(inFlight[key]).Round(100 * time.Millisecond)
 			switch {
 			case state.done:
 				delete(inFlight, key)
@@ -175,4 +175,11 @@ func stateOf(obj *unstructured.Unstructured, st *v1alpha1.WorkspaceStatus) state
 	s.done = current && (st.Phase == v1alpha1.PhaseReady || st.Phase == v1alpha1.PhaseIdle) &&
 		progressing != nil && progressing.Status == metav1.ConditionFalse
 	return s
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
