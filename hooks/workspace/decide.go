@@ -83,7 +83,7 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 	if err != nil {
 		return nil, err
 	}
-	children := []any{configMap, deployment, buildService(o.ws, meta)}
+	children := []any{configMap, deployment, buildService(o.ws, meta, o.servicePort)}
 	if s.hpa {
 		children = append(children, buildHPA(o.ws, s, meta))
 	}

@@ -150,7 +150,15 @@ type serviceView struct {
 	} `json:"metadata"`
 	Spec struct {
 		Selector map[string]string `json:"selector"`
+		Ports    []portView        `json:"ports"`
 	} `json:"spec"`
+}
+
+// portView is a port of an observed Service as far as a sync reads it.
+type portView struct {
+	Name     string          `json:"name"`
+	Port     int32           `json:"port"`
+	Protocol corev1.Protocol `json:"protocol"`
 }
 
 // managedLabel is the one label of a child's labels that a sync reads:
@@ -365,6 +373,8 @@ type observed struct {
 	// serviceOurs: the observed Service is the hooks' and selects as
 	// theirs do, or there is none.
 	serviceOurs bool
+	// servicePort is the observed Service's one TCP port (observedPort).
+	servicePort *portView
 
 	// children are every observed child, as far as a sync reads them.
 	children *Children
@@ -407,6 +417,7 @@ func observe(req *Request) *observed {
 	o.conflict = nameConflict(ws, &req.Children, &req.Related)
 	o.legacy = legacyChildren(&req.Children)
 	o.serviceOurs = serviceOurs(ws, &req.Children)
+	o.servicePort = observedPort(req.Children.Services[name])
 	return o
 }
 

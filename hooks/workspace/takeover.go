@@ -37,10 +37,12 @@ import (
 //     which the Deployment's rolling update keeps from ever leaving no
 //     ready pod. An original Deployment of another name is kept beside the
 //     new one until the new one has rolled out.
-//  3. Until the new pods have all rolled out, the Service selects what
-//     both old and new pods carry (the kept selector's labels), or stays
-//     as it is beside a Deployment of another name; then it selects the
-//     new pods as every workspace's Service does.
+//  3. Until the new pods have all rolled out, the original Service stays
+//     as it is, its ports too (a number where the hooks' pods name their
+//     port, which the old pods do not), selecting what both old and new
+//     pods carry (the kept selector's labels), or only the old pods beside
+//     a Deployment of another name; then it becomes the hooks' Service,
+//     on the new pods.
 //  4. The original children the hooks have no use for (another name, a
 //     kind the workspace no longer needs) are kept until then too, and
 //     deleted by Metacontroller once the Service has switched.
@@ -136,26 +138,34 @@ func takeoverOf(o *observed, bindings []binding) *takeover {
 // both old and new pods have (deploymentSelector).
 func (t *takeover) settle(o *observed, children []any, carry, ours map[string]string) ([]any, error) {
 	if !t.rolledOut {
+		// The original Deployment taken over in place: its selector's
+		// labels are on the old pods and the new.
+		inPlace := o.deployment != nil && len(carry) > 0 && !maps.Equal(carry, ours)
 		for i, c := range children {
 			svc, ok := c.(*corev1.Service)
 			if !ok {
 				continue
 			}
 			switch {
-			case o.deployment != nil && len(carry) > 0 && !maps.Equal(carry, ours):
-				// The original Deployment, taken over in place: its
-				// selector's labels are on the old pods and the new.
-				keep := *svc
-				keep.Spec.Selector = carry
-				children[i] = &keep
-			case o.hasService:
-				// Beside an original Deployment of another name: its pods
-				// are the ones serving until the new ones have rolled out.
+			case slices.Contains(t.legacy, childRef{"Service", o.ws.Name}):
+				// The original Service stays as it is, ports and all (its
+				// target port may be a number where the hooks' pods name
+				// it, and the old pods have no such name), selecting what
+				// old and new pods share; beside an original Deployment of
+				// another name, the old pods alone, which serve until the
+				// new ones have rolled out.
 				kept, err := frozen(o, freeze{only: func(kind, name string) bool { return kind == "Service" && name == o.ws.Name }})
 				if err != nil {
 					return nil, err
 				}
+				if inPlace {
+					selectOn(kept[0], carry)
+				}
 				children[i] = kept[0]
+			case inPlace:
+				keep := *svc
+				keep.Spec.Selector = carry
+				children[i] = &keep
 			}
 		}
 	}
@@ -180,6 +190,24 @@ func (t *takeover) settle(o *observed, children []any, carry, ours map[string]st
 		return nil, err
 	}
 	return append(children, extras...), nil
+}
+
+// selectOn sets the selector of a Service kept as observed.
+func selectOn(svc any, selector map[string]string) {
+	switch c := svc.(type) {
+	case observedChild:
+		if s, ok := c.obj.(*corev1.Service); ok {
+			s.Spec.Selector = selector
+		}
+	case metacontroller.Object:
+		if spec, ok := c["spec"].(map[string]any); ok {
+			sel := make(map[string]any, len(selector))
+			for k, v := range selector {
+				sel[k] = v
+			}
+			spec["selector"] = sel
+		}
+	}
 }
 
 // refOf names a child of the answer.

@@ -209,3 +209,29 @@ func syncedDeployment(t *testing.T, h *Hooks, req *Request) *appsv1.Deployment {
 	t.Fatal("the sync asks for no Deployment named after the workspace")
 	return nil
 }
+
+func TestObservedPort(t *testing.T) {
+	svc := func(ports ...portView) *serviceView {
+		v := &serviceView{}
+		v.Spec.Ports = ports
+		return v
+	}
+	cases := map[string]struct {
+		reason string
+		svc    *serviceView
+		want   *portView
+	}{
+		"None":     {reason: "A new workspace's Service gets the hooks' port.", svc: nil, want: nil},
+		"Ours":     {reason: "The hooks' own port stays what it is.", svc: svc(portView{Name: "http", Port: 80, Protocol: "TCP"}), want: &portView{Name: "http", Port: 80, Protocol: "TCP"}},
+		"Original": {reason: "The original operator's unnamed port keeps its name and number: a rename leaves kube-proxy without endpoints for a second.", svc: svc(portView{Port: 8080}), want: &portView{Port: 8080}},
+		"Several":  {reason: "A Service of several ports is not guessed at: the hooks' port.", svc: svc(portView{Name: "a", Port: 80}, portView{Name: "b", Port: 81}), want: nil},
+		"UDP":      {reason: "A UDP port is not the workspace's HTTP port.", svc: svc(portView{Port: 80, Protocol: "UDP"}), want: nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, observedPort(tc.svc)); diff != "" {
+				t.Errorf("%s\nobservedPort: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

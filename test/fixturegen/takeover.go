@@ -65,12 +65,13 @@ func originalDeployment(name string, rv, replicas int, prepared bool, status obj
 					"env":                      []obj{{"name": "CONTROL_CLUSTER_URL", "value": "http://formspec-ctl.formspec-system:7070"}, {"name": "WORKSPACE_ID", "value": wsName}},
 					"envFrom":                  []obj{{"configMapRef": obj{"name": wsName}}, {"prefix": "ORDERS_", "secretRef": obj{"name": "orders-db-endpoint"}}},
 					"resources":                obj{"requests": obj{"cpu": "250m", "memory": "256Mi"}},
+					"securityContext":          obj{"allowPrivilegeEscalation": false, "capabilities": obj{"drop": []string{"ALL"}}},
 					"terminationMessagePath":   "/dev/termination-log",
 					"terminationMessagePolicy": "File",
 					"imagePullPolicy":          "IfNotPresent",
 				}},
 				"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
-				"terminationGracePeriodSeconds": 30, "securityContext": obj{},
+				"terminationGracePeriodSeconds": 30, "securityContext": obj{"runAsNonRoot": true, "seccompProfile": obj{"type": "RuntimeDefault"}},
 			},
 		},
 	}
@@ -184,7 +185,8 @@ func takeoverCases() []fixture {
 		add("takeover-waiting-credentials", request(p, children(original(originalDeployment(wsName, 2201, 1, true, rolled(1, 1)))...), rel, false))
 	}
 	// The steps after the first: this version's Deployment (selector kept)
-	// rolling, then rolled out, then the Service switched.
+	// rolling beside the original Service, then rolled out, then the
+	// Service switched.
 	taken := func(gen int, status obj) obj {
 		d := desiredFor(parent("standard", 1, nil, nil, nil), related(class(standard)))
 		dep := observe(d["Deployment"], 1102, status)
@@ -193,12 +195,6 @@ func takeoverCases() []fixture {
 		spec["selector"] = obj{"matchLabels": obj{"app": wsName}}
 		spec["template"].(obj)["metadata"].(obj)["labels"].(obj)["app"] = wsName
 		return dep
-	}
-	servingBoth := func() obj {
-		d := desiredFor(parent("standard", 1, nil, nil, nil), related(class(standard)))
-		svc := observe(d["Service"], 1103, nil)
-		svc["spec"].(obj)["selector"] = obj{"app": wsName}
-		return svc
 	}
 	configMap := func() obj {
 		return observe(desiredFor(parent("standard", 1, nil, nil, nil), related(class(standard)))["ConfigMap"], 1101, nil)
@@ -212,15 +208,17 @@ func takeoverCases() []fixture {
 	{
 		p := parent("standard", 1, nil, nil, progressing("TakingOver"))
 		dep := taken(2, deploymentStatus(2, 2, 1, 1, 1, obj{"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": `ReplicaSet "acme-7f6d5c4b3" is progressing.`, "lastUpdateTime": "2026-01-10T10:00:05Z", "lastTransitionTime": childTime}))
-		add("takeover-rolling", request(p, children(dep, servingBoth(), configMap(), originalConfigMap(true)), related(class(standard)), false))
+		add("takeover-rolling", request(p, children(dep, originalService(true), configMap(), originalConfigMap(true)), related(class(standard)), false))
 	}
 	{
 		p := parent("standard", 1, nil, nil, progressing("RollingOut"))
-		add("takeover-rolled-out", request(p, children(taken(2, rolled(2, 1)), servingBoth(), configMap(), originalConfigMap(true)), related(class(standard)), false))
+		add("takeover-rolled-out", request(p, children(taken(2, rolled(2, 1)), originalService(true), configMap(), originalConfigMap(true)), related(class(standard)), false))
 	}
 	{
 		p := parent("standard", 1, nil, nil, progressing("TakingOver"))
 		svc := observe(desiredFor(parent("standard", 1, nil, nil, nil), related(class(standard)))["Service"], 1103, nil)
+		// The original Service's port kept its name (none).
+		delete(svc["spec"].(obj)["ports"].([]any)[0].(obj), "name")
 		add("takeover-service-switched", request(p, children(taken(2, rolled(2, 1)), svc, configMap(), originalConfigMap(true)), related(class(standard)), false))
 	}
 	// An original Deployment of another name: this version's Deployment
