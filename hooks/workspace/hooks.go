@@ -96,6 +96,8 @@ func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeReques
 			LabelSelector: &metav1.LabelSelector{},
 		})
 	}
-	rules = append(rules, childNameRules(parent.Metadata.Namespace, parent.Metadata.Name)...)
+	if !h.cfg.IgnoreChildNames {
+		rules = append(rules, childNameRules(parent.Metadata.Namespace, parent.Metadata.Name)...)
+	}
 	return &metacontroller.CustomizeResponse{RelatedResources: rules}, nil
 }

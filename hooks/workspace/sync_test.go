@@ -63,6 +63,16 @@ func TestCustomize(t *testing.T) {
 		"ClassOnly":      {reason: "Without datastores the class is related, and the objects at the children's names.", spec: `{"clusterClass":"gold"}`, wantRules: 4},
 		"WithDatastores": {reason: "Datastores add the namespace's claims.", spec: `{"clusterClass":"gold","datastores":[{"name":"db"}]}`, wantRules: 5},
 	}
+	t.Run("IgnoreChildNames", func(t *testing.T) {
+		parent := json.RawMessage(`{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"acme","namespace":"team-a"},"spec":{"clusterClass":"gold"}}`)
+		resp, err := New(Config{IgnoreChildNames: true}).Customize(context.Background(), &metacontroller.CustomizeRequest{Parent: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.RelatedResources) != 1 || resp.RelatedResources[0].Resource != "clusterclasses" {
+			t.Errorf("--check-child-names=false still asks for the objects at the children's names: %+v", resp.RelatedResources)
+		}
+	})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			parent := json.RawMessage(`{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"acme","namespace":"team-a"},"spec":` + tc.spec + `}`)
