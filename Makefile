@@ -110,11 +110,17 @@ sync-version:
 # ($(HOOKS_PORT), metrics $(METRICS_PORT)). Ctrl-C, a SIGTERM to make
 # (`kill %1` of `make run &`: make passes it on) or any of the three
 # exiting stops all of them: the recipe waits in the shell, where the traps
-# can run, and the EXIT trap ends the other two.
+# can run, and the EXIT trap ends the other two. The admin API needs a
+# token, which every run writes afresh into CC_ADMIN_TOKEN_FILE, readable
+# by you alone; the API itself, on loopback, takes reports without one.
+CC_ADMIN_TOKEN_FILE ?= $(BIN)/clustercontrol-admin.token
 run: SHELL := /bin/bash
 run: build
+	@(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > $(CC_ADMIN_TOKEN_FILE))
+	@echo 'make run: the admin API takes the token in $(CC_ADMIN_TOKEN_FILE): curl -H "Authorization: Bearer $$(cat $(CC_ADMIN_TOKEN_FILE))" 127.0.0.1:$(CC_ADMIN_PORT)/admin/state'
 	@trap 'kill $$(jobs -p) 2>/dev/null; wait' EXIT; trap 'exit 0' INT TERM; \
-	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:$(CC_PORT) --admin-listen 127.0.0.1:$(CC_ADMIN_PORT) & \
+	$(BIN)/formspec-clustercontrol --listen 127.0.0.1:$(CC_PORT) --admin-listen 127.0.0.1:$(CC_ADMIN_PORT) \
+		--admin-token-file $(CC_ADMIN_TOKEN_FILE) & \
 	$(BIN)/formspec-reporter --cluster-control-url http://127.0.0.1:$(CC_PORT) \
 		--listen 127.0.0.1:$(REPORTER_PORT) --metrics-listen 127.0.0.1:$(REPORTER_METRICS_PORT) \
 		--node-health-interval 5s --deploy-status-interval 5s & \
@@ -177,10 +183,12 @@ test-faults: k8s-binaries node-binaries
 # outside the repository) with FLEET_WORKSPACES workspaces of every class
 # shape with claims, upgrades to this checkout with helm upgrade
 # --reset-then-reuse-values under Metacontroller, and finds no new
-# ReplicaSet, no recreated credentials Secret, no failed hook call and no
-# Workspace leaving Ready (TestUpgrade in test/node). Root and
-# METACONTROLLER_BIN, like test-faults; about 3 minutes once the binaries
-# are built.
+# ReplicaSet but exactly one for each workspace a change the changelog's
+# Rolls workspaces names rolls, no recreated credentials Secret, no failed
+# hook call and no Workspace leaving Ready (TestUpgrade in test/node).
+# Root and METACONTROLLER_BIN, like test-faults; about 3 minutes once the
+# binaries are built, 8 when a change rolls workspaces through their
+# claims (it waits for the claims' resync).
 test-upgrade: k8s-binaries node-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the upgrade test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
 	cd test/node && FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \

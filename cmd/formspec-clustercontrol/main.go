@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/formspec/formspec-hooks/hooks/buildinfo"
@@ -34,6 +36,11 @@ const usage = `Usage: formspec-clustercontrol [flags]
 Serve the reference Cluster Control (docs/cluster-control-api.yaml), in
 memory, for tests and demos, until SIGTERM. Not for production.
 
+The admin API sets the directives a reporter writes onto Workspaces, so it
+always needs a token (--admin-token-file). The API may go without one
+only on a loopback --listen. What the server keeps is bounded by
+--max-stored-bytes; past it the oldest goes.
+
 Flags:
 `
 
@@ -41,9 +48,11 @@ Flags:
 // log line under --log-format json.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New(program, usage)
-	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API")
-	adminListen := fs.String("admin-listen", "127.0.0.1:8481", "address of the admin API (faults, directives, state); keep it on localhost")
-	tokenFile := fs.String("token-file", "", "file with accepted bearer tokens, one per line; empty accepts any request")
+	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API; off the loopback it needs --token-file")
+	adminListen := fs.String("admin-listen", "127.0.0.1:8481", "address of the admin API (faults, directives, state); keep it on localhost; empty: none")
+	tokenFile := fs.String("token-file", "", "file with the API's accepted bearer tokens, one per line; empty accepts any request, on a loopback --listen only")
+	adminTokenFile := fs.String("admin-token-file", "", "file with the admin API's accepted bearer tokens, one per line; required with --admin-listen")
+	maxStored := fs.Int64("max-stored-bytes", clustercontrol.Defaults.MaxBytes, "bytes of reports, workspace states and request records kept; past it the oldest go, and a body over a quarter of it gets 413")
 	logging := cliflag.AddLogging(fs)
 	defer func() { err = logging.Report(stderr, program, args, err) }()
 	cliflag.AddVersion(fs)
@@ -53,34 +62,68 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err := cliflag.NoArgs(fs); err != nil {
 		return err
 	}
-	log := logging.Logger(stderr)
-	var tokens []string
-	if *tokenFile != "" {
-		raw, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return fmt.Errorf("cannot read --token-file: %w", err)
-		}
-		// The project's one token-file format; read once, as befits a
-		// reference server for tests and demos.
-		if tokens, err = filereload.ParseTokens(raw); err != nil {
-			return fmt.Errorf("cannot read --token-file %s: %w", *tokenFile, err)
-		}
+	// Anyone who reaches an API without a token can post reports and read
+	// the directives; on loopback that is this machine's users, which a
+	// demo accepts.
+	if *tokenFile == "" && !httpserve.LoopbackAddr(*listen) {
+		return cliflag.Usagef(fs, "--listen %s is not a loopback address: it needs --token-file", *listen)
 	}
-	srv := clustercontrol.New(clustercontrol.Options{Tokens: tokens, Logger: log, HTTP: httpserve.Config{Logger: log}})
+	if *adminListen != "" && *adminTokenFile == "" {
+		return cliflag.Usagef(fs, "--admin-listen needs --admin-token-file: the admin API decides what the reporter writes onto Workspaces")
+	}
+	if *maxStored <= 0 {
+		return cliflag.Usagef(fs, "--max-stored-bytes must be positive")
+	}
+	log := logging.Logger(stderr)
+	tokens, err := readTokens("--token-file", *tokenFile)
+	if err != nil {
+		return err
+	}
+	adminTokens, err := readTokens("--admin-token-file", *adminTokenFile)
+	if err != nil {
+		return err
+	}
+	srv := clustercontrol.New(clustercontrol.Options{Tokens: tokens, AdminTokens: adminTokens, MaxBytes: *maxStored, Logger: log, HTTP: httpserve.Config{Logger: log}})
+	// GOMEMLIMIT, when set, wins.
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		debug.SetMemoryLimit(srv.MemoryLimit())
+	}
 	apiLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on --listen: %w", err)
 	}
-	adminLn, err := net.Listen("tcp", *adminListen)
-	if err != nil {
-		_ = apiLn.Close()
-		return fmt.Errorf("cannot listen on --admin-listen: %w", err)
-	}
-	log.Info("reference cluster control starting", "version", buildinfo.Get().Version, "listen", apiLn.Addr().String(), "admin", adminLn.Addr().String(), "auth", len(tokens) > 0)
-	return cliflag.RunAll(ctx,
-		func(ctx context.Context) error { return srv.Serve(ctx, apiLn) },
-		func(ctx context.Context) error {
+	parts := []func(context.Context) error{func(ctx context.Context) error { return srv.Serve(ctx, apiLn) }}
+	attrs := []any{"version", buildinfo.Get().Version, "listen", apiLn.Addr().String(), "auth", len(tokens) > 0,
+		"maxStoredBytes", *maxStored, "memoryLimit", debug.SetMemoryLimit(-1)}
+	if *adminListen != "" {
+		adminLn, err := net.Listen("tcp", *adminListen)
+		if err != nil {
+			_ = apiLn.Close()
+			return fmt.Errorf("cannot listen on --admin-listen: %w", err)
+		}
+		parts = append(parts, func(ctx context.Context) error {
 			return httpserve.Serve(ctx, adminLn, srv.AdminHandler(), httpserve.Config{Logger: log})
-		},
-	)
+		})
+		attrs = append(attrs, "admin", adminLn.Addr().String())
+	}
+	log.Info("reference cluster control starting", attrs...)
+	return cliflag.RunAll(ctx, parts...)
+}
+
+// readTokens reads the token file a flag names, if any: the project's one
+// token-file format, read once, as befits a reference server for tests and
+// demos.
+func readTokens(flag, path string) ([]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", flag, err)
+	}
+	tokens, err := filereload.ParseTokens(raw)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s %s: %w", flag, path, err)
+	}
+	return tokens, nil
 }

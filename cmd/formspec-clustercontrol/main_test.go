@@ -33,6 +33,10 @@ func TestHelpIsDocumented(t *testing.T) {
 }
 
 func TestRun(t *testing.T) {
+	adminTokens := filepath.Join(t.TempDir(), "admin-tokens")
+	if err := os.WriteFile(adminTokens, []byte("admin-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		reason string
 		args   []string
@@ -59,13 +63,44 @@ func TestRun(t *testing.T) {
 			usage:   true,
 		},
 		"MissingTokenFile": {
-			reason:  "The reference server's token file is not optional: without it, it would accept anyone.",
-			args:    []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--token-file", filepath.Join(t.TempDir(), "nope")},
+			reason:  "A token file named must be there: without it, the server would accept anyone.",
+			args:    []string{"--listen", "127.0.0.1:0", "--admin-listen", "", "--token-file", filepath.Join(t.TempDir(), "nope")},
 			wantErr: "--token-file",
+		},
+		"MissingAdminTokenFile": {
+			reason:  "An admin token file named must be there.",
+			args:    []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file", filepath.Join(t.TempDir(), "nope")},
+			wantErr: "--admin-token-file",
+		},
+		"OffLoopbackWithoutToken": {
+			reason:  "An API anyone on the network reaches needs a token: a usage error naming --token-file, before anything listens.",
+			args:    []string{"--listen", "0.0.0.0:0", "--admin-listen", ""},
+			wantErr: "--token-file",
+			usage:   true,
+		},
+		"AdminWithoutToken": {
+			reason:  "The admin API always needs a token: it decides what the reporter writes onto Workspaces.",
+			args:    []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"},
+			wantErr: "--admin-token-file",
+			usage:   true,
+		},
+		"NoBudget": {
+			reason:  "A server that may keep nothing is a mistake.",
+			args:    []string{"--listen", "127.0.0.1:0", "--admin-listen", "", "--max-stored-bytes", "0"},
+			wantErr: "--max-stored-bytes",
+			usage:   true,
 		},
 		"ServesAndStops": {
 			reason: "Valid flags serve until the context ends, then stop cleanly.",
-			args:   []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"},
+			args:   []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--admin-token-file", adminTokens},
+		},
+		"OffLoopbackWithToken": {
+			reason: "With --token-file the API may listen beyond the loopback.",
+			args:   []string{"--listen", "0.0.0.0:0", "--admin-listen", "", "--token-file", adminTokens},
+		},
+		"LoopbackWithoutToken": {
+			reason: "On loopback the API may go without a token, as make run starts it.",
+			args:   []string{"--listen", "127.0.0.1:0", "--admin-listen", ""},
 		},
 	}
 	for name, tc := range cases {

@@ -2,18 +2,22 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/formspec/formspec-hooks/hooks/reporter"
 	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
@@ -58,16 +62,40 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// urlPassword is the password, query value or fragment of the URLs some
+// cases give: no output may repeat it.
+const urlPassword = "hunter2-in-a-url"
+
+// urlFlags are every URL flag of every binary, each with the arguments
+// that get a command as far as checking it. Should the check let the URL
+// through, the servers listen on the loopback only and the plugin finds
+// no cluster.
+var urlFlags = map[string]struct {
+	command []string // the binary and its command
+	args    []string // before the flag
+	flag    string
+}{
+	"serve --cluster-control-url":                 {command: []string{"formspec-hooks", "serve"}, args: serveURLArgs, flag: "--cluster-control-url"},
+	"serve --control-cluster-url":                 {command: []string{"formspec-hooks", "serve"}, args: serveURLArgs, flag: "--control-cluster-url"},
+	"serve --reporter-url":                        {command: []string{"formspec-hooks", "serve"}, args: serveURLArgs, flag: "--reporter-url"},
+	"render --cluster-control-url":                {command: []string{"formspec-hooks", "render"}, args: []string{"--default-version", "1.8.2", "-f", "/nonexistent.yaml"}, flag: "--cluster-control-url"},
+	"render --control-cluster-url":                {command: []string{"formspec-hooks", "render"}, args: []string{"--default-version", "1.8.2", "-f", "/nonexistent.yaml"}, flag: "--control-cluster-url"},
+	"reporter --cluster-control-url":              {command: []string{"formspec-reporter"}, args: reporterURLArgs, flag: "--cluster-control-url"},
+	"reporter --interceptor-admin-url":            {command: []string{"formspec-reporter"}, args: append([]string{"--cluster-control-url", "http://127.0.0.1:1"}, reporterURLArgs...), flag: "--interceptor-admin-url"},
+	"kubectl-formspec diff --cluster-control-url": {command: []string{"kubectl-formspec", "diff"}, args: []string{"--default-version", "1.8.2", "--kubeconfig", "/nonexistent/kubeconfig"}, flag: "--cluster-control-url"},
+}
+
+var (
+	serveURLArgs    = []string{"--default-version", "1.8.2", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}
+	reporterURLArgs = []string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--kubeconfig", "/nonexistent/kubeconfig"}
+)
+
 // TestCommandLineConventions runs every command of the three binaries, as
 // built, the wrong way and the right way, and holds them to one convention
 // (see hooks/cliflag): --help prints the usage on stdout and exits 0; a
 // usage error exits 2 and prints the error first, on stderr, then where to
 // get help, and never the flag list; `version` and `--version` print the
 // linked-in version and exit 0.
-// urlPassword is the password of the URLs some cases give: no output may
-// repeat it.
-const urlPassword = "hunter2-in-a-url"
-
 func TestCommandLineConventions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not building the binaries")
@@ -166,16 +194,43 @@ func TestCommandLineConventions(t *testing.T) {
 		"reporter JSON usage":      {args: []string{"formspec-reporter", "--log-format", "json"}, want: jsonUsageError("formspec-reporter", "--cluster-control-url is required")},
 		"reporter CA file":         {args: []string{"formspec-reporter", "--cluster-control-url", "http://127.0.0.1:1", "--kubeconfig", "", "--ca-file", "/nonexistent.ca", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}, want: want{Code: 1, Stderr: `(?s)^.*\nformspec-reporter: cannot read --ca-file /nonexistent.ca: stat /nonexistent.ca: no such file or directory\n$`}},
 		"reporter --version":       {args: []string{"formspec-reporter", "--version"}, want: version("formspec-reporter")},
+		"reporter http token":      {args: []string{"formspec-reporter", "--cluster-control-url", "http://10.0.0.1:7070", "--token-file", "/nonexistent.token"}, want: usageError("formspec-reporter", "--cluster-control-url "+reporter.ErrPlainHTTP.Error())},
 		"clustercontrol help":      {args: []string{"formspec-clustercontrol", "--help"}, want: help("formspec-clustercontrol")},
 		"clustercontrol bad flag":  {args: []string{"formspec-clustercontrol", "--nope"}, want: usageError("formspec-clustercontrol", "flag provided but not defined: -nope")},
 		"clustercontrol extra":     {args: []string{"formspec-clustercontrol", "extra"}, want: usageError("formspec-clustercontrol", `unexpected arguments ["extra"]`)},
 		"clustercontrol version":   {args: []string{"formspec-clustercontrol", "version"}, want: version("formspec-clustercontrol")},
-		"clustercontrol JSON":      {args: []string{"formspec-clustercontrol", "--log-format", "json", "--token-file", "/nonexistent.tokens"}, want: jsonStartupError("formspec-clustercontrol", "cannot read --token-file: open /nonexistent.tokens: no such file or directory")},
+		"clustercontrol JSON":      {args: []string{"formspec-clustercontrol", "--log-format", "json", "--admin-listen", "", "--token-file", "/nonexistent.tokens"}, want: jsonStartupError("formspec-clustercontrol", "cannot read --token-file: open /nonexistent.tokens: no such file or directory")},
+		"clustercontrol open API":  {args: []string{"formspec-clustercontrol", "--listen", "0.0.0.0:0", "--admin-listen", ""}, want: usageError("formspec-clustercontrol", "--listen 0.0.0.0:0 is not a loopback address: it needs --token-file")},
+		"clustercontrol no admin":  {args: []string{"formspec-clustercontrol"}, want: usageError("formspec-clustercontrol", "--admin-listen needs --admin-token-file")},
 		"clustercontrol --version": {args: []string{"formspec-clustercontrol", "--version"}, want: version("formspec-clustercontrol")},
+	}
+	// A query or a fragment, where a token gets pasted, is a usage error
+	// naming the flag, and the value is not repeated.
+	for name, f := range urlFlags {
+		command := strings.Join(f.command, " ")
+		if f.command[0] == "kubectl-formspec" {
+			command = "kubectl formspec " + strings.Join(f.command[1:], " ")
+		}
+		for part, url := range map[string]string{"query": "http://127.0.0.1:7070/?token=" + urlPassword, "fragment": "http://127.0.0.1:7070/#" + urlPassword} {
+			args := append(slices.Concat(f.command, f.args), f.flag, url)
+			cases[name+" "+part] = struct {
+				args []string
+				want want
+			}{args: args, want: usageError(command, f.flag+" "+weburl.ErrQuery.Error())}
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			cmd := exec.Command(filepath.Join(bin, tc.args[0]), tc.args[1:]...)
+			// A server that starts when it should not is stopped, and
+			// fails on its exit code.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(bin, tc.args[0]), tc.args[1:]...)
+			// Nothing a case runs reaches beyond the loopback, whatever
+			// address it is given (10.0.0.1): Go's clients send every
+			// other host to this proxy, where nothing listens.
+			cmd.Env = append(os.Environ(), "HTTP_PROXY=http://127.0.0.1:1", "HTTPS_PROXY=http://127.0.0.1:1",
+				"http_proxy=http://127.0.0.1:1", "https_proxy=http://127.0.0.1:1", "NO_PROXY=", "no_proxy=")
 			cmd.Dir = t.TempDir()
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -24,7 +24,8 @@ var demoPorts = []string{"HOOKS_PORT", "METRICS_PORT", "REPORTER_PORT", "REPORTE
 // TestMakeRunPorts runs `make run` with each of its six ports set to a
 // free one and checks that every process listens where the variables say
 // and reaches the others there: a fixture posted to the hook port reaches
-// Cluster Control through the reporter.
+// Cluster Control through the reporter. Cluster Control's admin API answers
+// only to the token make run wrote for it.
 func TestMakeRunPorts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not building and running the demo")
@@ -44,8 +45,17 @@ func TestMakeRunPorts(t *testing.T) {
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	url := func(port map[string]string, v, path string) string { return "http://127.0.0.1:" + port[v] + path }
-	get := func(u string) (int, string) {
-		resp, err := client.Get(u)
+	// The admin API takes the token make run writes next to the binaries.
+	adminToken := filepath.Join(bin, "clustercontrol-admin.token")
+	getWith := func(u, token string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			return 0, err.Error()
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -54,10 +64,18 @@ func TestMakeRunPorts(t *testing.T) {
 		_, _ = b.ReadFrom(resp.Body)
 		return resp.StatusCode, b.String()
 	}
+	get := func(u string) (int, string) { return getWith(u, "") }
+	getAdmin := func(port map[string]string, path string) (int, string) {
+		token, err := os.ReadFile(adminToken)
+		if err != nil {
+			return 0, err.Error()
+		}
+		return getWith(url(port, "CC_ADMIN_PORT", path), string(token))
+	}
 	ready := func(port map[string]string) bool {
 		a, _ := get(url(port, "METRICS_PORT", "/readyz"))
 		b, _ := get(url(port, "REPORTER_METRICS_PORT", "/readyz"))
-		c, _ := get(url(port, "CC_ADMIN_PORT", "/admin/state"))
+		c, _ := getAdmin(port, "/admin/state")
 		return a == http.StatusOK && b == http.StatusOK && c == http.StatusOK
 	}
 	// A port that was free when picked is an ephemeral one, which an
@@ -99,9 +117,19 @@ func TestMakeRunPorts(t *testing.T) {
 		resp.Body.Close()
 	}
 	testsync.WaitWithin(t, time.Minute, "Cluster Control, on CC_PORT, to hear of the workspace posted to HOOKS_PORT through REPORTER_PORT", func() bool {
-		_, state := get(url(port, "CC_ADMIN_PORT", "/admin/state"))
+		_, state := getAdmin(port, "/admin/state")
 		return strings.Contains(state, `"team-a/acme"`)
 	})
+	// The admin API decides what the reporter writes onto Workspaces:
+	// without the token it answers nothing.
+	if code, _ := get(url(port, "CC_ADMIN_PORT", "/admin/state")); code != http.StatusUnauthorized {
+		t.Errorf("GET /admin/state on CC_ADMIN_PORT without the token: %d, want 401", code)
+	}
+	if info, err := os.Stat(adminToken); err != nil {
+		t.Error(err)
+	} else if info.Mode().Perm() != 0o600 {
+		t.Errorf("the admin token file %s has mode %v, want 0600: only you may use the admin API", adminToken, info.Mode().Perm())
+	}
 }
 
 // TestDemoPortsDocumented checks that the Makefile's demo port variables

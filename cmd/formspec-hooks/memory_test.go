@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
 // memoryLimit is the hook container's memory limit in the install
@@ -35,7 +39,9 @@ const cgroupV1Memory = "/sys/fs/cgroup/memory"
 // never has to kill the server: every request is answered, 200 or 429 (the
 // budget is full; Metacontroller retries), and the server's peak resident
 // set stays under the limit, whether the limit is also its memory cgroup's
-// or GOMEMLIMIT is all the server is told.
+// or GOMEMLIMIT is all the server is told, and whether the eight come on
+// eight HTTP/1.1 connections or as eight streams of one HTTP/2
+// connection over TLS, as Metacontroller's calls to one hook do.
 func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: not starting the server under a memory limit")
@@ -51,22 +57,27 @@ func TestWorstCaseFitsTheMemoryLimit(t *testing.T) {
 		// cgroupLimit is the limit of the server's memory cgroup; 0 leaves
 		// the cgroup unlimited, there only to count.
 		cgroupLimit int64
+		// http2 serves TLS, and the requests come over HTTP/2.
+		http2 bool
 	}{
 		"CgroupLimit": {reason: "As the Deployment runs it: a memory cgroup of the limit, GOMEMLIMIT set to it.", cgroupLimit: memoryLimit},
 		"GOMEMLIMITAlone": {reason: "GOMEMLIMIT and no memory cgroup limit to be found (no cgroup to read in the container, a server run by hand): " +
 			"the server must take the same headroom below GOMEMLIMIT."},
+		"CgroupLimitHTTP2": {reason: "As the Deployment runs it, the requests as streams of one HTTP/2 connection: the budget counts each stream as it counts each request.",
+			cgroupLimit: memoryLimit, http2: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			serveWorstCase(t, tc.reason, tc.cgroupLimit)
+			serveWorstCase(t, tc.reason, tc.cgroupLimit, tc.http2)
 		})
 	}
 }
 
 // serveWorstCase is one case of TestWorstCaseFitsTheMemoryLimit: the
 // server in a memory cgroup of its own limited to cgroupLimit (0: not
-// limited), with GOMEMLIMIT at memoryLimit.
-func serveWorstCase(t *testing.T, reason string, cgroupLimit int64) {
+// limited), with GOMEMLIMIT at memoryLimit, over TLS and HTTP/2 when
+// http2 is set.
+func serveWorstCase(t *testing.T, reason string, cgroupLimit int64, http2 bool) {
 	cg := filepath.Join(cgroupV1Memory, fmt.Sprintf("formspec-memtest-%d", os.Getpid()))
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Fatal(err)
@@ -85,12 +96,24 @@ func serveWorstCase(t *testing.T, reason string, cgroupLimit int64) {
 	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
 	ports := freePorts(t, 2)
 	listen, metrics := ports[0], ports[1]
+	args := []string{"serve", "--listen", listen, "--metrics-listen", metrics, "--default-version", "1.8.2",
+		"--reporter-url", "", "--log-level", "warn", "--shutdown-delay", "0s"}
+	client := &http.Client{Timeout: 60 * time.Second}
+	url := "http://" + listen + "/v1/workspace/sync"
+	if http2 {
+		var pool *x509.CertPool
+		args, pool = withServingPair(t, args)
+		// Metacontroller's hook client: a clone of Go's default
+		// transport, which attempts HTTP/2, with the CA bundle.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		client.Transport = tr
+		url = "https://" + listen + "/v1/workspace/sync"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	// The shell moves itself into the cgroup and then becomes the server,
 	// so that the cgroup holds the server from its first byte.
-	cmd := exec.CommandContext(ctx, "sh", "-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg,
-		bin, "serve", "--listen", listen, "--metrics-listen", metrics, "--default-version", "1.8.2",
-		"--reporter-url", "", "--log-level", "warn", "--shutdown-delay", "0s")
+	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`, "sh", cg, bin}, args...)...)
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(memoryLimit))
 	var logs testsync.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -118,18 +141,20 @@ func serveWorstCase(t *testing.T, reason string, cgroupLimit int64) {
 	var mu sync.Mutex
 	codes := map[string]int{}
 	var wg sync.WaitGroup
-	client := &http.Client{Timeout: 60 * time.Second}
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for range rounds {
-				resp, err := client.Post("http://"+listen+"/v1/workspace/sync", "application/json", bytes.NewReader(body))
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 				what := "no answer"
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					what = strconv.Itoa(resp.StatusCode)
+					if http2 && resp.ProtoMajor != 2 {
+						what = resp.Proto
+					}
 				}
 				mu.Lock()
 				codes[what]++
@@ -145,8 +170,13 @@ func serveWorstCase(t *testing.T, reason string, cgroupLimit int64) {
 	// is what must fit.
 	peak := peakRSS(t, cmd.Process.Pid)
 	oom := readCgroupFile(t, cg, "memory.oom_control")
-	t.Logf("%d requests of %d bytes, %d at a time: answers %v; peak RSS %.1f MiB under a %d MiB limit (cgroup peak %.1f MiB)",
-		workers*rounds, len(body), workers, codes, float64(peak)/(1<<20), memoryLimit>>20, float64(readCgroup(t, cg, "memory.max_usage_in_bytes"))/(1<<20))
+	client.CloseIdleConnections()
+	proto := "HTTP/1.1"
+	if http2 {
+		proto = "HTTP/2"
+	}
+	t.Logf("%d requests of %d bytes over %s, %d at a time: answers %v; peak RSS %.1f MiB under a %d MiB limit (cgroup peak %.1f MiB)",
+		workers*rounds, len(body), proto, workers, codes, float64(peak)/(1<<20), memoryLimit>>20, float64(readCgroup(t, cg, "memory.max_usage_in_bytes"))/(1<<20))
 	if strings.Contains(oom, "oom_kill ") && !strings.Contains(oom, "oom_kill 0") {
 		t.Errorf("%s\nthe kernel killed in the cgroup:\n%s\nserver log:\n%s", reason, oom, logs.String())
 	}
@@ -164,6 +194,38 @@ func serveWorstCase(t *testing.T, reason string, cgroupLimit int64) {
 	if cmd.ProcessState != nil {
 		t.Errorf("%s\nthe server exited during the test: %v", reason, cmd.ProcessState)
 	}
+}
+
+// servingPair is a serving certificate for 127.0.0.1 and its key, PEM,
+// and a pool that trusts the certificate.
+func servingPair(t *testing.T) (certPEM, keyPEM []byte, pool *x509.CertPool) {
+	t.Helper()
+	ca, err := controlplane.NewCA("formspec-test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err = ca.IssueServing("formspec-hooks", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM)
+	return certPEM, keyPEM, pool
+}
+
+// withServingPair writes a servingPair into a temporary directory and
+// returns args with the flags that serve it, and the pool that trusts it.
+func withServingPair(t *testing.T, args []string) ([]string, *x509.CertPool) {
+	t.Helper()
+	certPEM, keyPEM, pool := servingPair(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	for file, content := range map[string][]byte{certFile: certPEM, keyFile: keyPEM} {
+		if err := os.WriteFile(file, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(args, "--tls-cert-file", certFile, "--tls-key-file", keyFile), pool
 }
 
 func writeCgroup(t *testing.T, cg, file string, v int64) {

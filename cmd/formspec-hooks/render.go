@@ -45,7 +45,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil && !errors.Is(err, workspace.ErrNoVersion) {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL("--cluster-control-url", controlURL, true); err != nil {
+	if err := checkURL(clusterControlURLFlag(fs), controlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	// The same warnings as serve, logged on stderr so that stdout stays

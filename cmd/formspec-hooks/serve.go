@@ -53,7 +53,7 @@ type serveFlags struct {
 	maxBodyBytes, maxInFlightBytes           int64
 	maxInFlight, maxObjects                  int
 	maxConns, maxConnsPerClient, maxIdle     int
-	bodyTimeout                              time.Duration
+	bodyTimeout, maxConnAge                  time.Duration
 	tlsCertFile, tlsKeyFile, tlsClientCAFile string
 	authTokenFile                            string
 	acceptV1Grants                           bool
@@ -80,6 +80,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.IntVar(&f.maxConns, "max-connections", httpserve.Defaults.Conns.Max, "open connections on each listener (hooks, metrics); beyond it new ones wait")
 	fs.IntVar(&f.maxConnsPerClient, "max-connections-per-client", httpserve.Defaults.Conns.PerClient, "open connections from one client address; beyond it new ones are closed")
 	fs.IntVar(&f.maxIdle, "max-idle-connections", httpserve.Defaults.Conns.Idle, "kept-alive connections waiting for a request; beyond it idle ones are closed")
+	fs.DurationVar(&f.maxConnAge, "max-connection-age", httpserve.Defaults.MaxConnAge, "how long a connection carries requests; the first answer after that closes it (HTTP/2: GOAWAY), so that clients reconnect and spread over the replicas")
 	fs.StringVar(&f.tlsCertFile, "tls-cert-file", "", "serve hooks over TLS with this certificate (reloaded when it changes)")
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
 	fs.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "require client certificates signed by these CAs (mTLS; reloaded when it changes)")
@@ -98,9 +99,20 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 // name for the same service, and its deprecated alias
 // --control-cluster-url, which older manifests pass.
 func clusterControlURLFlags(fs *flag.FlagSet, v *string) {
-	const help = "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL, e.g. " + exampleClusterControlURL
+	const help = "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL, e.g. " + exampleClusterControlURL + "; no user, query or fragment"
 	fs.StringVar(v, "cluster-control-url", "", help)
 	fs.StringVar(v, "control-cluster-url", "", "deprecated: use --cluster-control-url")
+}
+
+// clusterControlURLFlag is the flag the Cluster Control URL was given
+// with, for its errors: the deprecated alias when only it was set.
+func clusterControlURLFlag(fs *flag.FlagSet) string {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["control-cluster-url"] && !set["cluster-control-url"] {
+		return "--control-cluster-url"
+	}
+	return "--cluster-control-url"
 }
 
 // exampleClusterControlURL is the in-cluster address the install uses for
@@ -139,7 +151,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := checkURL("--reporter-url", f.reporterURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL("--cluster-control-url", f.clusterControlURL, true); err != nil {
+	if err := checkURL(clusterControlURLFlag(fs), f.clusterControlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	for _, c := range []struct {
@@ -155,6 +167,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		{"--max-connections", f.maxConns <= 0, "positive"},
 		{"--max-connections-per-client", f.maxConnsPerClient <= 0, "positive"},
 		{"--max-idle-connections", f.maxIdle <= 0, "positive"},
+		{"--max-connection-age", f.maxConnAge <= 0, "positive"},
 		{"--shutdown-delay", f.shutdownDelay < 0, "zero or positive"},
 		{"--shutdown-timeout", f.shutdownTimeout <= 0, "positive"},
 	} {
@@ -189,6 +202,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		ShutdownDelay:    f.shutdownDelay,
 		HTTP: httpserve.Config{
 			BodyTimeout:     f.bodyTimeout,
+			MaxConnAge:      f.maxConnAge,
 			Conns:           httpserve.ConnLimits{Max: f.maxConns, PerClient: f.maxConnsPerClient, Idle: f.maxIdle},
 			ShutdownTimeout: f.shutdownTimeout,
 		},

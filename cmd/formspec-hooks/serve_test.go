@@ -58,7 +58,7 @@ func TestRunServeFlags(t *testing.T) {
 		"BadLogFormat":       {reason: "Log formats are checked.", args: []string{"--log-format", "xml"}, wantErr: "-log-format", usage: true},
 		"BadReporterURL":     {reason: "The reporter URL must be usable.", args: []string{"--reporter-url", "127.0.0.1:8090"}, wantErr: "--reporter-url", usage: true},
 		"BadClusterControl":  {reason: "A set Cluster Control URL must be usable.", args: []string{"--cluster-control-url", "ftp://x"}, wantErr: "--cluster-control-url", usage: true},
-		"BadDeprecatedAlias": {reason: "The deprecated --control-cluster-url sets the same value and is checked the same way.", args: []string{"--control-cluster-url", "ftp://x"}, wantErr: "--cluster-control-url", usage: true},
+		"BadDeprecatedAlias": {reason: "The deprecated --control-cluster-url sets the same value, is checked the same way, and its error names the flag given.", args: []string{"--control-cluster-url", "ftp://x"}, wantErr: "--control-cluster-url", usage: true},
 		"ImageDigest":        {reason: "Hooks append a tag, so a digest cannot work.", args: []string{"--resource-image", "r/img@sha256:abc"}, wantErr: "--resource-image", usage: true},
 		"ZeroBodyLimit":      {reason: "A zero body limit would reject every request.", args: []string{"--max-body-bytes", "0"}, wantErr: "--max-body-bytes", usage: true},
 		"NegativeInFlight":   {reason: "A negative in-flight limit means nothing.", args: []string{"--max-inflight", "-1"}, wantErr: "--max-inflight", usage: true},
@@ -67,6 +67,7 @@ func TestRunServeFlags(t *testing.T) {
 		"ZeroObjects":        {reason: "A zero object limit would reject every request.", args: []string{"--max-objects", "0"}, wantErr: "--max-objects", usage: true},
 		"ZeroBodyTimeout":    {reason: "No time to read a body would reject every request.", args: []string{"--body-timeout", "0"}, wantErr: "--body-timeout", usage: true},
 		"ZeroConnections":    {reason: "No connections would serve nobody.", args: []string{"--max-connections-per-client", "0"}, wantErr: "--max-connections-per-client", usage: true},
+		"ZeroConnectionAge":  {reason: "A connection retired before its first answer would serve nobody.", args: []string{"--max-connection-age", "0"}, wantErr: "--max-connection-age", usage: true},
 		"NoVersion":          {reason: "Without --default-version or a tag in --resource-image serve refuses to start rather than run latest.", args: []string{"--default-version", ""}, want: workspace.ErrNoVersion, usage: true},
 		"TaggedImage":        {reason: "A tag in --resource-image is a version too.", args: append(append([]string{}, local...), "--default-version", "", "--resource-image", "r/img:2.0"), wantStderr: []string{"formspec-hooks starting"}},
 		"NoReporter": {

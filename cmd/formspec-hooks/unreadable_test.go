@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,7 +20,6 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/testsync"
-	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
 // nobody is the user and group the server runs as in
@@ -152,14 +149,7 @@ func startUnprivileged(t *testing.T, bin string) *unprivilegedServer {
 	t.Helper()
 	// The server's files: in a directory it may enter, readable by it.
 	dir := unprivilegedDir(t)
-	ca, err := controlplane.NewCA("formspec-test-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := ca.IssueServing("formspec-hooks", nil, []net.IP{net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	certPEM, keyPEM, pool := servingPair(t)
 	files := map[string]struct {
 		content []byte
 		mode    os.FileMode
@@ -208,8 +198,6 @@ func startUnprivileged(t *testing.T, bin string) *unprivilegedServer {
 		}
 	})
 
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.CertPEM)
 	s.hooks = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 		// A handshake per request, so that each sees the key file as it

@@ -61,12 +61,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	)
 	defer func() { err = logging.Report(stderr, program, args, err) }()
 	cliflag.AddVersion(fs)
-	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. http://formspec-ctl.formspec-system:7070")
+	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://formspec-ctl.formspec-system:7070; no user, query or fragment; plain http:// off the loopback takes --insecure-http when --token-file is set")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
 	fs.StringVar(&cfg.TokenFile, "token-file", "", "file holding the bearer token for Cluster Control; re-read when it changes; while it is missing or empty, calls carry no token")
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "PEM CA bundle to verify Cluster Control's certificate (default: system roots)")
 	fs.StringVar(&cfg.ClientCertFile, "client-cert-file", "", "PEM client certificate for mTLS; reloaded when it changes")
 	fs.StringVar(&cfg.ClientKeyFile, "client-key-file", "", "PEM client key for mTLS")
+	fs.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "send the --token-file token to a plain http:// --cluster-control-url off the loopback, readable by anyone on the path (refused without it; logged at start and shown by formspec_reporter_insecure_http)")
 	fs.DurationVar(&cfg.NodeHealthInterval, "node-health-interval", def.NodeHealthInterval, "period of POST /v1/node-health (jittered by ±10%)")
 	fs.DurationVar(&cfg.DeployStatusInterval, "deploy-status-interval", def.DeployStatusInterval, "period of GET /v1/deploy-status (jittered by ±10%)")
 	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", def.ResyncInterval, "period at which every known workspace is reported again, changed or not (jittered by ±10%)")
@@ -96,9 +97,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// The one flag without a default: a bare formspec-reporter is a
 	// usage mistake (exit 2), not a sidecar that reports nowhere.
 	if cfg.ClusterControlURL == "" {
-		return cliflag.Usagef(fs, "--cluster-control-url is required: the base URL of Cluster Control, e.g. http://formspec-ctl.formspec-system:7070")
+		return cliflag.Usagef(fs, "--cluster-control-url is required: the base URL of Cluster Control, e.g. https://formspec-ctl.formspec-system:7070")
 	}
-	if _, err := weburl.Parse("--cluster-control-url", cfg.ClusterControlURL); err != nil {
+	ccURL, err := cfg.ParseClusterControlURL("--cluster-control-url")
+	if err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	if cfg.InterceptorAdminURL != "" {
@@ -116,7 +118,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// client-go's events recorder logs through klog: into the same lines.
 	klog.SetSlogLogger(log)
 	cfg.Logger = log
-	if !isLoopback(*listen) {
+	if !httpserve.LoopbackAddr(*listen) {
 		log.Warn("--listen is not a loopback address: anyone who can reach it can post observations and read directives, without authentication", "listen", *listen)
 	}
 
@@ -167,27 +169,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		attrs = append(attrs, "probes", probeLn.Addr().String())
 	}
 	build := buildinfo.Get()
-	log.Info("reporter starting", append([]any{"version", build.Version, "revision", build.Revision, "clusterControl", cfg.ClusterControlURL}, attrs...)...)
+	log.Info("reporter starting", append([]any{"version", build.Version, "revision", build.Revision, "clusterControl", weburl.Origin(ccURL)}, attrs...)...)
 
 	// One part stopping stops the others: a sidecar without its localhost
 	// API or its reporting loops is not worth keeping up.
 	err = cliflag.RunAll(ctx, parts...)
 	log.Info("reporter stopped")
 	return err
-}
-
-// isLoopback reports whether a listen address only accepts connections
-// from this host (the pod, in a cluster).
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // kubeClients builds the reporter's clients from a kubeconfig, or from the

@@ -68,6 +68,18 @@ func TestRun(t *testing.T) {
 			wantErr: "--cluster-control-url must be an http or https URL",
 			usage:   true,
 		},
+		"ClusterControlURLQuery": {
+			reason:  "A query string, where a token gets pasted, is a usage mistake naming the flag.",
+			args:    []string{"--cluster-control-url", "https://formspec-ctl:7070/?token=t0k"},
+			wantErr: "--cluster-control-url must not carry a query string",
+			usage:   true,
+		},
+		"PlainHTTPWithToken": {
+			reason:  "A token over plain HTTP off the loopback is a usage mistake naming the flag that would allow it.",
+			args:    []string{"--cluster-control-url", "http://10.0.0.1:7070", "--token-file", filepath.Join(dir, "nope")},
+			wantErr: "--insecure-http",
+			usage:   true,
+		},
 		"BadInterceptorAdminURL": {
 			reason:  "An interceptor admin URL that is not http://host:port is a usage mistake naming the flag, found before the reporter starts.",
 			args:    append(slices.Clone(local), "--interceptor-admin-url", "https://keda-interceptor-admin:9090"),

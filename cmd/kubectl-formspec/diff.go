@@ -51,7 +51,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f := newFlags(command+" diff", diffUsage, true)
 	image := f.own.String("resource-image", "formahub/formspec-resource", "the hook server's --resource-image: workspace image repository; may carry a tag, which then becomes the default version")
 	version := f.own.String("default-version", "", "the hook server's --default-version: image tag for Workspaces without spec.version; required unless --resource-image carries a tag, as for serve")
-	controlURL := f.own.String("cluster-control-url", "", "the hook server's --cluster-control-url, given to workspaces as CONTROL_CLUSTER_URL")
+	controlURL := f.own.String("cluster-control-url", "", "the hook server's --cluster-control-url, given to workspaces as CONTROL_CLUSTER_URL; no user, query or fragment")
 	fieldManager := f.own.String("field-manager", defaultFieldManager, "Metacontroller's server-side apply field manager (its --apply-strategy-ssa-field-manager)")
 	all := f.own.BoolP("all-namespaces", "A", false, "compare the Workspaces of every namespace")
 	exitCode := f.own.Bool("exit-code", false, "exit 1 when a workspace would change, as kubectl diff does (0: no change; above 1: an error)")
@@ -94,6 +94,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Hooks:        workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL},
 		FieldManager: *fieldManager,
 		Dynamic:      c.dynamic,
+		Metadata:     c.metadata,
 		Mapper:       c.mapper,
 		Workers:      diffWorkers,
 	}, namespace)

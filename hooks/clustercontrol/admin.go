@@ -34,10 +34,15 @@ type AdminState struct {
 	AutoScales     []AutoScale                            `json:"autoScales,omitempty"`
 	ClusterClasses []ccapi.ClassUsage                     `json:"clusterClasses"`
 	Requests       int                                    `json:"requests"`
+	// Stored is what the server keeps against its budget.
+	Stored Stored `json:"stored"`
 }
 
 // AdminHandler is the control surface for tests and demos, meant for a
-// separate listener on localhost:
+// separate listener on localhost. Every request needs one of
+// Options.AdminTokens as its bearer token (401 without): whoever holds it
+// decides what the reporter writes onto Workspaces, rolling or idling
+// them, and what Cluster Control answers.
 //
 //	PUT    /admin/faults                        AdminFault
 //	DELETE /admin/faults
@@ -101,17 +106,19 @@ func (s *Server) AdminHandler() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	admin.Get("/admin/state", func(w http.ResponseWriter, r *http.Request) {
-		st := AdminState{Workspaces: s.Workspaces(), Directives: s.Directives(), Consumed: s.Consumed(), AutoScales: s.AutoScales(),
-			ClusterClasses: s.ClassUsage(), Requests: len(s.Requests())}
-		if nr := s.NodeReports(); len(nr) > 0 {
-			st.LastNodeHealth = &nr[len(nr)-1]
-		}
-		if st.Consumed == nil {
-			st.Consumed = []Consumption{}
-		}
+		st := AdminState{Workspaces: s.Workspaces(), LastNodeHealth: s.LastNodeReport(), Directives: s.Directives(), Consumed: s.Consumed(),
+			AutoScales: s.AutoScales(), ClusterClasses: s.ClassUsage(), Requests: len(s.Requests()), Stored: s.Stored()}
 		writeJSON(w, http.StatusOK, st)
 	})
-	return admin
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// No admin token configured refuses everything: an admin API open
+		// to anyone would let anyone roll or idle the fleet.
+		if !authorized(r, s.opts.AdminTokens) {
+			writeError(w, http.StatusUnauthorized, "missing or invalid bearer token")
+			return
+		}
+		admin.ServeHTTP(w, r)
+	})
 }
 
 func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {

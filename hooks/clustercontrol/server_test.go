@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
 	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -468,4 +470,127 @@ func strict(raw []byte, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// TestAdminHandlerNeedsToken checks the admin API's authentication: no
+// AdminTokens refuses everything, and with them only a listed token gets
+// through, the API's own tokens included.
+func TestAdminHandlerNeedsToken(t *testing.T) {
+	cases := map[string]struct {
+		reason        string
+		adminTokens   []string
+		authorization string
+		want          int
+	}{
+		"NoAdminTokens":  {reason: "without admin tokens the admin API is closed, even to a token", authorization: "Bearer anything", want: http.StatusUnauthorized},
+		"NoToken":        {reason: "a request without a token is refused", adminTokens: []string{"admin"}, want: http.StatusUnauthorized},
+		"WrongToken":     {reason: "a wrong token is refused", adminTokens: []string{"admin"}, authorization: "Bearer nope", want: http.StatusUnauthorized},
+		"APIToken":       {reason: "the API's token is not an admin token", adminTokens: []string{"admin"}, authorization: "Bearer reporter", want: http.StatusUnauthorized},
+		"AdminToken":     {reason: "an admin token gets through", adminTokens: []string{"old", "admin"}, authorization: "Bearer admin", want: http.StatusOK},
+		"RotatedToken":   {reason: "every listed token gets through, for a rotation", adminTokens: []string{"old", "admin"}, authorization: "Bearer old", want: http.StatusOK},
+		"PrefixOfToken":  {reason: "a prefix of a token is not the token", adminTokens: []string{"admin"}, authorization: "Bearer adm", want: http.StatusUnauthorized},
+		"NotBearerToken": {reason: "only a bearer token counts", adminTokens: []string{"admin"}, authorization: "Basic admin", want: http.StatusUnauthorized},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := New(Options{Tokens: []string{"reporter"}, AdminTokens: tc.adminTokens}).AdminHandler()
+			r := httptest.NewRequest(http.MethodGet, "/admin/state", nil)
+			if tc.authorization != "" {
+				r.Header.Set("Authorization", tc.authorization)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if diff := cmp.Diff(tc.want, rec.Code); diff != "" {
+				t.Errorf("%s\nstatus: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestStoreStaysWithinBudget posts more than the server may keep and checks
+// after every request that what it keeps, as charged, is within
+// MaxBytes; that the oldest history went first, so the newest reports are
+// still there; and that every workspace's state outlived the history.
+func TestStoreStaysWithinBudget(t *testing.T) {
+	const budget = 256 << 10
+	s := New(Options{MaxBytes: budget})
+	h := s.Handler()
+	post := func(path, key string, body []byte) int {
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
+		r.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			r.Header.Set(ccapi.HeaderIdempotencyKey, key)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if got := s.Stored(); got.Bytes > got.MaxBytes || got.MaxBytes != budget {
+			t.Fatalf("after POST %s: stored %d bytes of %d, want at most %d", path, got.Bytes, got.MaxBytes, budget)
+		}
+		return rec.Code
+	}
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	big := strings.Repeat("x", 20<<10)
+	const workspaces, rounds = 3, 40
+	for i := range rounds {
+		for w := range workspaces {
+			body, err := json.Marshal(ccapi.WorkspaceStatusReport{Namespace: "team-a", Name: fmt.Sprintf("ws-%d", w), ObservedAt: t0.Add(time.Duration(i) * time.Second),
+				Status: &ccapi.WorkspaceStatus{Phase: "Ready", Conditions: []metav1.Condition{{Type: "Ready", Status: "True", Message: big}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := post(ccapi.PathWorkspaceStatus, fmt.Sprintf("k-%d-%d", i, w), body); code != http.StatusOK {
+				t.Fatalf("workspace report %d: %d", i, code)
+			}
+		}
+		body, err := json.Marshal(ccapi.NodeHealthReport{Reporter: "r", SentAt: t0.Add(time.Duration(i) * time.Second),
+			Nodes: []ccapi.NodeHealth{{Name: "n", Health: ccapi.HealthHealthy, Labels: map[string]string{"formspec.dev/x": big}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := post(ccapi.PathNodeHealth, "", body); code != http.StatusOK {
+			t.Fatalf("node report %d: %d", i, code)
+		}
+	}
+	// A body over a quarter of the budget could not be kept: refused.
+	if code := post(ccapi.PathNodeHealth, "", []byte(`{"reporter":"r","sentAt":"2026-03-01T12:00:00Z","nodes":[],"x":"`+strings.Repeat("x", budget/4)+`"}`)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over a quarter of the budget: %d, want 413", code)
+	}
+
+	nodes := s.NodeReports()
+	if len(nodes) == 0 || len(nodes) == rounds || !nodes[len(nodes)-1].SentAt.Equal(t0.Add((rounds-1)*time.Second)) {
+		t.Errorf("kept %d node reports ending with %v: want some but not all, the newest last", len(nodes), nodes[len(nodes)-1].SentAt)
+	}
+	reports := s.WorkspaceReports()
+	if len(reports) == 0 || len(reports) == rounds*workspaces || !reports[len(reports)-1].ObservedAt.Equal(t0.Add((rounds-1)*time.Second)) {
+		t.Errorf("kept %d workspace reports: want some but not all, the newest last", len(reports))
+	}
+	if got := len(s.Workspaces()); got != workspaces {
+		t.Errorf("kept the state of %d workspaces, want all %d", got, workspaces)
+	}
+	for k, ws := range s.Workspaces() {
+		if !ws.ObservedAt.Equal(t0.Add((rounds - 1) * time.Second)) {
+			t.Errorf("state of %s observed at %v, want the newest", k, ws.ObservedAt)
+		}
+	}
+}
+
+// TestStoreEvictsStateLast fills the budget with workspace states alone:
+// once no history is left to evict, the state updated longest ago goes.
+func TestStoreEvictsStateLast(t *testing.T) {
+	st := newStore(1000)
+	st.setWorkspace("a", time.Time{}, make([]byte, 300))
+	st.setWorkspace("b", time.Time{}, make([]byte, 300))
+	st.setWorkspace("a", time.Time{}, make([]byte, 300))
+	add(st, &st.requests, Request{Path: "/"}, 100)
+	st.setWorkspace("c", time.Time{}, make([]byte, 300))
+	got := slices.Sorted(maps.Keys(st.workspaces))
+	if diff := cmp.Diff([]string{"a", "c"}, got); diff != "" {
+		t.Errorf("workspace states kept: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff(0, len(st.requests.items)); diff != "" {
+		t.Errorf("requests kept (history goes first): -want, +got:\n%s", diff)
+	}
+	if st.used > st.max {
+		t.Errorf("used %d of %d", st.used, st.max)
+	}
 }

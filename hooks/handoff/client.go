@@ -326,12 +326,12 @@ func (c *Client) post(ctx context.Context, batch []queued) error {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base.JoinPath(observation.PathObservations).String(), &body)
 	if err != nil {
-		return fmt.Errorf("cannot build request: %w", err)
+		return fmt.Errorf("cannot build request: %w", weburl.RedactError(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot post observations: %w", err)
+		return fmt.Errorf("cannot post observations: %w", weburl.RedactError(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))

@@ -242,6 +242,32 @@ func TestFailureLogsAreRateLimited(t *testing.T) {
 	}
 }
 
+// TestFailureLogNamesOrigin shows the log line of a post to a sidecar
+// that is not there naming it by scheme and host alone: Go's client error
+// quotes the whole URL, and no URL's path is logged.
+func TestFailureLogNamesOrigin(t *testing.T) {
+	origin := closedURL(t)
+	var logs testsync.Buffer
+	c, err := New(origin+"/sidecar-3f9c", Options{RetryDelay: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	c.Send(status(1))
+	testsync.WaitFor(t, "a failed post to be logged", func() bool { return strings.Contains(logs.String(), "cannot hand observations") })
+	line := logs.String()
+	if !strings.Contains(line, `\"`+origin+`\"`) {
+		t.Errorf("log does not name the sidecar as %s:\n%s", origin, line)
+	}
+	for _, path := range []string{"sidecar-3f9c", observation.PathObservations} {
+		if strings.Contains(line, path) {
+			t.Errorf("log repeats %q of the URL's path:\n%s", path, line)
+		}
+	}
+}
+
 func waitPosted(t *testing.T, c *Client, result string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

@@ -19,14 +19,16 @@ import (
 )
 
 // Refusal is something a listener refused below any handler: a failed TLS
-// handshake, or a request Go's HTTP server answered itself because it
-// could not be parsed. Kind and Reason are short stable words, fit for a
-// metric label.
+// handshake, a request Go's HTTP server answered itself because it could
+// not be parsed, or an HTTP/2 stream or connection ended by the caps or by
+// an error of the protocol. Kind and Reason are short stable words, fit
+// for a metric label.
 type Refusal struct {
-	// Kind is "tls-handshake" or "request".
+	// Kind is "tls-handshake", "request" or "http2".
 	Kind string
-	// Reason says why, from a fixed set per kind (see handshakeReason and
-	// serverErrors).
+	// Reason says why, from a fixed set per kind (see handshakeReason,
+	// serverErrors, and for HTTP/2 HTTP2StreamsPerClient and the reasons
+	// beside it).
 	Reason string
 }
 
@@ -34,73 +36,142 @@ type Refusal struct {
 const (
 	RefusedHandshake = "tls-handshake"
 	RefusedRequest   = "request"
+	RefusedHTTP2     = "http2"
 )
 
-// connListener hands every accepted connection to the HTTP server as a
-// serverConn: over TLS, when tlsCfg is set, with the handshake done here
-// so that its failures are counted and logged at a bounded rate rather
-// than one warning per attempt; and with the plain-text errors Go's server
-// writes for requests it cannot parse rewritten in the error format.
+// connListener hands every accepted connection to the HTTP server: over
+// TLS, when tls is set, with the handshake done here first, so that its
+// failures are counted and logged at a bounded rate rather than one
+// warning per attempt, and so that the protocol the client chose by ALPN
+// is known before the server sees the connection. An HTTP/2 connection
+// goes to the server as the *tls.Conn itself, which is how net/http knows
+// to serve HTTP/2 on it; an HTTP/1.1 one, and every plain one, as a
+// serverConn, which rewrites the plain-text errors Go's server writes for
+// requests it cannot parse in the error format.
+//
+// The handshakes run on goroutines of their own, each under the header
+// timeout, so that a client that stalls its handshake holds one
+// connection (under the caps below, which count it) and never Accept.
 type connListener struct {
 	net.Listener
 	tls     *tls.Config
 	timeout time.Duration
 	refused func(Refusal, error)
+
+	// Over TLS: a goroutine accepts, one per connection does its
+	// handshake, and Accept hands over the connections that are ready.
+	mu        sync.Mutex
+	accepting bool
+	ready     chan net.Conn
+	failed    chan error
+	// ctx ends when the listener closes, and with it every handshake
+	// still under way.
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+func newConnListener(ln net.Listener, tlsCfg *tls.Config, timeout time.Duration, refused func(Refusal, error)) *connListener {
+	ctx, stop := context.WithCancel(context.Background())
+	return &connListener{
+		Listener: ln, tls: tlsCfg, timeout: timeout, refused: refused,
+		ready: make(chan net.Conn), failed: make(chan error, 1), ctx: ctx, stop: stop,
+	}
 }
 
 func (l *connListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
+	if l.tls == nil {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		return &serverConn{Conn: c, l: l}, nil
+	}
+	l.mu.Lock()
+	if !l.accepting {
+		l.accepting = true
+		go l.acceptLoop()
+	}
+	l.mu.Unlock()
+	select {
+	case c := <-l.ready:
+		return c, nil
+	case err := <-l.failed:
 		return nil, err
 	}
-	sc := &serverConn{Conn: c, l: l}
-	if l.tls != nil {
-		sc.tls = tls.Server(c, l.tls)
-		sc.Conn = sc.tls
-	}
-	return sc, nil
 }
 
-// serverConn is one accepted connection.
+// acceptLoop accepts connections and starts their handshakes until the
+// listener fails; the error goes to Accept, and the next Accept starts
+// the loop again, after whatever pause the HTTP server takes between
+// failed Accepts (it backs off from 5 ms to 1 s).
+func (l *connListener) acceptLoop() {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			l.mu.Lock()
+			l.accepting = false
+			l.mu.Unlock()
+			l.failed <- err
+			return
+		}
+		go l.handshake(c)
+	}
+}
+
+// handshake does c's TLS handshake under the header timeout and hands the
+// connection to Accept, or closes it when the handshake fails or the
+// listener has closed.
+func (l *connListener) handshake(c net.Conn) {
+	tc := tls.Server(c, l.tls)
+	ctx, cancel := context.WithTimeout(l.ctx, l.timeout)
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		if l.ctx.Err() == nil {
+			l.handshakeFailed(err)
+		}
+		_ = tc.Close()
+		return
+	}
+	var out net.Conn = tc
+	if tc.ConnectionState().NegotiatedProtocol != http2Proto {
+		out = &serverConn{Conn: tc, l: l, tls: tc}
+	}
+	select {
+	case l.ready <- out:
+	case <-l.ctx.Done():
+		_ = tc.Close()
+	}
+}
+
+// Close closes the listener and ends the handshakes still under way.
+func (l *connListener) Close() error {
+	l.stop()
+	return l.Listener.Close()
+}
+
+// serverConn is one accepted connection that serves HTTP/1.1, plain or
+// over TLS (tls is then the connection underneath, its handshake done).
 type serverConn struct {
 	net.Conn
 	l   *connListener
 	tls *tls.Conn
-
-	handshake sync.Once
-	hsErr     error
 }
 
-// Read does the TLS handshake first, under its own timeout.
-func (c *serverConn) Read(p []byte) (int, error) {
-	if c.tls != nil {
-		c.handshake.Do(func() { c.hsErr = c.doHandshake() })
-		if c.hsErr != nil {
-			return 0, c.hsErr
-		}
-	}
-	return c.Conn.Read(p)
-}
-
-func (c *serverConn) doHandshake() error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.l.timeout)
-	defer cancel()
-	err := c.tls.HandshakeContext(ctx)
-	if err == nil {
-		return nil
-	}
+// handshakeFailed reports a failed handshake by reason; plain HTTP sent to
+// the TLS port gets an answer saying so.
+func (l *connListener) handshakeFailed(err error) {
 	reason := handshakeReason(err)
 	if reason == "not-tls" {
 		// Plain HTTP sent to the TLS port: say so in the error format,
 		// unencrypted, the way Go's own TLS server does in plain text.
 		var re tls.RecordHeaderError
 		if errors.As(err, &re) && re.Conn != nil {
-			_ = re.Conn.SetWriteDeadline(time.Now().Add(c.l.timeout))
+			_ = re.Conn.SetWriteDeadline(time.Now().Add(l.timeout))
 			_, _ = re.Conn.Write(errorResponse(http.StatusBadRequest, "plain HTTP sent to a TLS port: use https"))
 		}
 	}
-	c.l.refused(Refusal{Kind: RefusedHandshake, Reason: reason}, err)
-	return err
+	l.refused(Refusal{Kind: RefusedHandshake, Reason: reason}, err)
 }
 
 // handshakeReason sorts a failed handshake into a small fixed set, for the
@@ -194,17 +265,27 @@ func errorResponse(code int, msg string) []byte {
 	return b.Bytes()
 }
 
-// tlsForServing is cfg for connListener: HTTP/1.1 only. Every connection
-// cap and refusal rule here counts connections, and one HTTP/2 connection
-// carries any number of concurrent requests (and has attacks of its own,
-// such as rapid reset). Metacontroller's hook client would take HTTP/2 if
-// it were offered (its transport is a clone of Go's default one); over
-// HTTP/1.1 it carries one request per connection at a time and keeps two
-// idle, so it dials again when more of its workers call at once
-// (docs/install.md, "Many workspaces").
+// ALPN protocol names.
+const (
+	http2Proto = "h2"
+	http1Proto = "http/1.1"
+)
+
+// serveProtos is what the TLS listener offers by ALPN, HTTP/2 first. A
+// client that keeps one HTTP/2 connection (Metacontroller's hook client,
+// a clone of Go's default transport) needs no handshake after the first;
+// over HTTP/1.1 it carries one request per connection at a time, keeps
+// two idle, and dials again whenever more of its workers call at once,
+// about once per two calls. Every cap and refusal rule of this package
+// holds per HTTP/2 stream as it does per HTTP/1.1 connection (see
+// ConnLimits and guard).
+var serveProtos = []string{http2Proto, http1Proto}
+
+// tlsForServing is cfg for connListener, offering serveProtos by ALPN,
+// also from the config GetConfigForClient returns.
 func tlsForServing(cfg *tls.Config) *tls.Config {
 	out := cfg.Clone()
-	out.NextProtos = []string{"http/1.1"}
+	out.NextProtos = serveProtos
 	if get := cfg.GetConfigForClient; get != nil {
 		out.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			c, err := get(hello)
@@ -212,7 +293,7 @@ func tlsForServing(cfg *tls.Config) *tls.Config {
 				return c, err
 			}
 			c = c.Clone()
-			c.NextProtos = []string{"http/1.1"}
+			c.NextProtos = serveProtos
 			return c, nil
 		}
 	}

@@ -1,7 +1,6 @@
 package httpserve
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -164,19 +165,40 @@ func TestHandshakeFailures(t *testing.T) {
 	t.Run("Served", func(t *testing.T) {
 		pool := x509.NewCertPool()
 		pool.AddCert(cert.Leaf)
-		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
-		if err != nil {
-			t.Fatalf("a good handshake: %v", err)
+		cases := map[string]struct {
+			reason string
+			offer  []string
+			want   string
+		}{
+			"HTTP2":  {reason: "A client that offers HTTP/2 gets it.", offer: []string{"h2", "http/1.1"}, want: "h2"},
+			"HTTP11": {reason: "A client that offers only HTTP/1.1 gets it.", offer: []string{"http/1.1"}, want: "http/1.1"},
+			"None":   {reason: "A client that offers nothing by ALPN speaks HTTP/1.1.", want: ""},
 		}
-		defer conn.Close()
-		if p := conn.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
-			t.Errorf("negotiated %q, want http/1.1 only", p)
-		}
-		fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
-			t.Errorf("a request after a good handshake: %q, %v", line, err)
+		for name, tc := range cases {
+			t.Run(name, func(t *testing.T) {
+				tr := &http.Transport{
+					TLSClientConfig:   &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12, NextProtos: tc.offer},
+					ForceAttemptHTTP2: slices.Contains(tc.offer, "h2"),
+				}
+				defer tr.CloseIdleConnections()
+				var negotiated string
+				ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+					TLSHandshakeDone: func(s tls.ConnectionState, _ error) { negotiated = s.NegotiatedProtocol },
+				})
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/", nil)
+				resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+				if err != nil {
+					t.Fatalf("%s\na request after a good handshake: %v", tc.reason, err)
+				}
+				resp.Body.Close()
+				wantMajor := 1
+				if tc.want == "h2" {
+					wantMajor = 2
+				}
+				if negotiated != tc.want || resp.StatusCode != http.StatusOK || resp.ProtoMajor != wantMajor {
+					t.Errorf("%s\nnegotiated %q, answered %d over HTTP/%d; want %q, 200 over HTTP/%d", tc.reason, negotiated, resp.StatusCode, resp.ProtoMajor, tc.want, wantMajor)
+				}
+			})
 		}
 	})
 }

@@ -39,8 +39,14 @@ type Config struct {
 	// deadlines with http.ResponseController.
 	WriteTimeout time.Duration
 	// IdleTimeout bounds how long a kept-alive connection waits for its
-	// next request.
+	// next request (HTTP/2: with no request in progress).
 	IdleTimeout time.Duration
+	// MaxConnAge bounds how long one connection carries requests: the
+	// first answer after the connection has been open that long closes
+	// it (HTTP/1.1: "Connection: close"; HTTP/2: GOAWAY, after which the
+	// requests the client has already sent finish, and its next ones go
+	// to a new connection). A negative age retires no connection.
+	MaxConnAge time.Duration
 	// BodyTimeout bounds the time from the end of the request headers to
 	// the end of the body, for every request that has one, whatever the
 	// handler does with it (see guard).
@@ -89,8 +95,23 @@ const RefusalLogInterval = 10 * time.Second
 // the hook server's default --shutdown-delay (5 s) stays under the
 // default 30 s termination grace period.
 //
-// Every client of these servers keeps a few connections (Metacontroller a
-// few per controller worker, all from one address; the hook server's
+// The maximum connection age spreads a client's requests over the
+// replicas behind a Service: kube-proxy picks a replica per connection,
+// not per request, and over HTTP/2 Metacontroller keeps one connection
+// per hook for as long as it runs, so without an age every call of a hook
+// would go to the replica its connection reached first, and a replica
+// added later, or started by a rollout after the others, would get no
+// calls over connections opened before it. Retiring a connection costs
+// its client a TLS handshake, or one per worker that calls the hook
+// while the new connection is being made (at most 5, Metacontroller's
+// default --workers): for the 9 connections Metacontroller keeps (one
+// per hook of compositecontrollers/) at most 45 handshakes in 5 minutes,
+// under 5 per 1,000 calls from a fleet of 1,000 Workspaces (2,070 hook
+// calls a minute, docs/install.md), and every busy hook's connection
+// reaches a new replica as often as any other within 5 minutes.
+//
+// Every client of these servers keeps a few connections (Metacontroller
+// one per hook over HTTP/2, all from one address; the hook server's
 // hand-off one or two), far below the connection caps, and each
 // connection costs a goroutine and buffers.
 var Defaults = Config{
@@ -98,13 +119,17 @@ var Defaults = Config{
 	ReadTimeout:       30 * time.Second,
 	WriteTimeout:      60 * time.Second,
 	IdleTimeout:       120 * time.Second,
+	MaxConnAge:        5 * time.Minute,
 	// Metacontroller sends at most a few MiB from inside the cluster,
 	// which takes well under a second; a client still sending after 10 s
 	// is trickling bytes to hold the connection.
 	BodyTimeout: 10 * time.Second,
 	// Ample for a bearer token and a few ETags.
-	MaxHeaderBytes:  64 << 10,
-	Conns:           ConnLimits{Max: 1024, PerClient: 256, Idle: 128},
+	MaxHeaderBytes: 64 << 10,
+	// 32 streams carry Metacontroller's calls to one hook (at most its
+	// --workers, 5 by default, at once) on one connection, with room for
+	// raised --workers before it opens a second.
+	Conns:           ConnLimits{Max: 1024, PerClient: 256, Idle: 128, Streams: 32},
 	ShutdownTimeout: 20 * time.Second,
 }
 
@@ -116,11 +141,13 @@ func (c Config) WithDefaults() Config {
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, d.ReadTimeout)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
+	c.MaxConnAge = cmp.Or(c.MaxConnAge, d.MaxConnAge)
 	c.BodyTimeout = cmp.Or(c.BodyTimeout, d.BodyTimeout)
 	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, d.MaxHeaderBytes)
 	c.Conns.Max = cmp.Or(c.Conns.Max, d.Conns.Max)
 	c.Conns.PerClient = cmp.Or(c.Conns.PerClient, d.Conns.PerClient)
 	c.Conns.Idle = cmp.Or(c.Conns.Idle, d.Conns.Idle)
+	c.Conns.Streams = cmp.Or(c.Conns.Streams, d.Conns.Streams)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, d.ShutdownTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -128,40 +155,99 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// HTTP/2 limits that are not Config's: what one connection may hold in
+// buffers the client fills.
+const (
+	// http2FrameSize is the largest frame the server reads, the
+	// protocol's minimum: Go's server keeps a buffer the size of the
+	// largest frame a connection has sent, for as long as the connection
+	// lives (1 MiB with Go's default), and a hook request of a few MiB
+	// needs no larger frames.
+	http2FrameSize = 16 << 10
+	// http2Window is the flow-control window of a connection, and of each
+	// of its streams: the request bytes the server accepts before a
+	// handler has read them. What a handler has read is counted by its
+	// own budget (the hook server's in-flight bytes); this is what no
+	// budget sees, so it is the least the protocol allows, 64 KiB, about
+	// what Linux buffers for a TCP connection whose reader waits (half of
+	// tcp_rmem's default 128 KiB), and so what an HTTP/1.1 connection
+	// held unread. Go's default is 1 MiB. At 64 KiB per round trip, a
+	// body of 8 MiB crosses a cluster network (well under a millisecond
+	// a round trip) in well under a second.
+	http2Window = 64 << 10
+)
+
+// listener is one listener being served: its http.Server and the wrapped
+// net.Listener it serves on.
+type listener struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// newListener wraps ln for h with every limit of cfg (which has its
+// defaults): the connection caps first, then the TLS handshake and the
+// rewriting of Go's own error answers (connListener); guard in front of h.
+// TLS is not the http.Server's: connListener does the handshakes.
+func newListener(ln net.Listener, h http.Handler, cfg Config) listener {
+	logLimiter := lograte.New(cfg.Logger, RefusalLogInterval)
+	refused := func(r Refusal, err error) {
+		if cfg.Refused != nil {
+			cfg.Refused(r)
+		}
+		logLimiter.Log(context.Background(), r.Kind+"/"+r.Reason, slog.LevelWarn, "refused below the handlers",
+			"kind", r.Kind, "reason", r.Reason, "err", err.Error())
+	}
+	c := newCaps(cfg.Conns)
+	srv := newServer(h, cfg, c, refused)
+	var tlsCfg *tls.Config
+	if cfg.TLS != nil {
+		tlsCfg = tlsForServing(cfg.TLS)
+	}
+	return listener{srv: srv, ln: newConnListener(c.listener(ln), tlsCfg, cfg.ReadHeaderTimeout, refused)}
+}
+
 // newServer returns an http.Server for h with every limit of cfg set, so a
 // slow or hostile client cannot hold connections open. cfg has its
-// defaults. TLS is not the http.Server's: listen does the handshakes.
-func newServer(h http.Handler, cfg Config) *http.Server {
+// defaults; c counts HTTP/2 requests against the caps (nil: none), and
+// refused hears of every Refusal (nil: nobody).
+func newServer(h http.Handler, cfg Config, c *caps, refused func(Refusal, error)) *http.Server {
+	if refused == nil {
+		refused = func(Refusal, error) {}
+	}
+	g := guardConfig{bodyTimeout: cfg.BodyTimeout, maxAge: cfg.MaxConnAge, caps: c, refused: refused}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	// Only on connections that chose it by ALPN (connListener), never in
+	// plain text.
+	protocols.SetHTTP2(true)
 	return &http.Server{
-		Handler:           guard(h, cfg.BodyTimeout),
+		Handler:           guard(h, g),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
-	}
-}
-
-// listen wraps ln for srv: the connection caps first, then the TLS
-// handshake and the rewriting of Go's own error answers (connListener).
-func listen(ln net.Listener, srv *http.Server, cfg Config) net.Listener {
-	limiter := lograte.New(cfg.Logger, RefusalLogInterval)
-	cl := &connListener{
-		Listener: cfg.Conns.wrap(ln, srv),
-		timeout:  cfg.ReadHeaderTimeout,
-		refused: func(r Refusal, err error) {
-			if cfg.Refused != nil {
-				cfg.Refused(r)
-			}
-			limiter.Log(context.Background(), r.Kind+"/"+r.Reason, slog.LevelWarn, "refused below the handlers",
-				"kind", r.Kind, "reason", r.Reason, "err", err.Error())
+		ConnContext:       connContext,
+		ConnState:         newConnStates(cfg.Conns.Idle, cfg.ReadHeaderTimeout).track,
+		Protocols:         &protocols,
+		// Go's HTTP/2 server applies ReadTimeout and WriteTimeout to
+		// every stream, MaxHeaderBytes to every header block, and
+		// IdleTimeout to a connection without streams; guard applies
+		// BodyTimeout to every stream.
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          cfg.Conns.Streams,
+			MaxReadFrameSize:              http2FrameSize,
+			MaxReceiveBufferPerConnection: http2Window,
+			MaxReceiveBufferPerStream:     http2Window,
+			// A client that stops reading holds its connection no
+			// longer than WriteTimeout holds an HTTP/1.1 one.
+			WriteByteTimeout: cfg.WriteTimeout,
+			CountError: func(errType string) {
+				g.refused(Refusal{Kind: RefusedHTTP2, Reason: strings.ToLower(errType)}, errors.New("HTTP/2 error "+errType))
+			},
 		},
 	}
-	if cfg.TLS != nil {
-		cl.tls = tlsForServing(cfg.TLS)
-	}
-	return cl
 }
 
 // ErrCut, given as the cause when ctx is cancelled
@@ -178,8 +264,8 @@ var ErrCut = errors.New("connections cut")
 // serve loop of every binary here.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, cfg Config) error {
 	cfg = cfg.WithDefaults()
-	srv := newServer(h, cfg)
-	ln = listen(ln, srv, cfg)
+	l := newListener(ln, h, cfg)
+	srv, ln := l.srv, l.ln
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -36,7 +36,7 @@ func TestServerLimits(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := newServer(http.NotFoundHandler(), tc.cfg.WithDefaults())
+			s := newServer(http.NotFoundHandler(), tc.cfg.WithDefaults(), nil, nil)
 			got := limits{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\n-want, +got:\n%s", tc.reason, diff)
@@ -52,8 +52,8 @@ func TestWithDefaults(t *testing.T) {
 		want   ConnLimits
 	}{
 		"Zero":     {reason: "Zero caps take the table's.", want: Defaults.Conns},
-		"Set":      {reason: "A cap that is set stays.", cfg: Config{Conns: ConnLimits{Max: 3}}, want: ConnLimits{Max: 3, PerClient: Defaults.Conns.PerClient, Idle: Defaults.Conns.Idle}},
-		"Negative": {reason: "A negative cap stays negative: it caps nothing.", cfg: Config{Conns: ConnLimits{PerClient: -1}}, want: ConnLimits{Max: Defaults.Conns.Max, PerClient: -1, Idle: Defaults.Conns.Idle}},
+		"Set":      {reason: "A cap that is set stays.", cfg: Config{Conns: ConnLimits{Max: 3}}, want: ConnLimits{Max: 3, PerClient: Defaults.Conns.PerClient, Idle: Defaults.Conns.Idle, Streams: Defaults.Conns.Streams}},
+		"Negative": {reason: "A negative cap stays negative: it caps nothing.", cfg: Config{Conns: ConnLimits{PerClient: -1}}, want: ConnLimits{Max: Defaults.Conns.Max, PerClient: -1, Idle: Defaults.Conns.Idle, Streams: Defaults.Conns.Streams}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -75,7 +75,7 @@ func TestReadTimeoutCutsOffStalledBody(t *testing.T) {
 	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, err := io.ReadAll(r.Body)
 		bodyErr <- err
-	}), Config{ReadTimeout: 50 * time.Millisecond}.WithDefaults())
+	}), Config{ReadTimeout: 50 * time.Millisecond}.WithDefaults(), nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -144,12 +144,11 @@ func TestConnLimitsIdle(t *testing.T) {
 	cfg := Config{Conns: ConnLimits{Idle: 1}}.WithDefaults()
 	srv := newServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok")
-	}), cfg)
+	}), cfg, nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln = cfg.Conns.wrap(ln, srv)
 	var idled atomic.Int32
 	track := srv.ConnState
 	srv.ConnState = func(c net.Conn, s http.ConnState) {

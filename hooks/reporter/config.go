@@ -11,8 +11,6 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
-
-	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
 // Config configures a Reporter. Zero durations and limits take their value
@@ -30,6 +28,10 @@ type Config struct {
 	// CAFile, ClientCertFile and ClientKeyFile configure TLS and mTLS
 	// towards Cluster Control.
 	CAFile, ClientCertFile, ClientKeyFile string
+	// InsecureHTTP lets the bearer token of TokenFile go to a plain
+	// http:// ClusterControlURL off the loopback (see
+	// ParseClusterControlURL); without it New refuses that URL.
+	InsecureHTTP bool
 	// HTTPClient replaces the client built from the TLS settings.
 	HTTPClient *http.Client
 
@@ -114,7 +116,7 @@ type KubeClients struct {
 // validate checks what has no default: where Cluster Control is and what
 // this reporter calls itself. It returns Cluster Control's parsed URL.
 func (cfg Config) validate() (*url.URL, error) {
-	u, err := weburl.Parse("cluster control URL", cfg.ClusterControlURL)
+	u, err := cfg.ParseClusterControlURL("cluster control URL")
 	if err != nil {
 		return nil, err
 	}

@@ -158,7 +158,7 @@ func (p *interceptorPoller) get(ctx context.Context, hostPort string) (map[strin
 	}
 	resp, err := p.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the queue of interceptor %s: %w", hostPort, err)
+		return nil, fmt.Errorf("cannot read the queue of interceptor %s: %w", hostPort, weburl.RedactError(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {

@@ -81,6 +81,7 @@ func New(cfg Config) (*Reporter, error) {
 		claimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.m = newMetrics(r.st, files)
+	r.m.reg.MustRegister(announcePlainHTTP(r.log, cfg, u))
 	r.waker = newWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.wm = newWakeMetrics(r.m.reg, r.waker)
 	if cfg.InterceptorAdminURL != "" {

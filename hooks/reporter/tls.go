@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -48,7 +49,23 @@ func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http
 		tr.DialTLSContext = dialTLSWith(tlsCfg, roots)
 	}
 	tr.TLSClientConfig = tlsCfg
-	return &http.Client{Transport: tr}, files, nil
+	return &http.Client{Transport: tr, CheckRedirect: keepHTTPS}, files, nil
+}
+
+// errLeftHTTPS is a redirect from https to plain http, not followed.
+var errLeftHTTPS = errors.New("cluster control redirected an https call to plain http; not followed")
+
+// keepHTTPS follows redirects as Go does, but never from https to plain
+// http: Go sends Authorization on to a redirect that stays on the same
+// host, so such a redirect would carry the bearer token in clear.
+func keepHTTPS(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return errLeftHTTPS
+	}
+	return nil
 }
 
 // dialTLSWith dials TLS connections that verify the server, in Go's usual

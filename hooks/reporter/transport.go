@@ -15,6 +15,7 @@ import (
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/hooks/weburl"
 )
 
 // outcome is what the reporter does after a call to Cluster Control.
@@ -158,7 +159,7 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base.JoinPath(path).String(), rd)
 	if err != nil {
-		return result{outcome: rejected, err: fmt.Errorf("cannot build request: %w", err)}
+		return result{outcome: rejected, err: fmt.Errorf("cannot build request: %w", weburl.RedactError(err))}
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -189,7 +190,9 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return result{outcome: retry, err: fmt.Errorf("cannot reach cluster control: %w", err)}
+		// The client's error quotes the whole URL; only its origin may be
+		// logged (weburl).
+		return result{outcome: retry, err: fmt.Errorf("cannot reach cluster control: %w", weburl.RedactError(err))}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {

@@ -217,7 +217,7 @@ func (h *Hook) Sync(ctx context.Context, req *metacontroller.DecoratorRequest) (
 		}
 	}
 	if d.LegacySignature {
-		c := legacySignature(claim, ds)
+		c := legacySignature(ds)
 		c.ObservedGeneration = claim.Generation
 		conds = append(conds, c)
 	}
@@ -263,7 +263,7 @@ func credentialsExposed(secret *corev1.Secret) metav1.Condition {
 // credentialsExposed gives. The reporter announces it with an Event, and
 // the decision counter counts it, so that a platform moving from the
 // original operator sees which grants are left to sign again.
-func legacySignature(claim *v1alpha1.ResourceClaim, ds *v1alpha1.Datastore) metav1.Condition {
+func legacySignature(ds *v1alpha1.Datastore) metav1.Condition {
 	return metav1.Condition{
 		Type: v1alpha1.ConditionLegacySignature, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSignatureV1,
 		Message: fmt.Sprintf("granted on a v1 signature, the original FormSpec operator's format, which binds neither namespace nor expiry: "+

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,37 +14,17 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/filereload"
 	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/formspec/formspec-hooks/hooks/internal/hostile"
 	"github.com/formspec/formspec-hooks/hooks/testsync"
 )
 
-// rawRequest opens a connection to the server at url (http://host:port)
-// and sends the request headers, plus prefix of the body.
-func rawRequest(t *testing.T, url, headers, prefix string) net.Conn {
-	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	if _, err := io.WriteString(conn, headers+"\r\n"+prefix); err != nil {
-		t.Fatal(err)
-	}
-	return conn
-}
-
-// statusLine reads the first line of the server's answer on conn.
-func statusLine(t *testing.T, conn net.Conn) string {
-	t.Helper()
-	// A liveness bound only, so that a hanging server fails the test.
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
-	}
-	return strings.TrimSpace(line)
-}
-
 func post(t *testing.T, url, body string, header map[string]string) (int, string) {
+	t.Helper()
+	return postWith(t, &http.Client{Timeout: 20 * time.Second}, url, body, header)
+}
+
+// postWith is post with client.
+func postWith(t *testing.T, client *http.Client, url, body string, header map[string]string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -56,7 +34,7 @@ func post(t *testing.T, url, body string, header map[string]string) (int, string
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", url, err)
 	}
@@ -69,42 +47,98 @@ func echoRoutes() []Route {
 	return []Route{HookRoute("/v1/echo/sync", echoHook)}
 }
 
-// TestSlowClientsHoldNoSlot fills every hook slot's worth of connections
+// TestSlowClientsHoldNoSlot fills every hook slot's worth of requests
 // with clients trickling a body, and checks that a normal request is still
-// served: a slot is taken only once the body is read.
+// served: a slot is taken only once the body is read. Over HTTP/2 the slow
+// requests share one connection, and the normal request goes on it too.
 func TestSlowClientsHoldNoSlot(t *testing.T) {
-	const slots = 4
-	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlight: slots})
+	for name, p := range protocols(t) {
+		t.Run(name, func(t *testing.T) {
+			const slots = 4
+			hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlight: slots, TLS: p.tls})
 
-	var slow []net.Conn
-	for range slots {
-		slow = append(slow, rawRequest(t, hookURL,
-			"POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n", "{"))
-	}
-	// Every slow request is in the server's handlers, reading its body,
-	// before the normal one is sent.
-	testsync.WaitFor(t, fmt.Sprintf("%d slow requests in flight", slots), func() bool {
-		_, body := get(t, http.DefaultClient, metricsURL+"/metrics")
-		return strings.Contains(body, fmt.Sprintf("formspec_hooks_in_flight_requests %d\n", slots))
-	})
-	for _, c := range slow {
-		if _, err := io.WriteString(c, " "); err != nil {
-			t.Fatalf("a slow client was cut off early: %v", err)
-		}
-	}
-	code, body := post(t, hookURL+"/v1/echo/sync", validBody, nil)
-	if diff := cmp.Diff(http.StatusOK, code); diff != "" {
-		t.Errorf("normal request beside %d slow clients: -want, +got:\n%s\nbody: %s", slots, diff, body)
+			var conn *hostile.Conn
+			var slow []*hostile.Stream
+			for range slots {
+				if conn == nil || p.proto == hostile.HTTP1 {
+					conn = p.dial(t, "", hookURL)
+				}
+				s, err := conn.Send(http.MethodPost, "/v1/echo/sync", hookHeaders(1000), "{", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				slow = append(slow, s)
+			}
+			// Every slow request is in the server's handlers, reading its
+			// body, before the normal one is sent.
+			testsync.WaitFor(t, fmt.Sprintf("%d slow requests in flight", slots), func() bool {
+				_, body := get(t, http.DefaultClient, metricsURL+"/metrics")
+				return strings.Contains(body, fmt.Sprintf("formspec_hooks_in_flight_requests %d\n", slots))
+			})
+			for _, s := range slow {
+				if err := s.Write(" "); err != nil {
+					t.Fatalf("a slow client was cut off early: %v", err)
+				}
+			}
+			if p.proto == hostile.HTTP1 {
+				conn = p.dial(t, "", hookURL)
+			}
+			s, err := conn.Send(http.MethodPost, "/v1/echo/sync", hookHeaders(len(validBody)), validBody, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, err := s.Status(20 * time.Second)
+			if err != nil {
+				t.Fatalf("normal request beside %d slow clients: %v", slots, err)
+			}
+			if diff := cmp.Diff(http.StatusOK, code); diff != "" {
+				t.Errorf("normal request beside %d slow clients: -want, +got:\n%s", slots, diff)
+			}
+		})
 	}
 }
 
 // TestBodyTimeout checks that a client trickling a body is cut off after
-// BodyTimeout, well before the server's read timeout.
+// BodyTimeout, well before the server's read timeout. Over HTTP/2 the
+// timeout ends that stream only: a request in progress on the same
+// connection is answered.
 func TestBodyTimeout(t *testing.T) {
-	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes(), HTTP: httpserve.Config{BodyTimeout: 100 * time.Millisecond}})
-	conn := rawRequest(t, hookURL, "POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n", "{")
-	if diff := cmp.Diff("HTTP/1.1 408 Request Timeout", statusLine(t, conn)); diff != "" {
-		t.Errorf("status line: -want, +got:\n%s", diff)
+	for name, p := range protocols(t) {
+		t.Run(name, func(t *testing.T) {
+			block := newBlockingHook()
+			hookURL, _, _ := startServer(t, Config{
+				Routes: append(echoRoutes(), HookRoute("/v1/block/sync", block.hook)),
+				TLS:    p.tls,
+				HTTP:   httpserve.Config{BodyTimeout: 100 * time.Millisecond},
+			})
+			conn := p.dial(t, "", hookURL)
+			var other *hostile.Stream
+			if p.proto == hostile.HTTP2 {
+				var err error
+				if other, err = conn.Send(http.MethodPost, "/v1/block/sync", hookHeaders(len(validBody)), validBody, true); err != nil {
+					t.Fatal(err)
+				}
+				<-block.entered
+			}
+			s, err := conn.Send(http.MethodPost, "/v1/echo/sync", hookHeaders(1000), "{", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A liveness bound only.
+			code, err := s.Status(20 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(http.StatusRequestTimeout, code); diff != "" {
+				t.Errorf("status: -want, +got:\n%s", diff)
+			}
+			close(block.release)
+			if other != nil {
+				if code, err := other.Status(20 * time.Second); err != nil || code != http.StatusOK {
+					t.Errorf("the request in progress on the same connection: %d, %v; want 200", code, err)
+				}
+			}
+		})
 	}
 }
 
@@ -112,10 +146,27 @@ func TestBodyTimeout(t *testing.T) {
 // "Expect: 100-continue": the server refuses it before reading, so the
 // client never gets "100 Continue" and sends nothing.
 func TestContentLengthOverLimit(t *testing.T) {
-	hookURL, _, _ := startServer(t, Config{Routes: echoRoutes()})
-	conn := rawRequest(t, hookURL, "POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 1000000000\r\n", "")
-	if diff := cmp.Diff("HTTP/1.1 413 Request Entity Too Large", statusLine(t, conn)); diff != "" {
-		t.Errorf("status line: -want, +got:\n%s", diff)
+	for name, p := range protocols(t) {
+		t.Run(name, func(t *testing.T) {
+			hookURL, _, _ := startServer(t, Config{Routes: echoRoutes(), TLS: p.tls})
+			header := hookHeaders(1000000000)
+			header["Expect"] = "100-continue"
+			s, err := p.dial(t, "", hookURL).Send(http.MethodPost, "/v1/echo/sync", header, "", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, err := s.Status(20 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type answer struct {
+				Informed []int
+				Code     int
+			}
+			if diff := cmp.Diff(answer{Code: http.StatusRequestEntityTooLarge}, answer{s.Informed(), code}); diff != "" {
+				t.Errorf("answers: -want, +got:\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -123,37 +174,46 @@ func TestContentLengthOverLimit(t *testing.T) {
 // checks that another body that would go over the budget gets 429, and is
 // served once the first request is gone.
 func TestInFlightBytes(t *testing.T) {
-	// The budget counts buffer capacity, in size classes that double from
-	// 4 KiB, and then DecodedCost bytes per body byte once a body is read:
-	// the request below announces 40 KiB and so holds 64 KiB before half of
-	// it has arrived; the 30 KiB body would take its 32 KiB buffer and 240
-	// KiB decoded more, which fits alone but not beside it.
-	const budget = 300 << 10
-	hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlightBytes: budget})
+	for name, p := range protocols(t) {
+		t.Run(name, func(t *testing.T) {
+			// The budget counts buffer capacity, in size classes that
+			// double from 4 KiB, and then DecodedCost bytes per body byte
+			// once a body is read: the request below announces 40 KiB and
+			// so holds 64 KiB before half of it has arrived; the 30 KiB
+			// body would take its 32 KiB buffer and 240 KiB decoded more,
+			// which fits alone but not beside it.
+			const budget = 300 << 10
+			hookURL, metricsURL, _ := startServer(t, Config{Routes: echoRoutes(), MaxInFlightBytes: budget, TLS: p.tls})
 
-	held := strings.Repeat(" ", 20<<10)
-	conn := rawRequest(t, hookURL, fmt.Sprintf("POST /v1/echo/sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", 2*len(held)), held)
-	testsync.WaitFor(t, "the half-sent body to be held", func() bool {
-		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
-		return !strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
-	})
+			held := strings.Repeat(" ", 20<<10)
+			conn := p.dial(t, "", hookURL)
+			if _, err := conn.Send(http.MethodPost, "/v1/echo/sync", hookHeaders(2*len(held)), held, false); err != nil {
+				t.Fatal(err)
+			}
+			testsync.WaitFor(t, "the half-sent body to be held", func() bool {
+				_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
+				return !strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
+			})
 
-	big := `{"parent":{"pad":"` + strings.Repeat("x", 30<<10) + `"}}`
-	code, body := post(t, hookURL+"/v1/echo/sync", big, nil)
-	if diff := cmp.Diff(reply{Code: http.StatusTooManyRequests, Body: errBody("too many request bytes in flight")}, reply{Code: code, Body: body}); diff != "" {
-		t.Errorf("body over the budget: -want, +got:\n%s", diff)
-	}
-	if code, _ := post(t, hookURL+"/v1/echo/sync", validBody, nil); code != http.StatusOK {
-		t.Errorf("small body within the budget: code %d, want 200", code)
-	}
+			client := p.client()
+			big := `{"parent":{"pad":"` + strings.Repeat("x", 30<<10) + `"}}`
+			code, body := postWith(t, client, hookURL+"/v1/echo/sync", big, nil)
+			if diff := cmp.Diff(reply{Code: http.StatusTooManyRequests, Body: errBody("too many request bytes in flight")}, reply{Code: code, Body: body}); diff != "" {
+				t.Errorf("body over the budget: -want, +got:\n%s", diff)
+			}
+			if code, _ := postWith(t, client, hookURL+"/v1/echo/sync", validBody, nil); code != http.StatusOK {
+				t.Errorf("small body within the budget: code %d, want 200", code)
+			}
 
-	_ = conn.Close()
-	testsync.WaitFor(t, "the budget to be given back", func() bool {
-		_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
-		return strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
-	})
-	if code, _ := post(t, hookURL+"/v1/echo/sync", big, nil); code != http.StatusOK {
-		t.Errorf("the same body once the budget is free: code %d, want 200", code)
+			_ = conn.Close()
+			testsync.WaitFor(t, "the budget to be given back", func() bool {
+				_, scrape := get(t, http.DefaultClient, metricsURL+"/metrics")
+				return strings.Contains(scrape, "formspec_hooks_in_flight_request_bytes 0\n")
+			})
+			if code, _ := postWith(t, client, hookURL+"/v1/echo/sync", big, nil); code != http.StatusOK {
+				t.Errorf("the same body once the budget is free: code %d, want 200", code)
+			}
+		})
 	}
 }
 

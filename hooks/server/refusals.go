@@ -18,6 +18,7 @@ type refusalMetrics struct {
 	auth      *prometheus.CounterVec
 	handshake *prometheus.CounterVec
 	malformed *prometheus.CounterVec
+	http2     *prometheus.CounterVec
 }
 
 // Reasons of formspec_hooks_auth_failures_total.
@@ -44,19 +45,25 @@ func newRefusalMetrics() refusalMetrics {
 			Name:      "malformed_requests_total",
 			Help:      "Requests refused before any handler because they could not be parsed, by listener and reason (malformed, headers-too-large, transfer-encoding).",
 		}, []string{"listener", "reason"}),
+		http2: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "formspec_hooks",
+			Name:      "http2_errors_total",
+			Help:      "HTTP/2 requests and connections ended below the handlers, by listener and reason: streams-per-client and streams-max (a request over the connection caps, answered 429), or the error Go's HTTP/2 server counted (conn_enhance_your_calm_too_many_early_resets: a rapid reset; others: frames that break the protocol).",
+		}, []string{"listener", "reason"}),
 	}
 }
 
 func (r refusalMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{r.auth, r.handshake, r.malformed}
+	return []prometheus.Collector{r.auth, r.handshake, r.malformed, r.http2}
 }
 
-// handshakeReasons and malformedReasons are exported at 0 for every
+// handshakeReasons, malformedReasons and http2Reasons are exported at 0 for every
 // listener from the start, so that an alert on an increase sees the first
 // one.
 var (
 	handshakeReasons = []string{"rejected-by-client", "client-certificate", "not-tls", "timeout", "closed", "server-certificate", "other"}
 	malformedReasons = []string{"malformed", "headers-too-large", "transfer-encoding"}
+	http2Reasons     = []string{httpserve.HTTP2StreamsPerClient, httpserve.HTTP2StreamsMax, httpserve.HTTP2RapidReset}
 )
 
 // refused is httpserve.Config.Refused for the named listener.
@@ -67,12 +74,17 @@ func (r refusalMetrics) refused(listener string) func(httpserve.Refusal) {
 	for _, reason := range malformedReasons {
 		r.malformed.WithLabelValues(listener, reason)
 	}
+	for _, reason := range http2Reasons {
+		r.http2.WithLabelValues(listener, reason)
+	}
 	return func(x httpserve.Refusal) {
 		switch x.Kind {
 		case httpserve.RefusedHandshake:
 			r.handshake.WithLabelValues(listener, x.Reason).Inc()
 		case httpserve.RefusedRequest:
 			r.malformed.WithLabelValues(listener, x.Reason).Inc()
+		case httpserve.RefusedHTTP2:
+			r.http2.WithLabelValues(listener, x.Reason).Inc()
 		}
 	}
 }

@@ -34,6 +34,27 @@ type podInputs struct {
 	carry    map[string]string
 }
 
+// revisionHistoryLimit is how many old ReplicaSets, their pods gone, a
+// workspace Deployment keeps (the API's default is 10). Each holds an old
+// pod template whole: earlier images, environments and credentials hashes,
+// which, while a claim's hash was an unkeyed digest of its credentials, let
+// whoever can read ReplicaSets test password guesses offline. The history
+// serves only kubectl rollout undo, and under Metacontroller the next sync
+// applies the template the hook renders again: a workspace is rolled back
+// by changing the Workspace.
+//
+// Not 0, which would keep no old template at all: the Deployment
+// controller (cleanupDeployment, Kubernetes 1.37) deletes an old
+// ReplicaSet once its status.replicas is 0, a count that leaves out pods
+// still shutting down. With 0 the ReplicaSet a rollout just left would go
+// while its pods drain, and their count with it from the Deployment's
+// status.terminatingReplicas, which templateRolledOut reads so that
+// status.artifactHash waits for the last old pod. With 1 that ReplicaSet
+// stays until the next rollout. The limit never removes a ReplicaSet that
+// still wants or runs pods, and it is outside the pod template, so setting
+// or changing it rolls no pod.
+const revisionHistoryLimit int32 = 1
+
 // buildDeployment renders the workspace's Deployment: its image, environment,
 // secure defaults, placement, credentials and rollout hashes.
 func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterClass, d podInputs) (*appsv1.Deployment, error) {
@@ -111,8 +132,9 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: d.meta.object(ws, ws.Name),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(d.scaling.replicas),
-			Selector: cmp.Or(d.selector, d.meta.selector),
+			Replicas:             ptr.To(d.scaling.replicas),
+			Selector:             cmp.Or(d.selector, d.meta.selector),
+			RevisionHistoryLimit: ptr.To(revisionHistoryLimit),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},
 				Spec:       spec,

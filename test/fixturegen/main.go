@@ -193,7 +193,9 @@ func observe(desired obj, rv int, status obj) obj {
 	case "Deployment":
 		spec := o["spec"].(obj)
 		spec["progressDeadlineSeconds"] = 600
-		spec["revisionHistoryLimit"] = 10
+		if _, set := spec["revisionHistoryLimit"]; !set {
+			spec["revisionHistoryLimit"] = 10
+		}
 		spec["strategy"] = obj{"type": "RollingUpdate", "rollingUpdate": obj{"maxSurge": "25%", "maxUnavailable": "25%"}}
 		tmpl := spec["template"].(obj)["spec"].(obj)
 		tmpl["restartPolicy"] = "Always"

@@ -64,11 +64,8 @@ func TestAlertsTable(t *testing.T) {
 // alert does not follow fails here. The hook server labels a hook with its
 // path after /v1/, slashes made dashes (hooks/server's HookRoute).
 func TestTrafficStoppedWindow(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", "workspace.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var controller struct {
+	// controller is the part of a controller file the alert follows.
+	type controller struct {
 		Spec struct {
 			ResyncPeriodSeconds int `json:"resyncPeriodSeconds"`
 			Hooks               struct {
@@ -80,35 +77,26 @@ func TestTrafficStoppedWindow(t *testing.T) {
 			} `json:"hooks"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &controller); err != nil {
-		t.Fatal(err)
+	read := func(name string) controller {
+		raw, err := os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c controller
+		if err := yaml.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
-	raw, err = os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", "node-health.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodes struct {
-		Spec struct {
-			Hooks struct {
-				Sync struct {
-					Webhook struct {
-						Path string `json:"path"`
-					} `json:"webhook"`
-				} `json:"sync"`
-			} `json:"hooks"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(raw, &nodes); err != nil {
-		t.Fatal(err)
-	}
+	workspaces, nodes := read("workspace.yaml"), read("node-health.yaml")
 	hook := func(path string) string { return strings.ReplaceAll(strings.TrimPrefix(path, "/v1/"), "/", "-") }
 	want := []window{{
 		Metric: "formspec_hooks_requests_total",
-		Hook:   hook(controller.Spec.Hooks.Sync.Webhook.Path) + "|" + hook(nodes.Spec.Hooks.Sync.Webhook.Path),
-		Range:  2 * time.Duration(controller.Spec.ResyncPeriodSeconds) * time.Second,
+		Hook:   hook(workspaces.Spec.Hooks.Sync.Webhook.Path) + "|" + hook(nodes.Spec.Hooks.Sync.Webhook.Path),
+		Range:  2 * time.Duration(workspaces.Spec.ResyncPeriodSeconds) * time.Second,
 	}}
 	if want[0].Range == 0 || want[0].Hook == "" {
-		t.Fatalf("compositecontrollers/workspace.yaml: no resyncPeriodSeconds or sync path in %+v", controller)
+		t.Fatalf("compositecontrollers/workspace.yaml: no resyncPeriodSeconds or sync path in %+v", workspaces)
 	}
 	if diff := cmp.Diff(want, windows(t, trafficStopped(t, alertRules(t)))); diff != "" {
 		t.Errorf("the ranges FormspecHookTrafficStopped reads: -want, +got:\n%s", diff)

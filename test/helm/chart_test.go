@@ -36,9 +36,13 @@ import (
 // test/k8s.mk builds the control plane at.
 const kubeVersion = "v1.37.2"
 
-// monitoringNamespace is where the ExistingSecrets release's Prometheus
-// runs (networkPolicy.metricsFrom).
-const monitoringNamespace = "monitoring"
+// monitoringNamespace is where the chart's default networkPolicy.metricsFrom
+// expects Prometheus (kube-prometheus-stack's namespace in docs/install.md),
+// and otherMonitoringNamespace where the ExistingSecrets release's runs.
+const (
+	monitoringNamespace      = "monitoring"
+	otherMonitoringNamespace = "observability"
+)
 
 // A release is where a chart is installed and with which values (YAML, as
 // given to helm install -f).
@@ -60,7 +64,7 @@ const required = "defaultVersion: " + workspaceVersion + "\n"
 // kustomize installs (cert-manager with a token Secret made beforehand, as
 // `kubectl apply -k deploy/`; and deploy/overlays/insecure-http); existing
 // Secrets under another release name and namespace (so that names visibly
-// follow the release), with metrics scraped from monitoringNamespace only;
+// follow the release), with metrics scraped from otherMonitoringNamespace;
 // cert-manager with the cluster's own issuer; a token alone; one with the
 // optional objects off; one with every value a production install sets
 // (production, in values_test.go); and one without the reporter.
@@ -69,10 +73,11 @@ var releases = map[string]release{
 	"CertManager": {name: "formspec-hooks", namespace: "formspec-system",
 		values: required + "tls: {certManager: {enabled: true}}\nauthToken: {secretName: formspec-hooks-token}"},
 	"InsecureHTTP": {name: "formspec-hooks", namespace: "formspec-system",
-		values: required + "tls: {enabled: false}\nauthToken: {enabled: false}"},
+		values: required + "tls: {enabled: false}\nauthToken: {enabled: false}\n" +
+			"reporter: {clusterControlURL: http://formspec-ctl.formspec-system:7070, insecureHTTP: true}"},
 	"ExistingSecrets": {name: "fs", namespace: "platform",
 		values: required + "tls: {secretName: formspec-hooks-tls}\nauthToken: {secretName: formspec-hooks-token}\n" +
-			"networkPolicy: {metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: " + monitoringNamespace + "}}}]}"},
+			"networkPolicy: {metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: " + otherMonitoringNamespace + "}}}]}"},
 	"CertManagerIssuer": {name: "formspec-hooks", namespace: "formspec-system",
 		values: required + "tls: {certManager: {enabled: true, issuerRef: {name: corp-ca, kind: ClusterIssuer}}}"},
 	"TokenOnly": {name: "formspec-hooks", namespace: "formspec-system",
@@ -640,7 +645,7 @@ func TestRender(t *testing.T) {
 			notes: []string{"served over TLS from Secret formspec-hooks-tls;", "bearer token in Secret formspec-hooks-token"},
 		},
 		"InsecureHTTP": {
-			reason: "Both off: plain HTTP on 8080 behind port 80, no endpointConfigs, nothing generated, and a warning.",
+			reason: "Both off: plain HTTP on 8080 behind port 80, no endpointConfigs, nothing generated, and a warning; the reporter's plain HTTP to Cluster Control is warned about too.",
 			want: summary{
 				Objects:          objects("formspec-system", "formspec-hooks", true, true),
 				Webhooks:         webhooks(func(p string) string { return "http://formspec-hooks.formspec-system:80" + p }),
@@ -653,7 +658,7 @@ func TestRender(t *testing.T) {
 				ReporterSubjects: reporterSubjects("formspec-system"),
 				ServiceAccount:   "formspec-reporter",
 			},
-			notes: []string{"WARNING: hook traffic is plain HTTP and not authenticated"},
+			notes: []string{"WARNING: hook traffic is plain HTTP and not authenticated", "WARNING: reporter.insecureHTTP is true"},
 		},
 		"TokenOnly": {
 			reason: "A token without TLS keeps plain HTTP on port 80 and configures only authorization for that host.",

@@ -456,7 +456,7 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 			t.Fatal(err)
 		}
 	}
-	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin)
+	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin, "--admin-token-file", tokens)
 	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
 		"--node-health-interval", "1s", "--deploy-status-interval", "1s", "--token-file", tokens)
 	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,

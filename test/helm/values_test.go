@@ -178,6 +178,49 @@ var valueCases = map[string]struct {
 		values: required + "reporter: {extraArgs: [--node-health-interval=30s]}",
 		want:   []expect{{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--node-health-interval=30s")}},
 	},
+	"ReporterHTTPSByDefault": {
+		reason: "The reporter calls Cluster Control over https by default, while workspaces keep the address they had (changing it would roll every workspace).",
+		values: required,
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "https://formspec-ctl.formspec-system:7070"},
+			{"Deployment", "spec.template.spec.containers[hooks].env[CONTROL_CLUSTER_URL].value", "http://formspec-ctl.formspec-system:7070"},
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json")},
+		},
+	},
+	"ReporterHTTPSFromControlClusterURL": {
+		reason: "An empty reporter.clusterControlURL is controlClusterURL over https, so an install that moved Cluster Control keeps reporting to it.",
+		values: required + "controlClusterURL: http://cc.corp.example:8080",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "https://cc.corp.example:8080"},
+			{"Deployment", "spec.template.spec.containers[hooks].env[CONTROL_CLUSTER_URL].value", "http://cc.corp.example:8080"},
+		},
+	},
+	"ReporterInsecureHTTP": {
+		reason: "reporter.insecureHTTP passes --insecure-http, before extraArgs, and lets a plain http:// clusterControlURL through.",
+		values: required + "reporter: {clusterControlURL: http://cc.corp.example:7070, insecureHTTP: true}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--insecure-http")},
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "http://cc.corp.example:7070"},
+		},
+	},
+	"ReporterLoopbackHTTP": {
+		reason: "Plain HTTP on the loopback (a Cluster Control in the pod) crosses no network and needs no insecureHTTP.",
+		values: required + "reporter: {clusterControlURL: http://127.0.0.1:8480}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json")},
+			{"Deployment", "spec.template.spec.containers[reporter].env[CONTROL_CLUSTER_URL].value", "http://127.0.0.1:8480"},
+		},
+	},
+	"ReporterCAConfigMap": {
+		reason: "reporter.caConfigMapName mounts the ConfigMap's ca.crt into the reporter alone and passes --ca-file.",
+		values: required + "reporter: {caConfigMapName: cluster-control-ca}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--ca-file=/var/run/formspec/cluster-control-ca/ca.crt")},
+			{"Deployment", "spec.template.spec.containers[reporter].volumeMounts[cluster-control-ca]", map[string]any{"mountPath": "/var/run/formspec/cluster-control-ca", "readOnly": true}},
+			{"Deployment", "spec.template.spec.containers[hooks].volumeMounts[cluster-control-ca]", nil},
+			{"Deployment", "spec.template.spec.volumes[cluster-control-ca].configMap", map[string]any{"name": "cluster-control-ca", "items": []any{map[string]any{"key": "ca.crt", "path": "ca.crt"}}}},
+		},
+	},
 	"Logging": {
 		reason: "logging.level and logging.format set both containers' flags.",
 		values: required + "logging: {level: debug, format: text}",
@@ -209,6 +252,24 @@ var valueCases = map[string]struct {
 			"--tls-cert-file=/var/run/formspec/tls/tls.crt", "--tls-key-file=/var/run/formspec/tls/tls.key", "--auth-token-file=/var/run/formspec/token/tokens",
 		}}},
 	},
+	"MetricsFromMonitoring": {
+		reason: "By default the metrics ports admit the namespace monitoring alone, where kube-prometheus-stack's Prometheus runs; the hook port Metacontroller's.",
+		values: required,
+		want:   []expect{{"NetworkPolicy", "spec.ingress", networkPolicyRules(namespacePeer(monitoringNamespace))}},
+	},
+	"MetricsFromPrometheusPods": {
+		reason: "networkPolicy.metricsFrom replaces the default: here Prometheus' pods in their namespace, and nothing else.",
+		values: required + "networkPolicy: {metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: observability}}, podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}}]}",
+		want: []expect{{"NetworkPolicy", "spec.ingress", networkPolicyRules([]any{map[string]any{
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "observability"}},
+			"podSelector":       map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "prometheus"}},
+		}})}},
+	},
+	"MetricsFromAnyNamespace": {
+		reason: "networkPolicy.metricsFrom [] widens the metrics rule to every namespace, as before the default narrowed it; the hook port stays Metacontroller's.",
+		values: required + "networkPolicy: {metricsFrom: []}",
+		want:   []expect{{"NetworkPolicy", "spec.ingress", networkPolicyRules(nil)}},
+	},
 	"ReporterDisabled": {
 		reason: "reporter.enabled false: one container, no service account, and the hook server hands off nothing (TestNoReporter checks the rest).",
 		values: required + "reporter: {enabled: false}",
@@ -218,6 +279,23 @@ var valueCases = map[string]struct {
 			{"Deployment", "spec.template.spec.containers[hooks].args", noReporterSummary().HookArgs},
 		},
 	},
+}
+
+// networkPolicyRules are the NetworkPolicy's two ingress rules of a
+// release with the reporter, the metrics rule admitting metricsFrom (nil:
+// no from, every source).
+func networkPolicyRules(metricsFrom []any) []any {
+	metrics := map[string]any{"ports": []any{
+		map[string]any{"port": "metrics", "protocol": "TCP"},
+		map[string]any{"port": "rep-metrics", "protocol": "TCP"},
+	}}
+	if metricsFrom != nil {
+		metrics["from"] = metricsFrom
+	}
+	return []any{
+		map[string]any{"from": namespacePeer("metacontroller"), "ports": []any{map[string]any{"port": "hooks", "protocol": "TCP"}}},
+		metrics,
+	}
 }
 
 // appVersion is the chart's appVersion.
@@ -321,11 +399,16 @@ func TestSchema(t *testing.T) {
 		"ExtraArgsString":  {reason: "extraArgs is a list.", set: "extraArgs=--pprof", want: "at '/extraArgs': got string, want array"},
 		"LabelsMap":        {reason: "Monitor labels are a map of strings.", set: "serviceMonitor.labels=release", want: "at '/serviceMonitor/labels': got string, want object"},
 		"PullSecretsShape": {reason: "A pull secret is {name: ...}.", set: "imagePullSecrets[0].secret=regcred", want: "at '/imagePullSecrets/0'"},
+		"MetricsPeerTypo":  {reason: "A misspelled NetworkPolicy peer is refused by the chart, not dropped by the API server.", set: "networkPolicy.metricsFrom[0].namespaceSelecter.matchLabels.team=obs", want: "at '/networkPolicy/metricsFrom/0'"},
 		"ImageDigest":      {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
 		"ResyncTooShort":   {reason: "A resync under 30 s is the whole fleet's syncs every few seconds.", set: "workspaceResyncPeriodSeconds=10", want: "at '/workspaceResyncPeriodSeconds': minimum: got 10, want 30"},
 		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
 		"ControlURLUser":   {reason: "A password in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse it at start.", set: "controlClusterURL=https://ccuser:pw@cc.example", want: "at '/controlClusterURL'"},
 		"ReporterURLUser":  {reason: "The reporter refuses a password in its Cluster Control address; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=https://ccuser:pw@cc.example/v1", want: "at '/reporter/clusterControlURL'"},
+		"ControlURLQuery":  {reason: "A token in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse a query at start.", set: "controlClusterURL=https://cc.example/?token=t0k", want: "at '/controlClusterURL'"},
+		"ReporterURLHash":  {reason: "The reporter refuses a fragment like a query.", set: "reporter.clusterControlURL=https://cc.example/#t0k", want: "at '/reporter/clusterControlURL'"},
+		"ReporterHTTP":     {reason: "The reporter refuses to send its token over plain HTTP off the loopback without insecureHTTP; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=http://cc.example:7070", want: "reporter.clusterControlURL is plain http:// off the loopback"},
+		"ReporterCAName":   {reason: "A ConfigMap name is a DNS subdomain.", set: "reporter.caConfigMapName=Corp_CA", want: "at '/reporter/caConfigMapName'"},
 		"NoDefaultVersion": {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
 	}
 	chrt, err := loader.Load(chartDir(t))

@@ -259,8 +259,8 @@ func checkMetricsService(t *testing.T, in install, reporter bool) {
 
 // checkNetworkPolicy checks the NetworkPolicy's two rules: the port named
 // hooks admits Metacontroller's namespace and nothing else, and the
-// metrics Service's ports admit networkPolicy.metricsFrom (anyone without
-// it).
+// metrics Service's ports admit networkPolicy.metricsFrom (by default
+// monitoringNamespace alone).
 func checkNetworkPolicy(t *testing.T, r release, in install) {
 	t.Helper()
 	rules, _ := get(in.networkPolicy, "spec.ingress").([]any)
@@ -278,9 +278,9 @@ func checkNetworkPolicy(t *testing.T, r release, in install) {
 	if diff := cmp.Diff(targetPorts(in.metricsService), ports(rules[1])); diff != "" {
 		t.Errorf("the metrics rule's ports are not the metrics Service's: -want, +got:\n%s", diff)
 	}
-	var wantFrom any // no from: any source
+	var wantFrom any = namespacePeer(monitoringNamespace)
 	if strings.Contains(r.values, "metricsFrom") {
-		wantFrom = namespacePeer(monitoringNamespace)
+		wantFrom = namespacePeer(otherMonitoringNamespace)
 	}
 	if diff := cmp.Diff(wantFrom, get(rules[1], "from")); diff != "" {
 		t.Errorf("the metrics rule admits: -want, +got:\n%s", diff)

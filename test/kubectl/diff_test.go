@@ -1,13 +1,17 @@
 package kubectl
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/hooks/claims"
+	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
 )
 
 // outcomes reads diff's table: each workspace's line, "ns/name  outcome".
@@ -174,5 +178,49 @@ func testDiffErrors(t *testing.T, p *plugin) {
 				t.Errorf("%s\ndiff %v: exit %d, stderr %q; want exit %d and stderr containing %q", tc.reason, tc.args, r.code, r.stderr, tc.code, tc.stderr)
 			}
 		})
+	}
+}
+
+// testDiffCredentialsFrom010 makes the granted claim of team-a and its
+// credentials Secret look as version 0.1.0's hooks left them (a
+// credentialsHash made from the credentials, no revision on the Secret),
+// with the workspace synced on it, and checks that diff says the
+// workspace's pods would roll, on the credentials-hash annotation: the
+// roll every workspace with a claim takes on the upgrade to 0.2.0. Then it
+// puts the claim back as this version's hook writes it: nothing rolls.
+func testDiffCredentialsFrom010(t *testing.T, p *plugin, w *world) {
+	claim := w.get(v1alpha1.APIVersion, "ResourceClaim", nsA, claimstest.ClaimName)
+	current := claim["status"].(map[string]any)
+	secretName := current["binding"].(map[string]any)["name"].(string)
+	old := maps.Clone(current)
+	old["credentialsHash"] = "sha256:" + strings.Repeat("3c", 32)
+	w.putStatus(claim, old)
+	if _, err := w.c.MergePatch("v1", "Secret", nsA, secretName, "", map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationCredentialsRevision: nil}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.sync(nsA, "shop", nil)
+
+	got, r := diffOutcomes(t, p, "-n", nsA)
+	if got[nsA+"/shop"] != "pods would roll" || !strings.Contains(r.stdout, "spec.template.metadata.annotations[formspec.dev/credentials-hash]: ") {
+		t.Errorf("diff of a workspace whose claim 0.1.0 granted: outcome %q, want \"pods would roll\" on the credentials-hash annotation\nstdout:\n%s\nstderr:\n%s",
+			got[nsA+"/shop"], r.stdout, r.stderr)
+	}
+
+	// As this version's hook writes them: the Secret at revision 1, the
+	// hash from it. The workspace synced on that rolls nothing more.
+	if _, err := w.c.MergePatch("v1", "Secret", nsA, secretName, "", map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationCredentialsRevision: "1"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, uid := metaOf(claim)
+	fixed := maps.Clone(current)
+	fixed["credentialsHash"] = claims.CredentialsHash(types.UID(uid), 1)
+	w.putStatus(claim, fixed)
+	w.sync(nsA, "shop", nil)
+	if got, r := diffOutcomes(t, p, "-n", nsA); got[nsA+"/shop"] != "unchanged" {
+		t.Errorf("diff once the claim is as this version writes it: outcome %q, want unchanged\nstdout:\n%s", got[nsA+"/shop"], r.stdout)
 	}
 }

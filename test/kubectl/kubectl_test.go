@@ -58,6 +58,7 @@ func TestPlugin(t *testing.T) {
 	t.Run("DiffUnchanged", func(t *testing.T) { testDiffUnchanged(t, p) })
 	t.Run("DiffFlags", func(t *testing.T) { testDiffFlags(t, p) })
 	t.Run("DiffChanges", func(t *testing.T) { testDiffChanges(t, p, w) })
+	t.Run("DiffCredentialsFrom010", func(t *testing.T) { testDiffCredentialsFrom010(t, p, w) })
 	t.Run("DiffErrors", func(t *testing.T) { testDiffErrors(t, p) })
 	t.Run("TakeoverPrepare", func(t *testing.T) { testTakeoverPrepare(t, p, w) })
 	// Last, over everything the others printed and asked for.

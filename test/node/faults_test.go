@@ -48,7 +48,7 @@ func TestFaults(t *testing.T) {
 	root := controlplane.RepoRoot(t)
 	repo, tag, _ := strings.Cut(HooksImage, ":")
 	chart := filepath.Join(root, chartDir)
-	f := startFleet(t, mcBin, nil, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag))
+	f := startFleet(t, mcBin, nil, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag)+plainHTTPClusterControl)
 	figs := &figures{}
 	t.Cleanup(func() { t.Logf("figures:\n%s", figs) })
 	for _, fault := range []struct {
@@ -114,7 +114,7 @@ func (f *fleet) driveDuring(fn func()) (touched, failed int64) {
 // and on any failed hook call allow (if not nil) does not expect.
 func (f *fleet) reportUndisturbed(t *testing.T, figs *figures, w *window, touched int64, allow func(failedCall) bool) {
 	t.Helper()
-	d := f.requireUndisturbed(t, w, allow)
+	d := f.requireUndisturbed(t, w, expectation{allow: allow})
 	figs.add("%d workspaces watched for %.0f s, %d touched by the driver; failed hook calls %d, left Ready/Idle %d, new ReplicaSets %d, recreated credentials Secrets %d",
 		len(w.steady), time.Since(w.start).Seconds(), touched, len(d.failedCalls), len(d.leftSteady), len(d.newReplicaSets), len(d.recreatedSecrets))
 }
@@ -337,7 +337,7 @@ func (f *fleet) callClusterControlAdmin(method, path string, body any) error {
 	} else {
 		r = bytes.NewReader(nil)
 	}
-	req, err := http.NewRequest(method, f.admin+path, r)
+	req, err := adminRequest(method, f.admin+path, r)
 	if err != nil {
 		return err
 	}
@@ -1053,7 +1053,7 @@ func faultEndpointSecretRecreated(t *testing.T, f *fleet, figs *figures) {
 		return true, ""
 	}, ns)
 	restored := time.Since(recreated)
-	d := f.requireUndisturbed(t, w, nil, keys...)
+	d := f.requireUndisturbed(t, w, expectation{skip: keys})
 	figs.add("endpoint Secret of %s deleted: %d workspaces' credentials revoked (Degraded, pods rolled without them) after %.1f s; created again: every pod with its credentials after %.1f s; the other %d workspaces undisturbed (failed hook calls %d)",
 		ns, len(affected), revoked.Seconds(), restored.Seconds(), len(w.steady)-len(affected), len(d.failedCalls))
 }

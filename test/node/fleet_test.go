@@ -112,8 +112,9 @@ type fleet struct {
 	admin string
 	helm  *helmRelease
 	// chart is the chart the release runs now.
-	chart  string
-	phases *phaseMonitor
+	chart       string
+	phases      *phaseMonitor
+	replicaSets *replicaSetMonitor
 	// resync is the workspace controller's resync period, as installed.
 	resync time.Duration
 
@@ -434,11 +435,14 @@ func (f *fleet) drive(ctx context.Context, period time.Duration) func() (touched
 	return func() (int64, int64) { <-done; return ok.Load(), bad.Load() }
 }
 
-// resyncPeriod reads resyncPeriodSeconds of the workspace controller from
-// the chart that is installed with its default values: the chart's value
-// workspaceResyncPeriodSeconds, or, in a chart from before that value (the
-// upgrade's previous version), the number its controller template holds.
-func resyncPeriod(t *testing.T, chart string) time.Duration {
+// resyncPeriod reads resyncPeriodSeconds of one of the chart's
+// controllers, named by its template in templates/controllers
+// ("workspace", "resourceclaim"), from the chart as installed with its
+// default values: the number the template holds or, where the template
+// takes it from a value (<controller>ResyncPeriodSeconds, as
+// workspaceResyncPeriodSeconds since that value came), the value's
+// default.
+func resyncPeriod(t *testing.T, chart, controller string) time.Duration {
 	t.Helper()
 	read := func(file, pattern string) []byte {
 		b, err := os.ReadFile(filepath.Join(chart, file))
@@ -450,12 +454,13 @@ func resyncPeriod(t *testing.T, chart string) time.Duration {
 		}
 		return nil
 	}
-	v := read(filepath.Join("templates", "controllers", "workspace.yaml"), `(?m)^\s*resyncPeriodSeconds:\s*(\d+)\s*$`)
+	template := filepath.Join("templates", "controllers", controller+".yaml")
+	v := read(template, `(?m)^\s*resyncPeriodSeconds:\s*(\d+)\s*$`)
 	if v == nil {
-		v = read("values.yaml", `(?m)^workspaceResyncPeriodSeconds:\s*(\d+)\s*$`)
+		v = read("values.yaml", `(?m)^`+controller+`ResyncPeriodSeconds:\s*(\d+)\s*$`)
 	}
 	if v == nil {
-		t.Fatalf("%s: neither templates/controllers/workspace.yaml nor values.yaml holds the workspace resync period", chart)
+		t.Fatalf("%s: neither %s nor values.yaml holds the %s controller's resync period", chart, template, controller)
 	}
 	s, _ := strconv.Atoi(string(v))
 	return time.Duration(s) * time.Second
@@ -493,11 +498,12 @@ func startFleet(t *testing.T, mcBin string, extraArchives []string, chart, value
 	c := Start(t, tm, append(archives.Paths(), extraArchives...)...)
 	f := &fleet{c: c, tm: tm, workspaces: map[string]*fleetWorkspace{}}
 	f.phases = c.startPhaseMonitor(t)
+	f.replicaSets = c.startReplicaSetMonitor(t)
 	f.helm = c.newHelmRelease(t)
 	tm.Phase("Helm library built")
 	f.helm.install(t, c, chart, values)
 	f.chart = chart
-	f.resync = resyncPeriod(t, chart)
+	f.resync = resyncPeriod(t, chart, "workspace")
 	tm.Phase("chart installed, hook pods Ready")
 	f.admin = c.startClusterControl(t)
 	c.startMetacontroller(t, "--client-go-qps=100", "--client-go-burst=200")

@@ -61,13 +61,14 @@ const workspaceVersion = "1.8.2"
 
 // helmInstall renders the chart as `helm install formspec-hooks -n
 // formspec-system --create-namespace --set defaultVersion=...` would on a
-// first install, with the image's tag and pull policy set, and applies it
-// (helmInstallChart).
+// first install, with the image's tag and pull policy set and the
+// reporters pointed at the tests' plain-HTTP Cluster Control, and applies
+// it (helmInstallChart).
 func (c *Cluster) helmInstall(t *testing.T) {
 	t.Helper()
 	repo, tag, _ := strings.Cut(HooksImage, ":")
 	c.helmInstallChart(t, filepath.Join(controlplane.RepoRoot(t), chartDir),
-		"defaultVersion: "+workspaceVersion+"\nimage:\n  repository: "+repo+"\n  tag: "+tag+"\n  pullPolicy: Never\n")
+		"defaultVersion: "+workspaceVersion+"\nimage:\n  repository: "+repo+"\n  tag: "+tag+"\n  pullPolicy: Never\n"+plainHTTPClusterControl)
 }
 
 // helmInstallChart renders chart (a directory or a packaged .tgz) with

@@ -382,8 +382,17 @@ func (c *Cluster) checkDNS(t *testing.T) {
 
 // get returns the body of a 200 answer to a GET.
 func get(url string) (string, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	return do(req)
+}
+
+// do returns the body of a 200 answer to req.
+func do(req *http.Request) (string, error) {
 	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(url)
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}

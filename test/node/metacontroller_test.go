@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -487,6 +489,42 @@ func (c *Cluster) checkOrderedDeletion(t *testing.T, namespace, name string) {
 // the reference Cluster Control.
 const clusterControlToken = "node-test-cluster-control-token"
 
+// clusterControlAdminToken is the bearer token the tests present to the
+// reference Cluster Control's admin API, which takes no other.
+const clusterControlAdminToken = "node-test-cluster-control-admin-token"
+
+// getAdmin is get for the reference Cluster Control's admin API.
+func getAdmin(url string) (string, error) {
+	req, err := adminRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	return do(req)
+}
+
+// adminRequest is a request to the reference Cluster Control's admin API,
+// with its token.
+func adminRequest(method, url string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+clusterControlAdminToken)
+	return req, nil
+}
+
+// plainHTTPClusterControl are the chart values that point the reporters
+// at the reference Cluster Control startClusterControl runs, which serves
+// plain HTTP: the chart's reporter calls https by default, and sends its
+// token over plain HTTP off the loopback only with reporter.insecureHTTP
+// (deploy/overlays/insecure-http, which the kustomize tests install, sets
+// the same).
+const plainHTTPClusterControl = "reporter:\n  clusterControlURL: http://formspec-ctl.formspec-system:7070\n  insecureHTTP: true\n"
+
+// plainHTTPClusterControlSets are plainHTTPClusterControl as --set
+// arguments, for an upgrade.
+var plainHTTPClusterControlSets = []string{"reporter.clusterControlURL=http://formspec-ctl.formspec-system:7070", "reporter.insecureHTTP=true"}
+
 // startClusterControl runs the reference Cluster Control on the host, on
 // NodeIP:7070, requiring clusterControlToken, and makes it the
 // formspec-ctl.formspec-system:7070 that deploy/ points the reporters at (a
@@ -498,16 +536,18 @@ func (c *Cluster) startClusterControl(t *testing.T) string {
 	if err := goBuild(controlplane.RepoRoot(t), work, "./cmd/formspec-clustercontrol"); err != nil {
 		t.Fatal(err)
 	}
-	tokens := filepath.Join(work, "tokens")
-	if err := os.WriteFile(tokens, []byte(clusterControlToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	tokens, adminTokens := filepath.Join(work, "tokens"), filepath.Join(work, "admin-tokens")
+	for file, token := range map[string]string{tokens: clusterControlToken, adminTokens: clusterControlAdminToken} {
+		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	admin := "127.0.0.1:" + strconv.Itoa(controlplane.FreePorts(t, 1)[0])
 	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: work}, filepath.Join(work, "formspec-clustercontrol"),
-		"--listen="+net.JoinHostPort(NodeIP, "7070"), "--admin-listen="+admin, "--token-file="+tokens)
+		"--listen="+net.JoinHostPort(NodeIP, "7070"), "--admin-listen="+admin, "--token-file="+tokens, "--admin-token-file="+adminTokens)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := p.WaitReady(ctx, func() bool { _, err := get("http://" + admin + "/admin/state"); return err == nil }); err != nil {
+	if err := p.WaitReady(ctx, func() bool { _, err := getAdmin("http://" + admin + "/admin/state"); return err == nil }); err != nil {
 		t.Fatalf("Cluster Control did not start: %v", err)
 	}
 	c.apply(t, map[string]any{
@@ -544,7 +584,7 @@ func (c *Cluster) checkNodeHealthReported(t *testing.T, admin string) {
 	}
 	cpu := stringField(node, "status", "capacity", "cpu")
 	c.waitFor(t, "a node-health report at Cluster Control", func() (bool, string) {
-		body, err := get(admin + "/admin/state")
+		body, err := getAdmin(admin + "/admin/state")
 		if err != nil {
 			return false, err.Error()
 		}

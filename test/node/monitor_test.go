@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
@@ -24,21 +26,25 @@ import (
 // sync.
 type phaseMonitor struct {
 	mu      sync.Mutex
-	current map[string]string
+	current map[string]phaseChange
 	changes map[string][]phaseChange
 }
 
 // phaseChange is a Workspace turning to a phase, with the reasons of its
-// conditions then.
+// conditions then. rollingOut says whether it is Progressing for a
+// rollout only, still Ready: its old pods serve until the new ones are
+// available. A change of rollingOut alone is a change too, so that a
+// rollout that stops serving shows.
 type phaseChange struct {
-	at      time.Time
-	phase   string
-	reasons string
+	at         time.Time
+	phase      string
+	reasons    string
+	rollingOut bool
 }
 
 // startPhaseMonitor watches every Workspace until the test ends.
 func (c *Cluster) startPhaseMonitor(t *testing.T) *phaseMonitor {
-	m := &phaseMonitor{current: map[string]string{}, changes: map[string][]phaseChange{}}
+	m := &phaseMonitor{current: map[string]phaseChange{}, changes: map[string][]phaseChange{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := c.watch(ctx, "/apis/"+v1alpha1.APIVersion+"/workspaces", m.observe)
 	t.Cleanup(func() {
@@ -62,29 +68,40 @@ func (m *phaseMonitor) observe(ev watchEvent) {
 	for _, c := range ws.Status.Conditions {
 		reasons = append(reasons, c.Type+"="+string(c.Status)+"/"+c.Reason)
 	}
+	ready := meta.FindStatusCondition(ws.Status.Conditions, v1alpha1.ConditionReady)
+	progressing := meta.FindStatusCondition(ws.Status.Conditions, v1alpha1.ConditionProgressing)
+	rollingOut := phase == v1alpha1.PhaseProgressing &&
+		ready != nil && ready.Status == metav1.ConditionTrue &&
+		progressing != nil && progressing.Status == metav1.ConditionTrue && progressing.Reason == v1alpha1.ReasonRollingOut
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if cur, ok := m.current[key]; ok && cur == phase {
+	if cur, ok := m.current[key]; ok && cur.phase == phase && cur.rollingOut == rollingOut {
 		return
 	}
-	m.current[key] = phase
-	m.changes[key] = append(m.changes[key], phaseChange{at: time.Now(), phase: phase, reasons: strings.Join(reasons, " ")})
+	ch := phaseChange{at: time.Now(), phase: phase, reasons: strings.Join(reasons, " "), rollingOut: rollingOut}
+	m.current[key] = ch
+	m.changes[key] = append(m.changes[key], ch)
 }
 
 // departures lists each Workspace of want that was not in its phase
 // (want[key]) at start, or turned to another phase between start and end.
-func (m *phaseMonitor) departures(want map[string]string, start, end time.Time) []string {
+// A Workspace of rolling may turn Progressing while it rolls out and stays
+// Ready (rollingOut), but must be back in its phase at end.
+func (m *phaseMonitor) departures(want map[string]string, rolling []string, start, end time.Time) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string
 	for _, key := range slices.Sorted(maps.Keys(want)) {
+		rolls := slices.Contains(rolling, key)
 		phase := ""
+		var last *phaseChange
 		for _, ch := range m.changes[key] {
 			if ch.at.After(start) {
 				if ch.at.After(end) {
 					break
 				}
-				if ch.phase != want[key] {
+				last = &ch
+				if ch.phase != want[key] && !(rolls && ch.rollingOut) {
 					out = append(out, fmt.Sprintf("%s turned %s at +%.1fs (%s)", key, ch.phase, ch.at.Sub(start).Seconds(), ch.reasons))
 				}
 				continue
@@ -94,14 +111,74 @@ func (m *phaseMonitor) departures(want map[string]string, start, end time.Time) 
 		if phase != want[key] {
 			out = append(out, fmt.Sprintf("%s was %q, not %s, when the window opened", key, phase, want[key]))
 		}
+		if last != nil && last.phase != want[key] && rolls && last.rollingOut {
+			out = append(out, fmt.Sprintf("%s was still rolling out when the window closed (%s since +%.1fs)", key, last.phase, last.at.Sub(start).Seconds()))
+		}
 	}
 	return out
 }
 
-// workspaceReplicaSets returns every ReplicaSet of a workspace Deployment
-// (the pod template's formspec.dev/workspace label is on its ReplicaSets
-// too), as namespace/workspace: ReplicaSet names, by UID.
-func (c *Cluster) workspaceReplicaSets(t *testing.T) map[string]string {
+// replicaSet is a ReplicaSet of a workspace Deployment (the pod
+// template's formspec.dev/workspace label is on its ReplicaSets too).
+type replicaSet struct {
+	// workspace is the workspace's key, namespace/name.
+	workspace, name string
+	created         time.Time
+}
+
+func (rs replicaSet) String() string { return rs.workspace + ": " + rs.name }
+
+// replicaSetOf reads a ReplicaSet object; ok is false for one that is not
+// a workspace Deployment's.
+func replicaSetOf(m metav1.ObjectMeta) (uid string, rs replicaSet, ok bool) {
+	ws, ok := m.Labels[v1alpha1.LabelWorkspace]
+	return string(m.UID), replicaSet{workspace: m.Namespace + "/" + ws, name: m.Name, created: m.CreationTimestamp.Time}, ok
+}
+
+// replicaSetMonitor records every ReplicaSet of a workspace Deployment
+// that exists at any moment, from a watch, so that a check counts the
+// ReplicaSets a window created even once the Deployment controller has
+// deleted them again: it keeps only revisionHistoryLimit old ones, so
+// what is left at the end can hide a workspace that rolled twice.
+type replicaSetMonitor struct {
+	mu   sync.Mutex
+	seen map[string]replicaSet
+}
+
+// startReplicaSetMonitor watches every ReplicaSet until the test ends.
+func (c *Cluster) startReplicaSetMonitor(t *testing.T) *replicaSetMonitor {
+	m := &replicaSetMonitor{seen: map[string]replicaSet{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := c.watch(ctx, "/apis/apps/v1/replicasets", func(ev watchEvent) {
+		var obj struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		}
+		if json.Unmarshal(ev.Object, &obj) != nil {
+			return
+		}
+		if uid, rs, ok := replicaSetOf(obj.Metadata); ok {
+			m.mu.Lock()
+			m.seen[uid] = rs
+			m.mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		t.Logf("the ReplicaSet watch was re-established %d times", <-done)
+	})
+	return m
+}
+
+// all returns every ReplicaSet the monitor has seen, by UID.
+func (m *replicaSetMonitor) all() map[string]replicaSet {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.seen)
+}
+
+// workspaceReplicaSets lists every ReplicaSet of a workspace Deployment
+// there is now, by UID.
+func (c *Cluster) workspaceReplicaSets(t *testing.T) map[string]replicaSet {
 	t.Helper()
 	var list struct {
 		Items []struct {
@@ -109,9 +186,11 @@ func (c *Cluster) workspaceReplicaSets(t *testing.T) map[string]string {
 		} `json:"items"`
 	}
 	c.getJSON(t, "/apis/apps/v1/replicasets?labelSelector="+url.QueryEscape(v1alpha1.LabelWorkspace), &list)
-	out := map[string]string{}
-	for _, rs := range list.Items {
-		out[string(rs.Metadata.UID)] = rs.Metadata.Namespace + "/" + rs.Metadata.Labels[v1alpha1.LabelWorkspace] + ": " + rs.Metadata.Name
+	out := map[string]replicaSet{}
+	for _, item := range list.Items {
+		if uid, rs, ok := replicaSetOf(item.Metadata); ok {
+			out[uid] = rs
+		}
 	}
 	return out
 }
@@ -237,7 +316,7 @@ func finished(p corev1.Pod) bool {
 type window struct {
 	start   time.Time
 	steady  map[string]string
-	rs      map[string]string
+	rs      map[string]replicaSet
 	secrets map[string]string
 }
 
@@ -247,40 +326,104 @@ func (f *fleet) open(t *testing.T) *window {
 	return &window{start: time.Now(), steady: f.steady(), rs: f.c.workspaceReplicaSets(t), secrets: f.c.credentialsSecrets(t, f.namespaces)}
 }
 
-// disturbance is what a window saw happen to workspaces it did not
-// expect to change.
+// expectation is what a window may see happen; the zero value expects
+// nothing at all.
+type expectation struct {
+	// allow accepts the failed hook calls a fault causes; nil accepts none.
+	allow func(failedCall) bool
+	// skip are the workspaces (keys) a fault acts on: nothing is checked
+	// of them.
+	skip []string
+	// rollOnce are the workspaces (keys) whose pod template changes once:
+	// each must get exactly one new ReplicaSet, may be Progressing while
+	// it rolls out as long as it stays Ready, and must be back in its
+	// steady phase when the window closes; the rest is checked as for
+	// every workspace.
+	rollOnce []string
+}
+
+// disturbance is what a window saw happen to workspaces that it did not
+// expect.
 type disturbance struct {
-	leftSteady, newReplicaSets, recreatedSecrets []string
-	failedCalls                                  []failedCall
+	leftSteady, recreatedSecrets []string
+	// newReplicaSets are the ReplicaSets created since the window opened
+	// of every workspace but those skipped, expected ones included.
+	newReplicaSets []string
+	// wrongRolls are the workspaces whose count of new ReplicaSets is not
+	// the one expected: one for those of rollOnce, none for the others.
+	wrongRolls  []string
+	failedCalls []failedCall
+}
+
+// newReplicaSets returns the ReplicaSets created since w opened, as the
+// watch saw them and as they are listed now, by workspace key: those it
+// did not know then and created since the whole second it opened in
+// (creation times are whole seconds). The watch keeps those the
+// Deployment controller has deleted since; the list, those the watch has
+// not delivered yet.
+func (f *fleet) newReplicaSets(t *testing.T, w *window) map[string][]replicaSet {
+	t.Helper()
+	seen := f.replicaSets.all()
+	maps.Copy(seen, f.c.workspaceReplicaSets(t))
+	since := w.start.Truncate(time.Second)
+	out := map[string][]replicaSet{}
+	for uid, rs := range seen {
+		if _, known := w.rs[uid]; !known && !rs.created.Before(since) {
+			out[rs.workspace] = append(out[rs.workspace], rs)
+		}
+	}
+	for _, list := range out {
+		slices.SortFunc(list, func(a, b replicaSet) int { return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.name, b.name)) })
+	}
+	return out
 }
 
 // disturbances looks at what happened since w opened to every workspace
-// but those of skip (keys): which left its steady phase, got a new
-// ReplicaSet or a recreated credentials Secret; and which hook calls
-// Metacontroller saw fail.
-func (f *fleet) disturbances(t *testing.T, w *window, skip ...string) disturbance {
+// but those e skips: which left its steady phase (but for a rollout e
+// expects), got a number of new ReplicaSets other than e expects or a
+// recreated credentials Secret; and which hook calls Metacontroller saw
+// fail.
+func (f *fleet) disturbances(t *testing.T, w *window, e expectation) disturbance {
 	t.Helper()
 	var d disturbance
 	want := maps.Clone(w.steady)
-	for _, k := range skip {
+	for _, k := range e.skip {
 		delete(want, k)
 	}
-	d.leftSteady = f.phases.departures(want, w.start, time.Now())
-	skipped := func(key string) bool {
-		return slices.ContainsFunc(skip, func(k string) bool { return strings.HasPrefix(key, k+": ") || key == k })
+	d.leftSteady = f.phases.departures(want, e.rollOnce, w.start, time.Now())
+	created := f.newReplicaSets(t, w)
+	keys := slices.Sorted(maps.Keys(want))
+	for key := range created {
+		if _, ok := want[key]; !ok && !slices.Contains(e.skip, key) {
+			// A workspace the fleet no longer or never had.
+			keys = append(keys, key)
+		}
 	}
-	for uid, rs := range f.c.workspaceReplicaSets(t) {
-		if _, ok := w.rs[uid]; !ok && !skipped(rs) {
-			d.newReplicaSets = append(d.newReplicaSets, rs)
+	for _, key := range keys {
+		list := created[key]
+		for _, rs := range list {
+			d.newReplicaSets = append(d.newReplicaSets, rs.String())
+		}
+		wantRolls := 0
+		if slices.Contains(e.rollOnce, key) {
+			wantRolls = 1
+		}
+		if len(list) != wantRolls {
+			var names []string
+			for _, rs := range list {
+				names = append(names, rs.name)
+			}
+			d.wrongRolls = append(d.wrongRolls, fmt.Sprintf("%s: %d new ReplicaSets %v, want %d", key, len(list), names, wantRolls))
 		}
 	}
 	slices.Sort(d.newReplicaSets)
+	slices.Sort(d.wrongRolls)
 	now := f.c.credentialsSecrets(t, f.namespaces)
 	for name, uid := range w.secrets {
 		// Only the claims of the fleet's workspaces: a deleted workspace's
 		// claim may stay, and goes its own way.
 		ws := strings.TrimSuffix(strings.TrimSuffix(name, "-credentials"), "-orders")
-		if _, member := w.steady[ws]; !member || skipped(ws) {
+		if _, member := w.steady[ws]; !member || slices.Contains(e.skip, ws) {
 			continue
 		}
 		if now[name] != uid {
@@ -293,20 +436,20 @@ func (f *fleet) disturbances(t *testing.T, w *window, skip ...string) disturbanc
 }
 
 // requireUndisturbed fails the test for every disturbance since w opened
-// to the workspaces but those of skip, and for every failed hook call
-// allow (if not nil) does not expect, and returns them for the figures.
-func (f *fleet) requireUndisturbed(t *testing.T, w *window, allow func(failedCall) bool, skip ...string) disturbance {
+// that e does not expect, and for every failed hook call e.allow (if not
+// nil) does not accept, and returns them for the figures.
+func (f *fleet) requireUndisturbed(t *testing.T, w *window, e expectation) disturbance {
 	t.Helper()
-	d := f.disturbances(t, w, skip...)
+	d := f.disturbances(t, w, e)
 	var calls []string
 	for _, fc := range d.failedCalls {
-		if allow == nil || !allow(fc) {
+		if e.allow == nil || !e.allow(fc) {
 			calls = append(calls, fc.String())
 		}
 	}
 	for what, list := range map[string][]string{
-		"Workspaces left their steady phase":            d.leftSteady,
-		"workspace Deployments got a new ReplicaSet":    d.newReplicaSets,
+		"Workspaces left their steady phase": d.leftSteady,
+		"workspace Deployments did not get the new ReplicaSets expected (exactly one where a change rolls them, none elsewhere)": d.wrongRolls,
 		"credentials Secrets were recreated or lost":    d.recreatedSecrets,
 		"hook calls failed, as Metacontroller saw them": calls,
 	} {

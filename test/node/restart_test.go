@@ -124,7 +124,7 @@ func (c *Cluster) podHashes(namespace, ws string) (map[string]string, error) {
 func putDirective(t *testing.T, admin, namespace, name, hash string) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"namespace": namespace, "name": name, "action": "restart_required", "artifactHash": hash})
-	req, err := http.NewRequest(http.MethodPut, admin+"/admin/directives", bytes.NewReader(body))
+	req, err := adminRequest(http.MethodPut, admin+"/admin/directives", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func putDirective(t *testing.T, admin, namespace, name, hash string) {
 
 // clusterControlState reads the reference Cluster Control's state.
 func clusterControlState(admin string) (*clustercontrol.AdminState, error) {
-	body, err := get(admin + "/admin/state")
+	body, err := getAdmin(admin + "/admin/state")
 	if err != nil {
 		return nil, err
 	}

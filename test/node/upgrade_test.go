@@ -26,12 +26,27 @@ const previousHooksImage = "ghcr.io/formspec/formspec-hooks:node-test-previous"
 // rollsOnUpgrade names each change since the previous revision that makes
 // the hooks render another pod template for some workspaces, with a test
 // of which workspaces it rolls. CHANGELOG.md lists each under "Rolls
-// workspaces" (TestUpgrade checks that the two agree): an upgrade restarts
-// every workspace such a change touches, at once. There is none: the
-// upgrade keeps the workspace image tag the previous install ran
-// (defaultVersion, which that install was given and which
-// --reset-then-reuse-values keeps), and renders the same pod templates.
-var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{}
+// workspaces" by this name (TestUpgrade checks that the two agree): an
+// upgrade restarts every workspace such a change touches, at once, and
+// TestUpgrade wants exactly one new ReplicaSet for each of those and none
+// for the others. Nothing else changes the pod templates: the upgrade
+// keeps the workspace image tag the previous install ran (defaultVersion,
+// which that install was given and which --reset-then-reuse-values
+// keeps).
+var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{
+	// A granted claim's status.credentialsHash, which the pod template's
+	// formspec.dev/credentials-hash is derived from, was a digest of its
+	// credentials and is now derived from the claim's UID and a revision
+	// kept on its credentials Secret: it changes once for every claim, at
+	// the claim's first sync by the new hooks, so every workspace with a
+	// claim injected rolls once, at the claims' next resync. Each fleet
+	// workspace has one (fleetWorkspace.claim, granted before the window
+	// opens), an idle one included: its Deployment gets a ReplicaSet of no
+	// pods. A workspace without spec.datastores injects no claim.
+	"credentials hash derived from a revision": func(w *fleetWorkspace) bool {
+		return len(w.object().Spec.Datastores) > 0
+	},
+}
 
 // TestUpgrade installs the chart and image of the previous version (built
 // from the revision testdata/upgrade-from names) on the one-node cluster
@@ -39,9 +54,12 @@ var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{}
 // claims, and upgrades the release to this checkout with helm upgrade
 // --reset-then-reuse-values (Helm's library), the CRDs first, as
 // docs/install.md says, while Metacontroller keeps syncing them. During
-// the upgrade and one resync after it no workspace Deployment may get a
-// new ReplicaSet (but those rollsOnUpgrade names), no credentials Secret
-// be recreated, no hook call fail and no Workspace leave Ready.
+// the upgrade and one resync after it, until the workspaces a change of
+// rollsOnUpgrade rolls have rolled and one resync more, and until the
+// fleet has converged again, each of those workspaces must get exactly
+// one new ReplicaSet (and stay Ready while it rolls out) and every other
+// none; no credentials Secret may be recreated, no hook call fail and no
+// Workspace leave Ready.
 func TestUpgrade(t *testing.T) {
 	mcBin := requireSuite(t, EnvUpgrade, "test-upgrade")
 	root := controlplane.RepoRoot(t)
@@ -65,26 +83,6 @@ func TestUpgrade(t *testing.T) {
 	f.tm.Phase("the previous version (" + rev[:7] + ") installed")
 
 	chart := filepath.Join(root, chartDir)
-	w := f.open(t)
-	var rolled time.Duration
-	touched, _ := f.driveDuring(func() {
-		// Helm creates crds/ on a first install only.
-		f.c.kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(chart, "crds"))
-		f.helm.upgrade(t, chart, "image.tag="+newTag)
-		f.chart = chart
-		f.c.waitRolledOut(t, hooksNamespace, hooksName)
-		rolled = time.Since(w.start)
-		f.resync = max(f.resync, resyncPeriod(t, chart))
-		f.settle()
-	})
-	f.tm.Phase("upgraded, one resync watched")
-	for _, p := range f.c.hookPods(t) {
-		for _, c := range p.Spec.Containers {
-			if c.Image != HooksImage {
-				t.Errorf("hook pod %s container %s runs %s after the upgrade, want %s", p.Name, c.Name, c.Image, HooksImage)
-			}
-		}
-	}
 	var expected []string
 	for _, wk := range f.members() {
 		for _, rolls := range rollsOnUpgrade {
@@ -94,9 +92,67 @@ func TestUpgrade(t *testing.T) {
 			}
 		}
 	}
-	d := f.requireUndisturbed(t, w, nil, expected...)
-	t.Logf("upgraded from %s: hook pods rolled in %.1f s; %d workspaces watched for %.0f s, %d touched; failed hook calls %d, left Ready/Idle %d, new ReplicaSets %d (%d expected), recreated credentials Secrets %d",
-		rev[:7], rolled.Seconds(), len(w.steady), time.Since(w.start).Seconds(), touched, len(d.failedCalls), len(d.leftSteady), len(d.newReplicaSets), len(expected), len(d.recreatedSecrets))
+	// A claim's status reaches its workspace when Metacontroller next syncs
+	// the claim: the upgrade changes nothing a claim is synced for, so that
+	// is the ResourceClaim controller's resync, at the latest one period
+	// (of the chart that started it, or of this one, should Metacontroller
+	// restart the controller) after the upgrade.
+	claimResync := max(resyncPeriod(t, filepath.Join(previous, chartDir), "resourceclaim"), resyncPeriod(t, chart, "resourceclaim"))
+	w := f.open(t)
+	var rolled, rolls time.Duration
+	touched, _ := f.driveDuring(func() {
+		// Helm creates crds/ on a first install only.
+		f.c.kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(chart, "crds"))
+		// The chart's reporter now calls https by default; the tests'
+		// Cluster Control serves plain HTTP, so the upgrade says so, as
+		// CHANGELOG.md tells an install with one to.
+		f.helm.upgrade(t, chart, append([]string{"image.tag=" + newTag}, plainHTTPClusterControlSets...)...)
+		f.chart = chart
+		f.c.waitRolledOut(t, hooksNamespace, hooksName)
+		rolled = time.Since(w.start)
+		f.resync = max(f.resync, resyncPeriod(t, chart, "workspace"))
+		f.settle()
+		if len(expected) > 0 {
+			if waiting := f.waitNewReplicaSets(t, w, expected, claimResync+2*f.resync); len(waiting) > 0 {
+				// The checks below say which, with the rest of the figures.
+				t.Logf("%d workspaces expected to roll got no new ReplicaSet within %v", len(waiting), claimResync+2*f.resync)
+			}
+			rolls = time.Since(w.start)
+			// One resync more, in which a second roll would show.
+			f.settle()
+		}
+		// The rollouts may outlast the resync on a busy machine; each
+		// must end in the window.
+		f.waitConverged(t, "the upgraded fleet", 10*time.Minute)
+	})
+	f.tm.Phase("upgraded, rolls and one resync watched, converged")
+	for _, p := range f.c.hookPods(t) {
+		for _, c := range p.Spec.Containers {
+			if c.Image != HooksImage {
+				t.Errorf("hook pod %s container %s runs %s after the upgrade, want %s", p.Name, c.Name, c.Image, HooksImage)
+			}
+		}
+	}
+	d := f.requireUndisturbed(t, w, expectation{rollOnce: expected})
+	t.Logf("upgraded from %s: hook pods rolled in %.1f s, workspaces expected to roll had rolled by %.1f s; %d workspaces watched for %.0f s, %d touched; failed hook calls %d, left Ready/Idle %d, new ReplicaSets %d (exactly one expected for each of %d workspaces, none for the other %d; %d workspaces with another count), recreated credentials Secrets %d",
+		rev[:7], rolled.Seconds(), rolls.Seconds(), len(w.steady), time.Since(w.start).Seconds(), touched, len(d.failedCalls), len(d.leftSteady),
+		len(d.newReplicaSets), len(expected), len(w.steady)-len(expected), len(d.wrongRolls), len(d.recreatedSecrets))
+}
+
+// waitNewReplicaSets waits, for at most limit, until each workspace of
+// keys has got a new ReplicaSet since w opened, and returns those that
+// have not.
+func (f *fleet) waitNewReplicaSets(t *testing.T, w *window, keys []string, limit time.Duration) []string {
+	t.Helper()
+	start := time.Now()
+	for {
+		created := f.newReplicaSets(t, w)
+		waiting := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return len(created[k]) > 0 })
+		if len(waiting) == 0 || time.Since(start) > limit {
+			return waiting
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // previousRevision reads the revision testdata/upgrade-from names.

@@ -92,7 +92,7 @@ func TestWakeOnRequest(t *testing.T) {
 	adminURL := fmt.Sprintf("http://%s-admin.%s:%d", interceptorName, interceptorNamespace, interceptorAdminPort)
 	c.helmInstallChart(t, filepath.Join(controlplane.RepoRoot(t), chartDir),
 		"defaultVersion: "+workspaceVersion+"\nimage:\n  repository: "+repo+"\n  tag: "+tag+"\n  pullPolicy: Never\n"+
-			"wakeOnRequest:\n  enabled: true\n  interceptorAdminURL: "+adminURL+"\n")
+			"wakeOnRequest:\n  enabled: true\n  interceptorAdminURL: "+adminURL+"\n"+plainHTTPClusterControl)
 	c.startInterceptor(t)
 	tm.Phase("chart with wakeOnRequest and the interceptor Ready")
 	admin := c.startClusterControl(t)

@@ -245,8 +245,9 @@ func run(ctx context.Context, listen, metricsListen, certFile, keyFile string, c
 
 	ln, err := tls.Listen("tcp", listen, &tls.Config{
 		Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
-		// HTTP/1.1, as the hook server speaks.
-		NextProtos: []string{"http/1.1"},
+		// HTTP/2 beside HTTP/1.1, as the hook server offers them, so that
+		// Metacontroller keeps one connection per hook to either.
+		NextProtos: []string{"h2", "http/1.1"},
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 
 	"github.com/formspec/formspec-hooks/cmd/kubectl-formspec/internal/live"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
@@ -63,6 +64,10 @@ type Options struct {
 	// FieldManager is Metacontroller's server-side apply field manager.
 	FieldManager string
 	Dynamic      dynamic.Interface
+	// Metadata reads the credentials Secrets' metadata, to give granted
+	// claims the credentialsHash this version's resourceclaim hook would
+	// (claimHashes); nil takes the claims' statuses as they are.
+	Metadata metadata.Interface
 	// Mapper resolves the related resources the customize hook asks for.
 	Mapper meta.RESTMapper
 	// Workers is how many workspaces are compared at once.
@@ -107,7 +112,7 @@ func Run(ctx context.Context, opts Options, namespace string) ([]Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	d := &differ{opts: opts, related: newRelatedCache(opts.Dynamic, opts.Mapper)}
+	d := &differ{opts: opts, related: newRelatedCache(opts.Dynamic, opts.Mapper), hashes: newClaimHashes(opts.Metadata)}
 	results := make([]Result, len(list.Items))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(opts.Workers, 1))
@@ -130,6 +135,7 @@ func Run(ctx context.Context, opts Options, namespace string) ([]Result, error) 
 type differ struct {
 	opts    Options
 	related *relatedCache
+	hashes  *claimHashes
 }
 
 // workspace compares one Workspace.
@@ -233,6 +239,9 @@ func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, obs
 	}
 	related, err := d.related.objects(ctx, custom.RelatedResources)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := d.hashes.apply(ctx, related); err != nil {
 		return nil, "", err
 	}
 	children := metacontroller.ObjectMap{}
