@@ -41,8 +41,8 @@ type hookConfig struct {
 	decisions decision.Recorder
 	// claims are the install's choices about grants.
 	claims claims.Options
-	// ignoreChildNames is --check-child-names=false.
-	ignoreChildNames bool
+	// childCreateGrace is --child-create-grace.
+	childCreateGrace time.Duration
 }
 
 // serveFlags are the serve command's flags, parsed.
@@ -57,7 +57,7 @@ type serveFlags struct {
 	tlsCertFile, tlsKeyFile, tlsClientCAFile string
 	authTokenFile                            string
 	acceptV1Grants                           bool
-	checkChildNames                          bool
+	childCreateGrace                         time.Duration
 	shutdownDelay, shutdownTimeout           time.Duration
 	pprof                                    bool
 	logging                                  *cliflag.Logging
@@ -85,7 +85,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
 	fs.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "require client certificates signed by these CAs (mTLS; reloaded when it changes)")
 	fs.StringVar(&f.authTokenFile, "auth-token-file", "", "require a bearer token from this file, one per line (re-read when it changes)")
-	fs.BoolVar(&f.checkChildNames, "check-child-names", true, "have Metacontroller show the workspace sync hook whatever Deployment, Service and ConfigMap bears a workspace's child's name, so that one the workspace does not own is never adopted or overwritten (the Workspace turns Degraded instead); false spares Metacontroller a pass over every Workspace at each write of those kinds, which grows with the fleet (docs/workspaces.md)")
+	fs.DurationVar(&f.childCreateGrace, "child-create-grace", workspace.DefaultChildCreateGrace, "how long a workspace's Deployment, Service or ConfigMap may stay missing after a sync asked for it before the Workspace is Degraded with reason ChildNotCreated (its create failed: an object of that name the workspace does not own, a quota or an admission rejection)")
 	fs.BoolVar(&f.acceptV1Grants, "accept-v1-grants", false, "accept ResourceClaims signed in the original operator's v1 format for every Datastore, as a Datastore's spec.grantPolicy.acceptV1Signatures does for its own; v1 binds no namespace, so only while moving from that operator (docs/claims.md)")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.DefaultShutdownDelay, "how long /readyz fails before the listener closes")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
@@ -268,7 +268,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		logger:            logger,
 		decisions:         cfg.Metrics,
 		claims:            claims.Options{AcceptV1: f.acceptV1Grants},
-		ignoreChildNames:  !f.checkChildNames,
+		childCreateGrace:  f.childCreateGrace,
 	}
 	if f.acceptV1Grants {
 		logger.Warn("--accept-v1-grants: ResourceClaims signed as v1, which binds no namespace, are granted for every Datastore; sign them again as v2 and drop the flag (docs/claims.md)")

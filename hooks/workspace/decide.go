@@ -33,22 +33,19 @@ type desired struct {
 // decision about the user's workspace.
 func (h *Hooks) decideSync(o *observed) (*desired, error) {
 	bindings := bindingsFor(o.ws, o.claims)
-	if stop := cmp.Or(o.invalidSpec, o.conflict, classMissing(o)); stop != nil {
+	if stop := cmp.Or(o.invalidSpec, classMissing(o)); stop != nil {
 		// Without a spec it can read or without its class, the hook does not
-		// know the workspace's shape; with a child's name taken by an
-		// object that is not the workspace's (names.go), whatever it
-		// renders would overwrite that object. Deleting the children would
-		// take a running workspace down because of a slip elsewhere, so
-		// they are kept as last applied until the problem is fixed, each
-		// Deployment at the replica count it runs now: an HPA may have
-		// moved it since the last apply, and sending the old count would
-		// make Metacontroller fight the HPA for as long as the problem
-		// lasts.
+		// know the workspace's shape. Deleting the children would take a
+		// running workspace down because of a slip elsewhere, so they are
+		// kept as last applied until the problem is fixed, each Deployment
+		// at the replica count it runs now: an HPA may have moved it since
+		// the last apply, and sending the old count would make
+		// Metacontroller fight the HPA for as long as the problem lasts.
 		children, err := frozen(o, freeze{keepObservedReplicas: true})
 		if err != nil {
 			return nil, err
 		}
-		return &desired{status: h.status(o, bindings, stop, takeoverOf(o, bindings)), children: children}, nil
+		return &desired{status: h.status(o, bindings, stop, takeoverOf(o, bindings), nil), children: children}, nil
 	}
 	t := takeoverOf(o, bindings)
 	if t != nil && t.held != "" {
@@ -57,7 +54,7 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &desired{status: h.status(o, bindings, nil, t), children: children}, nil
+		return &desired{status: h.status(o, bindings, nil, t, nil), children: children}, nil
 	}
 
 	var observedReplicas *int32
@@ -95,7 +92,8 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 			return nil, err
 		}
 	}
-	return &desired{status: h.status(o, bindings, nil, t), children: children}, nil
+	a := h.judgeMissing(o)
+	return &desired{status: h.status(o, bindings, nil, t, a), children: children, resync: a.resync}, nil
 }
 
 // decideFinalize tears the workspace down in order: first the HPA goes and
@@ -104,7 +102,7 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 // is observed the workspace is finalized. Credentials Secrets are the
 // claims' attachments, not the workspace's children, and stay.
 func (h *Hooks) decideFinalize(o *observed) (*desired, error) {
-	d := &desired{status: h.status(o, bindingsFor(o.ws, o.claims), nil, nil), children: []any{}}
+	d := &desired{status: h.status(o, bindingsFor(o.ws, o.claims), nil, nil, nil), children: []any{}}
 	if o.children.count() == 0 {
 		d.finalized = true
 		return d, nil

@@ -58,13 +58,11 @@ type customizeSpec struct {
 	Datastores   []v1alpha1.DatastoreRef `json:"datastores"`
 }
 
-// Customize asks Metacontroller to show sync the workspace's ClusterClass,
-// the ResourceClaims in its namespace, and the objects at its children's
-// names (names.go).
+// Customize asks Metacontroller to show sync the workspace's ClusterClass
+// and the ResourceClaims in its namespace.
 func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeRequest) (*metacontroller.CustomizeResponse, error) {
 	var parent struct {
 		Metadata struct {
-			Name      string `json:"name"`
 			Namespace string `json:"namespace"`
 		} `json:"metadata"`
 		Spec codec.RawMessage `json:"spec"`
@@ -95,9 +93,6 @@ func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeReques
 			Namespace:     parent.Metadata.Namespace,
 			LabelSelector: &metav1.LabelSelector{},
 		})
-	}
-	if !h.cfg.IgnoreChildNames {
-		rules = append(rules, childNameRules(parent.Metadata.Namespace, parent.Metadata.Name)...)
 	}
 	return &metacontroller.CustomizeResponse{RelatedResources: rules}, nil
 }

@@ -270,20 +270,13 @@ func (v *deploymentView) deployment() *appsv1.Deployment {
 	}
 }
 
-// Related are the related objects of a Workspace: its ClusterClass, the
-// ResourceClaims of its namespace, and whatever Deployment, Service and
-// ConfigMap has the name of one of its children (its own, or another's:
-// names.go).
+// Related are the related objects of a Workspace: its ClusterClass and the
+// ResourceClaims of its namespace.
 type Related struct {
 	ClusterClasses map[string]*classView `json:"ClusterClass.formspec.dev/v1alpha1"`
 	// ResourceClaims stay raw so that one claim that does not decode is
 	// skipped instead of failing every workspace of the namespace.
 	ResourceClaims map[string]codec.RawMessage `json:"ResourceClaim.formspec.dev/v1alpha1"`
-	// The objects at the children's names, each with only the metadata
-	// that says whose it is.
-	Deployments map[string]*namedView `json:"Deployment.apps/v1"`
-	Services    map[string]*namedView `json:"Service.v1"`
-	ConfigMaps  map[string]*namedView `json:"ConfigMap.v1"`
 }
 
 // classView is a related ClusterClass as a sync reads it: its name and
@@ -324,9 +317,6 @@ func (r *Request) Validate() error {
 		metacontroller.Limit("PodDisruptionBudgets", countOf(r.Children.PDBs), MaxChildrenPerKind),
 		metacontroller.Limit("related ClusterClasses", countOf(r.Related.ClusterClasses), MaxRelatedClasses),
 		metacontroller.Limit("related ResourceClaims", len(r.Related.ResourceClaims), MaxRelatedClaims),
-		metacontroller.Limit("related Deployments", countOf(r.Related.Deployments), MaxChildrenPerKind),
-		metacontroller.Limit("related Services", countOf(r.Related.Services), MaxChildrenPerKind),
-		metacontroller.Limit("related ConfigMaps", countOf(r.Related.ConfigMaps), MaxChildrenPerKind),
 	)
 }
 
@@ -345,7 +335,7 @@ func (r *Request) ObjectCount() int {
 			n++
 		}
 	}
-	return n + countOf(r.Related.Deployments) + countOf(r.Related.Services) + countOf(r.Related.ConfigMaps)
+	return n
 }
 
 // observed is everything a sync or finalize request tells about one
@@ -364,9 +354,6 @@ type observed struct {
 	// hasService and hasHPA say whether the workspace's own Service and
 	// HPA are observed.
 	hasService, hasHPA bool
-	// conflict, when set, is an object at a child's name that is not the
-	// workspace's (names.go).
-	conflict *problem
 	// legacy are the observed children the hooks did not make, the
 	// original operator's being taken over (takeover.go), by kind and name.
 	legacy []childRef
@@ -414,7 +401,6 @@ func observe(req *Request) *observed {
 	}
 	o.hasService = req.Children.Services[name] != nil
 	o.hasHPA = req.Children.HPAs[name] != nil
-	o.conflict = nameConflict(ws, &req.Children, &req.Related)
 	o.legacy = legacyChildren(&req.Children)
 	o.serviceOurs = serviceOurs(ws, &req.Children)
 	o.servicePort = observedPort(req.Children.Services[name])

@@ -9,9 +9,9 @@
 // the request (once, and each child only as far as it is read), decide.go
 // turns what was observed into what is desired (one value), and encode.go
 // turns that into the response the transport encodes. Two files serve
-// decide.go: names.go keeps the hooks off objects at the children's names
-// that are not the workspace's, and takeover.go takes over the children
-// of the original FormSpec operator.
+// decide.go: missing.go tells a child whose create failed from one not
+// created yet, and takeover.go takes over the children of the original
+// FormSpec operator.
 package workspace
 
 import (
@@ -47,12 +47,10 @@ type Config struct {
 	Reports observation.Sink
 	// Now is the clock for condition transitions (default time.Now).
 	Now func() time.Time
-	// IgnoreChildNames leaves out of the customize hook's answer the
-	// objects at the children's names (names.go): Metacontroller then
-	// matches no write of a Deployment, Service or ConfigMap against the
-	// Workspaces, and an object of one of those names that is not the
-	// workspace's is overwritten (or fails every sync) as before.
-	IgnoreChildNames bool
+	// ChildCreateGrace is how long a child the hook asks for may go
+	// unobserved before the workspace is Degraded, ChildNotCreated
+	// (missing.go; default DefaultChildCreateGrace).
+	ChildCreateGrace time.Duration
 }
 
 // Hooks serves the Workspace hooks for one configuration.
@@ -70,6 +68,9 @@ func New(cfg Config) *Hooks {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ChildCreateGrace <= 0 {
+		cfg.ChildCreateGrace = DefaultChildCreateGrace
 	}
 	cfg.Reports = observation.OrDiscard(cfg.Reports)
 	return &Hooks{cfg: cfg}

@@ -262,24 +262,7 @@ func children(objs ...obj) obj {
 	return out
 }
 
-// request is a sync or finalize request. Its related objects also hold
-// what the customize hook asks for by the children's names (Deployment and
-// Service acme, ConfigMap acme-config): the workspace's own children, as
-// Metacontroller finds them in its cache, and any other object at those
-// names (taken), each group present even when empty.
-func request(p, kids, rel obj, finalizing bool, taken ...obj) obj {
-	named := map[string]string{"Deployment.apps/v1": wsName, "Service.v1": wsName, "ConfigMap.v1": wsName + "-config"}
-	for key, name := range named {
-		group := obj{}
-		if own, ok := kids[key].(obj); ok && own[ns+"/"+name] != nil {
-			group[ns+"/"+name] = own[ns+"/"+name]
-		}
-		rel[key] = group
-	}
-	for _, o := range taken {
-		key := o["kind"].(string) + "." + o["apiVersion"].(string)
-		rel[key].(obj)[ns+"/"+o["metadata"].(obj)["name"].(string)] = o
-	}
+func request(p, kids, rel obj, finalizing bool) obj {
 	return obj{"controller": controller(), "parent": p, "children": kids, "related": rel, "finalizing": finalizing}
 }
 

@@ -2,10 +2,11 @@ package main
 
 import "fmt"
 
-// The cases of objects the hooks did not make: an object at a child's
-// name that is not the workspace's (hooks/workspace/names.go), and the
-// children of the original FormSpec operator being taken over
-// (hooks/workspace/takeover.go, docs/migrating.md).
+// The cases of objects the hooks did not make: a child that could not be
+// created, an object of its name being in the way
+// (hooks/workspace/missing.go), and the children of the original FormSpec
+// operator being taken over (hooks/workspace/takeover.go,
+// docs/migrating.md).
 
 // ownerRef is an owner reference to the Workspace.
 func ownerRef() []obj {
@@ -116,43 +117,32 @@ func takeoverCases() []fixture {
 	add := func(name string, req obj) { fs = append(fs, fixture{hook: "sync", name: name, request: req}) }
 	rolled := func(gen, replicas int) obj { return deploymentStatus(gen, replicas, replicas, replicas, replicas, nil) }
 
-	// A new workspace whose Deployment's name is taken by one nobody owns
-	// (someone's own, selecting its own pods): Degraded, nothing created.
+	// A new workspace whose Deployment a sync asked for a minute and more
+	// ago and has still not been created (a Deployment of its name that
+	// nobody owns is in the way, which the hook cannot see): the Service
+	// and ConfigMap were made; Degraded, ChildNotCreated, naming it. The
+	// status is that of a sync after the one that found it Degraded, so
+	// that the answer keeps every time and does not depend on the clock
+	// (the transition is TestJudgeMissing's).
 	{
-		p := parent("standard", 1, nil, nil, nil)
-		taken := foreign("Deployment", wsName, 2101, obj{"app": "legacy-shop"}, nil, obj{
-			"replicas": 1, "selector": obj{"matchLabels": obj{"app": "legacy-shop"}},
-			"template": obj{"metadata": obj{"labels": obj{"app": "legacy-shop"}}, "spec": obj{"containers": []obj{{"name": "shop", "image": "registry.example/shop:4"}}}},
-		}, rolled(1, 1))
-		add("name-taken-unowned", request(p, obj{}, related(class(standard)), false, taken))
+		p := parent("standard", 1, nil, nil, wsStatus(1, "Degraded", 0, 0, 0,
+			cond("Ready", "False", "DeploymentNotFound", "waiting for the Deployment to be created"),
+			cond("Progressing", "True", "Creating", "creating the workspace's Deployment"),
+			cond("Degraded", "True", "ChildNotCreated", "Deployment team-a/acme not created 1m0s after it was asked for")))
+		kids := without(running(p, standard, 1), "Deployment")
+		add("deployment-not-created", request(p, children(kids...), related(class(standard)), false))
 	}
-	// The same name, controlled by another controller (a Helm release's
-	// controller here): Degraded, naming it; nothing created.
+	// A running workspace whose ConfigMap was deleted and could not be
+	// made again (someone's ConfigMap of that name, controlled by another
+	// object, is in the way): Degraded, ChildNotCreated, naming it; the
+	// rest as it was.
 	{
-		p := parent("standard", 1, nil, nil, nil)
-		taken := foreign("Deployment", wsName, 2102, obj{"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/name": "shop"},
-			[]obj{{"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "name": "shop", "uid": "5e1f0000-0000-4000-8000-000000002102", "controller": true, "blockOwnerDeletion": true}},
-			obj{"replicas": 1, "selector": obj{"matchLabels": obj{"app.kubernetes.io/name": "shop"}},
-				"template": obj{"metadata": obj{"labels": obj{"app.kubernetes.io/name": "shop"}}, "spec": obj{"containers": []obj{{"name": "shop", "image": "registry.example/shop:4"}}}}},
-			rolled(1, 1))
-		add("name-taken-by-other", request(p, obj{}, related(class(standard)), false, taken))
-	}
-	// A running workspace whose ConfigMap's name someone took for a
-	// ConfigMap of their own after the workspace's was deleted: Degraded,
-	// the other children kept as they are, the ConfigMap not overwritten.
-	{
-		p := parent("standard", 1, nil, nil, takeoverStatus("Degraded", "True", "False", "True"))
+		p := parent("standard", 1, nil, nil, wsStatus(1, "Degraded", 1, 1, 1,
+			cond("Ready", "True", "ReplicasAvailable", "1 of 1 replicas available"),
+			obj{"type": "Progressing", "status": "True", "reason": "Creating", "message": "creating the workspace's ConfigMap acme-config", "lastTransitionTime": "2026-01-10T10:00:00Z"},
+			obj{"type": "Degraded", "status": "True", "reason": "ChildNotCreated", "message": "ConfigMap team-a/acme-config not created 1m0s after it was asked for", "lastTransitionTime": "2026-01-10T10:01:00Z"}))
 		kids := without(running(p, standard, 1), "ConfigMap")
-		taken := foreign("ConfigMap", wsName+"-config", 2103, obj{"team": "forms"}, nil, obj{"note": "not the workspace's"}, nil)
-		add("name-taken-configmap", request(p, children(kids...), related(class(standard)), false, taken))
-	}
-	// The original operator's children before takeover prepare: owned by
-	// the Workspace, but without Metacontroller's label, so Metacontroller
-	// releases them and the hook may still see them as they were.
-	{
-		p := parent("standard", 1, nil, nil, takeoverStatus("Degraded", "False", "True", "True"))
-		add("takeover-not-prepared", request(p, obj{}, related(class(standard)), false,
-			originalDeployment(wsName, 2201, 1, false, rolled(1, 1)), originalService(false)))
+		add("configmap-not-created", request(p, children(kids...), related(class(standard)), false))
 	}
 
 	// The original operator's children, prepared and held: kept as they

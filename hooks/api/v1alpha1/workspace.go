@@ -169,6 +169,8 @@ const (
 	// ReasonTakingOver: the original operator's children are being taken
 	// over (their pods roll once; the rest goes once the new pods run).
 	ReasonTakingOver = "TakingOver"
+	// ReasonCreating: a child the hook asks for is not observed yet.
+	ReasonCreating = "Creating"
 
 	// Reasons of Degraded: True.
 	ReasonClusterClassNotFound     = "ClusterClassNotFound"
@@ -176,14 +178,12 @@ const (
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonReplicaFailure           = "ReplicaFailure"
 	ReasonDatastoreNotInjected     = "DatastoreNotInjected"
-	// ReasonChildNotOwned: an object of a child's kind has a child's name
-	// (Deployment or Service <ws>, ConfigMap <ws>-config) and no
-	// controller owns it; the hooks never take over an object they did
-	// not make, so nothing is created or changed until it is gone.
-	ReasonChildNotOwned = "ChildNotOwned"
-	// ReasonChildOwnedByOther: such an object is controlled by something
-	// other than the Workspace.
-	ReasonChildOwnedByOther = "ChildOwnedByOther"
+	// ReasonChildNotCreated: a child the hook asks for (the workspace's
+	// Deployment, Service or ConfigMap) is still not there a grace period
+	// after a sync first asked for it: its create failed. The message
+	// names it and the likely causes: an object of that name the
+	// workspace does not own, a quota, an admission rejection.
+	ReasonChildNotCreated = "ChildNotCreated"
 )
 
 // Datastore injection states in WorkspaceStatus.Datastores.
