@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,6 +55,15 @@ const (
 	Create = "create"
 	Update = "update"
 	Delete = "delete"
+	// InTheWay: an object of the child's kind and name that is not the
+	// workspace's child exists, and Metacontroller's apply onto it would
+	// fail: the child is not created and the Workspace turns Degraded,
+	// ChildNotCreated. Child.Owner says whose it is, Child.Error why the
+	// apply fails.
+	InTheWay = "in the way"
+	// TakeOver: such an object exists and the apply would succeed,
+	// overwriting it and making it the workspace's child.
+	TakeOver = "take over"
 )
 
 // Options configure a diff.
@@ -97,6 +107,11 @@ type Child struct {
 	Action string `json:"action"`
 	// Fields are the fields an update changes.
 	Fields []Field `json:"fields,omitempty"`
+	// Owner, for InTheWay and TakeOver, says whose the object at the
+	// child's name is.
+	Owner string `json:"owner,omitempty"`
+	// Error, for InTheWay, is the API server's refusal of the apply.
+	Error string `json:"error,omitempty"`
 }
 
 // Run compares every Workspace in namespace ("" for all namespaces),
@@ -198,13 +213,19 @@ func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, obs
 			// Metacontroller waits for a child being deleted to go.
 			continue
 		}
+		if current == nil {
+			c, err := d.create(ctx, ws, obj)
+			if err != nil {
+				return nil, "", err
+			}
+			out = append(out, c)
+			continue
+		}
 		applied, err := d.dryRunApply(ctx, ws, obj)
 		if err != nil {
 			return nil, "", err
 		}
 		switch {
-		case current == nil:
-			out = append(out, Child{Kind: obj.GetKind(), Name: obj.GetName(), Action: Create})
 		default:
 			if fields := Fields(sanitize(current).Object, sanitize(applied).Object); len(fields) > 0 {
 				out = append(out, Child{Kind: obj.GetKind(), Name: obj.GetName(), Action: Update, Fields: fields})
@@ -282,6 +303,35 @@ func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, obs
 		}
 	}
 	return out, degraded, nil
+}
+
+// create is what Metacontroller's apply of a child it does not observe
+// would do. Usually it creates it; but an object of that kind and name
+// that is not the workspace's child may be in the way, which the hooks
+// cannot see (docs/workspaces.md), and this tells whose it is and what the
+// apply would do to it: fail (Metacontroller retries, the Workspace turns
+// Degraded, ChildNotCreated), or succeed, overwriting and adopting it.
+func (d *differ) create(ctx context.Context, ws, obj *unstructured.Unstructured) (Child, error) {
+	c := Child{Kind: obj.GetKind(), Name: obj.GetName(), Action: Create}
+	cr, ok := childResource(obj)
+	if !ok {
+		return c, fmt.Errorf("the sync hook answered a %s %s, which the workspace controller does not declare", obj.GetAPIVersion(), obj.GetKind())
+	}
+	other, err := d.opts.Dynamic.Resource(cr.Resource).Namespace(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err := d.dryRunApply(ctx, ws, obj)
+		return c, err
+	case err != nil:
+		return c, fmt.Errorf("cannot read %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	c.Owner = live.Owner(other)
+	if _, err := d.dryRunApply(ctx, ws, obj); err != nil {
+		c.Action, c.Error = InTheWay, err.Error()
+		return c, nil
+	}
+	c.Action = TakeOver
+	return c, nil
 }
 
 // dryRunApply applies obj as Metacontroller would, labelled and owned as

@@ -292,8 +292,10 @@ func hasUpdateEntry(obj *unstructured.Unstructured, manager string) bool {
 }
 
 // conflicts are the objects at the names of the Workspace's Deployment,
-// Service and ConfigMap that are not its own: the hooks leave them alone
-// and make the Workspace Degraded (docs/workspaces.md).
+// Service and ConfigMap that are not its own, each with whose it is:
+// Metacontroller cannot create the workspace's child there, and the
+// Workspace turns Degraded, ChildNotCreated, without being able to say
+// whose the object is (docs/workspaces.md).
 func conflicts(ws *unstructured.Unstructured, objects []*unstructured.Unstructured) []string {
 	names := map[string]string{"Deployment": ws.GetName(), "Service": ws.GetName(), "ConfigMap": ws.GetName() + "-config"}
 	var out []string
@@ -301,13 +303,10 @@ func conflicts(ws *unstructured.Unstructured, objects []*unstructured.Unstructur
 		if names[obj.GetKind()] != obj.GetName() {
 			continue
 		}
-		what := fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
-		switch ref := metav1.GetControllerOfNoCopy(obj); {
-		case ref == nil:
-			out = append(out, what+": no controller owns it (Degraded, ChildNotOwned)")
-		case ref.UID != ws.GetUID():
-			out = append(out, fmt.Sprintf("%s: controlled by %s %s (Degraded, ChildOwnedByOther)", what, ref.Kind, ref.Name))
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.UID == ws.GetUID() {
+			continue
 		}
+		out = append(out, fmt.Sprintf("%s %s/%s: %s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), live.Owner(obj)))
 	}
 	slices.Sort(out)
 	return out

@@ -186,13 +186,13 @@ func TestConflicts(t *testing.T) {
 	}
 	got := conflicts(ws, []*unstructured.Unstructured{
 		obj("Deployment", "acme"),
-		obj("Service", "acme", metav1.OwnerReference{Kind: "HelmRelease", Name: "shop", UID: "other", Controller: &yes}),
+		obj("Service", "acme", metav1.OwnerReference{Kind: "HelmRelease", Name: "shop", UID: "other", Controller: &yes, APIVersion: "helm.toolkit.fluxcd.io/v2"}),
 		obj("ConfigMap", "acme-config", metav1.OwnerReference{Kind: "Workspace", Name: "acme", UID: uid, Controller: &yes}),
 		obj("ConfigMap", "acme", metav1.OwnerReference{Kind: "HelmRelease", Name: "shop", UID: "other", Controller: &yes}),
 	})
 	want := []string{
-		"Deployment team-a/acme: no controller owns it (Degraded, ChildNotOwned)",
-		"Service team-a/acme: controlled by HelmRelease shop (Degraded, ChildOwnedByOther)",
+		"Deployment team-a/acme: no controller owns it",
+		"Service team-a/acme: controlled by HelmRelease shop (helm.toolkit.fluxcd.io/v2)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("objects at the children's names that are not the Workspace's: -want, +got:\n%s", diff)
