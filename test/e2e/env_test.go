@@ -183,6 +183,9 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 			"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
 			"--shutdown-delay=0",
 			"--log-level=debug",
+			// A child that cannot be created makes its Workspace Degraded
+			// after seconds, not the default minute.
+			"--child-create-grace=3s",
 		}
 		for _, name := range serverFileNames {
 			args = append(args, "--"+name+"="+files[name])

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -51,6 +52,10 @@ func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
 	dep := someones.Children()[1].(*appsv1.Deployment)
 	dep.OwnerReferences = nil
 	w.create(dep)
+	// And someone's own ConfigMap with the name of another's ConfigMap.
+	cm := someones.Children()[0].(*corev1.ConfigMap)
+	cm.Name, cm.OwnerReferences = "fresh-config", nil
+	w.create(cm)
 
 	deployment := func() *appsv1.Deployment {
 		return as[appsv1.Deployment](t, w.get("apps/v1", "Deployment", nsTakeover, "legacy"))
@@ -61,7 +66,7 @@ func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
 	r := p.run(t, "takeover", "prepare", "-n", nsTakeover, "--dry-run")
 	for _, want := range []string{
 		"takeover/legacy   would prepare (dry run) Deployment/legacy, Service/legacy, ConfigMap/legacy; fields of formspec-operator moved to Metacontroller's field manager; held\n",
-		"takeover/taken    no children of the original operator\n  not taken over: Deployment takeover/taken: no controller owns it (Degraded, ChildNotOwned)\n",
+		"takeover/taken    no children of the original operator\n  not taken over: Deployment takeover/taken: no controller owns it\n",
 		"takeover/fresh    no children of the original operator\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -126,11 +131,14 @@ func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
 	// The preview: what the hooks will make of the held workspace once it
 	// is released, dry-run applied under Metacontroller's field manager:
 	// the original container goes, because its fields are Metacontroller's
-	// now, and the pods roll; the original ConfigMap stays for now. The
-	// workspace whose Deployment's name is taken will be Degraded.
+	// now, and the pods roll; the original ConfigMap stays for now. For
+	// the workspace whose Deployment's name is taken, the diff says whose
+	// that Deployment is and that the apply onto it fails (its selector is
+	// immutable); for the one whose ConfigMap's name is taken by an object
+	// nobody owns, that Metacontroller's apply would overwrite it.
 	got, r := diffOutcomes(t, p, "-n", nsTakeover)
 	held := "pods would roll once released (formspec.dev/takeover: hold; kubectl formspec takeover roll)"
-	if got[nsTakeover+"/legacy"] != held || !strings.HasPrefix(got[nsTakeover+"/taken"], "unchanged") {
+	if got[nsTakeover+"/legacy"] != held || got[nsTakeover+"/taken"] != "changed" || got[nsTakeover+"/fresh"] != "changed" {
 		t.Errorf("diff -n %s: outcomes %v\nstdout:\n%s\nstderr:\n%s", nsTakeover, got, r.stdout, r.stderr)
 	}
 	for _, want := range []string{
@@ -138,7 +146,9 @@ func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
 		`} → (none)`,
 		`    spec.template.spec.containers[resource]: (none) → {`,
 		"  ConfigMap/legacy-config: would be created\n",
-		"  degraded: ChildNotOwned: Deployment takeover/taken exists and no controller owns it",
+		"  Deployment/taken: cannot be created: an object of this name is in the way, no controller owns it; the apply fails (",
+		"and the Workspace turns Degraded, ChildNotCreated, until it is moved\n  Service/taken: would be created\n",
+		"  ConfigMap/fresh-config: would overwrite the object of this name that is not the workspace's (no controller owns it) and make it the workspace's child\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("diff -n %s: no %q in\n%s", nsTakeover, want, r.stdout)
