@@ -23,9 +23,9 @@ import (
 // way (one another controller owns is never taken: the apply would give it
 // a second controller, which the API refuses; one nobody owns is adopted
 // only if it carries the label of Metacontroller's generated selector, and
-// a Deployment's immutable selector refuses the apply unless it is the
-// workspace's), or a ResourceQuota or an admission webhook or policy
-// refused it. The workspace is then Degraded, ChildNotCreated, naming the
+// the install's admission policy, deploy/hooks/children-admission-policy.yaml,
+// refuses the apply that would overwrite and adopt it), or a ResourceQuota
+// or an admission webhook or policy refused it. The workspace is then Degraded, ChildNotCreated, naming the
 // child; the reporter's Warning Event carries that message.
 //
 // The hook cannot look at the object in the way. Metacontroller would show

@@ -153,6 +153,11 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 	}
 
 	e.install = readInstall(t, root, newTestCA(t, "formspec-hooks-ca"), randomToken(t))
+	for _, p := range e.install.policies {
+		if _, err := e.c.Apply(p, fieldManager); err != nil {
+			t.Fatalf("cannot apply %v %s: %v", p["kind"], objName(p), err)
+		}
+	}
 	e.namespace(t, str(field(e.install.deployment, "metadata", "namespace")))
 	for _, s := range e.install.secrets {
 		if _, err := e.c.Create(s); err != nil {

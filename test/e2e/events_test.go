@@ -46,9 +46,11 @@ import (
 //     tool's object); Metacontroller's apply of the workspace's Deployment
 //     onto it fails, and once the Workspace is Degraded (the hook's grace
 //     is a few seconds here) the Deployment must be exactly as it was made:
-//     not adopted, not relabelled, not overwritten. The hook never sees the
-//     object (missing.go); the message names the Deployment it could not
-//     create.
+//     not adopted, not relabelled, not overwritten. The same for a Service
+//     nobody owns, which Metacontroller's apply would overwrite but for
+//     the install's admission policy (deploy/hooks/children-admission-policy.yaml).
+//     The hook never sees the object (missing.go); the message names the
+//     child it could not create.
 func testDegradedEvents(t *testing.T, e *env) {
 	const ns, className = "e2e-degraded", "e2e-degraded"
 	e.namespace(t, ns)
@@ -97,6 +99,18 @@ func testDegradedEvents(t *testing.T, e *env) {
 			reason:   v1alpha1.ReasonChildNotCreated,
 			create:   func(t *testing.T, name string) { e.apply(t, newWorkspace(ns, name, className)) },
 			inTheWay: func(t *testing.T, name string) controlplane.Object { return e.someonesDeployment(t, ns, name, nil) },
+		},
+		"unowned-service": {
+			reason: v1alpha1.ReasonChildNotCreated,
+			create: func(t *testing.T, name string) { e.apply(t, newWorkspace(ns, name, className)) },
+			inTheWay: func(t *testing.T, name string) controlplane.Object {
+				svc, err := e.c.Create(controlplane.Object{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app": "someones-" + name}},
+					"spec": map[string]any{"selector": map[string]any{"app": "someones-" + name}, "ports": []any{map[string]any{"port": 8080}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return svc
+			},
 		},
 		"foreign": {
 			reason: v1alpha1.ReasonChildNotCreated,
@@ -153,8 +167,8 @@ func testDegradedEvents(t *testing.T, e *env) {
 				t.Errorf("Event on Workspace %s/%s:\n got %+v\nwant %+v", ns, name, got, want)
 			}
 			if inTheWay != nil {
-				if !strings.Contains(message, "Deployment "+ns+"/"+name) {
-					t.Errorf("the Degraded message does not name the Deployment in the way: %q", message)
+				if what := inTheWay["kind"].(string) + " " + ns + "/" + name; !strings.Contains(message, what) {
+					t.Errorf("the Degraded message does not name the %s: %q", what, message)
 				}
 				e.untouched(t, inTheWay)
 			}

@@ -29,10 +29,10 @@ import (
 // Workspace of another namespace whose original children were not
 // prepared shows what the step prevents: Metacontroller releases them;
 // its apply of the workspace's Deployment onto the original one fails (the
-// selector is immutable), so that Deployment and its pods stay as they
-// are and the Workspace turns Degraded, ChildNotCreated; but the original
-// Service, owned by nobody once released, is overwritten by the apply
-// (server-side apply with force), as docs/migrating.md warns.
+// selector is immutable), and the apply onto the original Service, owned
+// by nobody once released, is refused by the install's admission policy:
+// both stay as they are, and the Workspace turns Degraded,
+// ChildNotCreated.
 func testTakeover(t *testing.T, e *env) {
 	const ns, nsSkipped, className, name = "e2e-takeover", "e2e-takeover-skipped", "e2e-takeover", "legacy"
 	plugin := buildPlugin(t, e.dir)
@@ -80,15 +80,15 @@ func testTakeover(t *testing.T, e *env) {
 		t.Errorf("the held Deployment changed: generation %d, containers %v", before.Generation, c)
 	}
 
-	// Not prepared: released by Metacontroller; the Deployment is not
-	// overwritten, the Service is.
+	// Not prepared: released by Metacontroller, then left alone.
 	e.eventually(t, "Workspace "+nsSkipped+"/"+name+" Degraded", e.workspacePhase(nsSkipped, name, v1alpha1.PhaseDegraded, v1alpha1.ReasonChildNotCreated))
 	if dep, err := e.deployment(nsSkipped, name); err != nil || dep.Generation != 1 || metav1.GetControllerOfNoCopy(dep) != nil ||
 		len(dep.Spec.Template.Spec.Containers) != 1 || dep.Spec.Template.Spec.Containers[0].Name != original.Container {
 		t.Errorf("the original Deployment of an unprepared workspace was changed (%v): %+v", err, dep)
 	}
-	if svc, err := getAs[corev1.Service](e.c, "v1", "Service", nsSkipped, name); err != nil || svc == nil || maps.Equal(svc.Spec.Selector, made[nsSkipped].Labels()) {
-		t.Errorf("the original Service of an unprepared workspace, released, was not taken by the apply (the limit docs/migrating.md states has changed): %+v (%v)", svc, err)
+	if svc, err := getAs[corev1.Service](e.c, "v1", "Service", nsSkipped, name); err != nil || svc == nil || !maps.Equal(svc.Spec.Selector, made[nsSkipped].Labels()) ||
+		metav1.GetControllerOfNoCopy(svc) != nil {
+		t.Errorf("the original Service of an unprepared workspace was changed: %+v (%v)", svc, err)
 	}
 
 	// Released, a roll at a time, the test playing the Deployment

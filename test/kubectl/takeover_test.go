@@ -2,6 +2,7 @@ package kubectl
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/test/controlplane"
 	"github.com/formspec/formspec-hooks/test/original"
 )
 
@@ -25,6 +27,12 @@ const nsTakeover = "takeover"
 // and the preview with `diff`. The original operator's children are made
 // as it made them (test/original), under its field manager.
 func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
+	// The install's admission policy, which refuses Metacontroller's apply
+	// onto an object nobody owns at a child's name (and diff's dry run of
+	// it).
+	if _, err := w.c.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "hooks", "children-admission-policy.yaml"), "test", false); err != nil {
+		t.Fatal(err)
+	}
 	w.namespace(nsTakeover)
 	w.class("takeover", v1alpha1.Scaling{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](1)})
 	var uid types.UID
@@ -135,7 +143,8 @@ func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
 	// the workspace whose Deployment's name is taken, the diff says whose
 	// that Deployment is and that the apply onto it fails (its selector is
 	// immutable); for the one whose ConfigMap's name is taken by an object
-	// nobody owns, that Metacontroller's apply would overwrite it.
+	// nobody owns, that the install's admission policy refuses the apply,
+	// which would otherwise overwrite it.
 	got, r := diffOutcomes(t, p, "-n", nsTakeover)
 	held := "pods would roll once released (formspec.dev/takeover: hold; kubectl formspec takeover roll)"
 	if got[nsTakeover+"/legacy"] != held || got[nsTakeover+"/taken"] != "changed" || got[nsTakeover+"/fresh"] != "changed" {
@@ -148,7 +157,8 @@ func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
 		"  ConfigMap/legacy-config: would be created\n",
 		"  Deployment/taken: cannot be created: an object of this name is in the way, no controller owns it; the apply fails (",
 		"and the Workspace turns Degraded, ChildNotCreated, until it is moved\n  Service/taken: would be created\n",
-		"  ConfigMap/fresh-config: would overwrite the object of this name that is not the workspace's (no controller owns it) and make it the workspace's child\n",
+		"  ConfigMap/fresh-config: cannot be created: an object of this name is in the way, no controller owns it; the apply fails (",
+		"ValidatingAdmissionPolicy 'formspec-workspace-children'",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("diff -n %s: no %q in\n%s", nsTakeover, want, r.stdout)
