@@ -51,7 +51,7 @@ export FORMSPEC_NODE_BIN
 FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
 export FORMSPEC_KSM_BIN
 
-.PHONY: all build image release sync-version run test test-helm test-node test-faults test-upgrade test-takeover node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench paced scale clean
+.PHONY: all build image release sync-version run test test-helm test-node test-faults test-storm test-upgrade test-takeover node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench paced scale clean
 
 all: build
 
@@ -177,6 +177,20 @@ test-faults: k8s-binaries node-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the fault suite skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
 	cd test/node && FORMSPEC_FAULTS=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) FORMSPEC_FAULTS_OUTAGE=$(OUTAGE) \
 		$(GO) test -count=1 -timeout 90m -v -run '^TestFaults$$' .
+
+# test-storm runs TestDirectiveStorm on the one-node cluster (test/node):
+# a fleet of STORM_WORKSPACES Workspaces (32) under a reporter budget of a
+# tenth of them at once and 90 s between two restarts of one, while the
+# reference Cluster Control publishes a new hash for every workspace every
+# 5 s for two minutes. No more may restart at once than the budget
+# allows, none sooner than the interval, and each must end on its last
+# hash. Root and METACONTROLLER_BIN, like test-faults; about 10 minutes
+# once the binaries are built; not part of make test.
+STORM_WORKSPACES ?= 32
+test-storm: k8s-binaries node-binaries
+	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the storm test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
+	cd test/node && FORMSPEC_STORM=1 FORMSPEC_FLEET_WORKSPACES=$(STORM_WORKSPACES) \
+		$(GO) test -count=1 -timeout 40m -v -run '^TestDirectiveStorm$$' .
 
 # test-upgrade installs the chart and image of the previous version (the
 # revision test/node/testdata/upgrade-from names, built from git archive

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/buildinfo"
 	"github.com/formspec/formspec-hooks/hooks/cliflag"
@@ -21,6 +24,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/reporter"
 	"github.com/formspec/formspec-hooks/hooks/weburl"
 	"k8s.io/client-go/dynamic"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -88,6 +92,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.StringVar(&cfg.InterceptorAdminURL, "interceptor-admin-url", "", "the KEDA HTTP add-on interceptors' admin port, http://host:port, best a headless Service naming every interceptor pod: wake wake-on-request workspaces the interceptors hold requests for, and idle those they see none for (docs/workspaces.md); empty: off")
 	fs.DurationVar(&cfg.InterceptorPollInterval, "interceptor-poll-interval", def.InterceptorPollInterval, "period of the poll of the interceptors' queues: a wake starts within it of the first held request")
 	fs.Float64Var(&cfg.EventQPS, "event-qps", def.EventQPS, fmt.Sprintf("Events per second over all objects (after a burst of %d)", def.EventTotalBurst))
+	fs.Float64Var(&cfg.RestartBudget.Share, "restart-budget-share", def.RestartBudget.Share, "most of the Workspaces (all the reporter lists) that may be restarting at once, from 0 to 1, at least one workspace; restart directives past it wait")
+	fs.DurationVar(&cfg.RestartBudget.MinInterval, "restart-min-interval", def.RestartBudget.MinInterval, "least time between the starts of two restarts of one workspace; a restart directive sooner waits")
+	fs.Float64Var(&cfg.IdleBudget.Share, "idle-budget-share", def.IdleBudget.Share, "most of the workspaces that may be scaling to zero at once, from 0 to 1, at least one workspace; idle directives past it wait")
+	fs.DurationVar(&cfg.IdleBudget.MinInterval, "idle-min-interval", def.IdleBudget.MinInterval, "least time between two idles of one workspace; an idle directive sooner waits")
+	electLeader := fs.Bool("leader-elect", true, "elect, through a Lease, the one reporter among the replicas that writes directives, so that the budget holds for the install; false: this reporter writes as if alone")
+	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "", "namespace of the Lease "+reporter.LeaseName+" (default: the pod's namespace, or the kubeconfig's)")
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
 	}
@@ -108,6 +118,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return cliflag.Usagef(fs, "%w", err)
 		}
 	}
+	// Zero would mean "the default" to reporter.New: refuse it here.
+	for _, b := range []struct {
+		flag     string
+		share    float64
+		interval time.Duration
+	}{{"restart", cfg.RestartBudget.Share, cfg.RestartBudget.MinInterval}, {"idle", cfg.IdleBudget.Share, cfg.IdleBudget.MinInterval}} {
+		if !(b.share > 0 && b.share <= 1) {
+			return cliflag.Usagef(fs, "--%s-budget-share=%v: want a share of the workspaces more than 0 and at most 1", b.flag, b.share)
+		}
+		if b.interval <= 0 {
+			return cliflag.Usagef(fs, "--%s-min-interval=%v: want more than 0", b.flag, b.interval)
+		}
+	}
 	if cfg.Reporter == "" {
 		cfg.Reporter = os.Getenv("POD_NAME")
 	}
@@ -122,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		log.Warn("--listen is not a loopback address: anyone who can reach it can post observations and read directives, without authentication", "listen", *listen)
 	}
 
-	kube, err := kubeClients(*kubeconfig, cfg.Reporter)
+	kube, namespace, err := kubeClients(*kubeconfig, cfg.Reporter)
 	switch {
 	case errors.Is(err, rest.ErrNotInCluster):
 		log.Warn("no kubeconfig and not in a pod: directives and Events are not written to the cluster")
@@ -132,6 +155,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	default:
 		cfg.Kube = kube
+		cfg.LeaseNamespace = cmp.Or(cfg.LeaseNamespace, namespace)
+		if !*electLeader {
+			cfg.LeaseNamespace = ""
+			log.Warn("--leader-elect=false: this reporter writes directives whatever the other replicas' do, and keeps the budget for what it sees only")
+		}
 	}
 	rep, err := reporter.New(cfg)
 	if err != nil {
@@ -179,26 +207,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 }
 
 // kubeClients builds the reporter's clients from a kubeconfig, or from the
-// pod's service-account token when path is empty.
-func kubeClients(path, name string) (*reporter.KubeClients, error) {
+// pod's service-account token when path is empty, and returns the
+// namespace to hold the directive Lease in: the pod's, or the
+// kubeconfig's.
+func kubeClients(path, name string) (*reporter.KubeClients, string, error) {
 	var cfg *rest.Config
+	var namespace string
 	var err error
 	if path != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", path)
-	} else {
-		cfg, err = rest.InClusterConfig()
+		loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, nil)
+		if cfg, err = loader.ClientConfig(); err == nil {
+			namespace, _, err = loader.Namespace()
+		}
+	} else if cfg, err = rest.InClusterConfig(); err == nil {
+		var b []byte
+		b, err = os.ReadFile(podNamespaceFile)
+		namespace = strings.TrimSpace(string(b))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot configure the kubernetes client: %w", err)
+		return nil, "", fmt.Errorf("cannot configure the kubernetes client: %w", err)
 	}
 	cfg.UserAgent = "formspec-reporter/" + name
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+		return nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
 	}
 	ev, err := eventsv1.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+		return nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
 	}
-	return &reporter.KubeClients{Dynamic: dyn, Events: ev}, nil
+	co, err := coordinationv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	return &reporter.KubeClients{Dynamic: dyn, Events: ev, Leases: co}, namespace, nil
 }
+
+// podNamespaceFile is where a pod's service-account volume (the
+// reporter's projected one, deploy/hooks/deployment.yaml) holds its
+// namespace.
+const podNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -104,6 +104,28 @@ func TestRun(t *testing.T) {
 			wantErr: "-max-nodes",
 			usage:   true,
 		},
+		"BudgetShareAboveOne": {
+			reason:  "A share is of the workspaces: more than all of them is a mistake naming the flag.",
+			args:    append(slices.Clone(local), "--restart-budget-share", "1.5"),
+			wantErr: "--restart-budget-share",
+			usage:   true,
+		},
+		"BudgetShareZero": {
+			reason:  "A share of zero would write no directive ever (and reporter.New would take it for the default): a mistake naming the flag.",
+			args:    append(slices.Clone(local), "--idle-budget-share", "0"),
+			wantErr: "--idle-budget-share",
+			usage:   true,
+		},
+		"BudgetIntervalZero": {
+			reason:  "No interval at all is not one the reporter could keep, nor its default: a mistake naming the flag.",
+			args:    append(slices.Clone(local), "--restart-min-interval", "0s"),
+			wantErr: "--restart-min-interval",
+			usage:   true,
+		},
+		"BudgetRaised": {
+			reason: "A planned fleet-wide rollout raises the budget: every workspace at once, a second apart.",
+			args:   append(slices.Clone(local), "--restart-budget-share", "1", "--restart-min-interval", "1s"),
+		},
 		"MissingTokenFile": {
 			reason: "The token's Secret is optional: a missing token file must not stop the sidecar, or the hook pod never becomes Ready.",
 			args:   append(slices.Clone(local), "--token-file", filepath.Join(dir, "nope")),

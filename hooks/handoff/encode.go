@@ -242,6 +242,7 @@ func (e *encoder) class(c *observation.ClassInfo) {
 	e.b = append(e.b, `{"name":`...)
 	e.str(c.Name)
 	e.intField("maxWorkspaces", int64(c.MaxWorkspaces))
+	e.omitFalse("scaleToZero", c.ScaleToZero)
 	if w := c.Wake; w != nil {
 		e.field("wake")
 		e.byte('{')

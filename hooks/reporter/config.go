@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 )
 
@@ -88,6 +89,23 @@ type Config struct {
 	MaxPods   int
 	MaxClaims int
 
+	// RestartBudget and IdleBudget pace the directives that take a
+	// workspace's pods down (budget.go): at most a share of the
+	// workspaces in the middle of one at once, and a least interval
+	// between two on one workspace. Past either, a directive waits.
+	RestartBudget, IdleBudget Budget
+
+	// LeaseNamespace is where the Lease is (LeaseName) by which the
+	// reporters of several replicas elect the one that writes directives
+	// and keeps their budget (lease.go); it needs Kube.Leases. Empty: no
+	// election, this reporter writes directives as if it were alone.
+	LeaseNamespace string
+	// LeaseDuration, LeaseRenewDeadline and LeaseRetryPeriod time the
+	// election as client-go's leaderelection does: how long a Lease not
+	// renewed holds, how long its holder tries to renew it before it
+	// stops writing, and how often a candidate tries.
+	LeaseDuration, LeaseRenewDeadline, LeaseRetryPeriod time.Duration
+
 	// EventBurst and EventInterval limit the Events about one object: a
 	// burst, then one per interval. EventQPS and EventTotalBurst limit all
 	// Events.
@@ -107,10 +125,14 @@ type Config struct {
 // KubeClients are the reporter's only ways into the Kubernetes API; its
 // RBAC allows nothing else (deploy/reporter).
 type KubeClients struct {
-	// Dynamic patches formspec.dev/v1alpha1 Workspaces.
+	// Dynamic patches formspec.dev/v1alpha1 Workspaces, and lists and
+	// watches them for the directive budget.
 	Dynamic dynamic.Interface
 	// Events creates and patches events.k8s.io/v1 Events.
 	Events typedeventsv1.EventsV1Interface
+	// Leases gets, creates and updates the coordination.k8s.io/v1 Lease
+	// that elects the reporter writing directives; nil: no election.
+	Leases typedcoordinationv1.LeasesGetter
 }
 
 // validate checks what has no default: where Cluster Control is and what
@@ -124,6 +146,18 @@ func (cfg Config) validate() (*url.URL, error) {
 		return nil, fmt.Errorf("reporter name is required")
 	}
 	return u, nil
+}
+
+// validateDefaulted checks the values that may be set wrong, once
+// withDefaults has filled in the rest.
+func (cfg Config) validateDefaulted() error {
+	if err := cfg.RestartBudget.validate("restart budget"); err != nil {
+		return err
+	}
+	if err := cfg.IdleBudget.validate("idle budget"); err != nil {
+		return err
+	}
+	return cfg.validateLease()
 }
 
 // Defaults is the one table of defaults: New gives every zero duration and
@@ -152,6 +186,25 @@ var Defaults = Config{
 	MaxPods:       100000,
 	MaxClaims:     20000,
 
+	// A tenth of the workspaces at once: a rollout of a new binary reaches
+	// a fleet in ten waves, and a binary that breaks workspaces stops at
+	// the first, since a restart that does not complete keeps its place.
+	// Ten minutes between two starts on one workspace is the progress
+	// deadline of its Deployment (Kubernetes' default, 600 s, which the
+	// workspace hook leaves): a workspace is not rolled again before its
+	// last rollout could have been judged failed, and a Cluster Control
+	// publishing a new hash every cycle rolls each workspace at most six
+	// times an hour, a tenth of the fleet at a time. Idles take pods down
+	// as restarts do, and get the same.
+	RestartBudget: Budget{Share: 0.1, MinInterval: 10 * time.Minute},
+	IdleBudget:    Budget{Share: 0.1, MinInterval: 10 * time.Minute},
+
+	// client-go's and controller-runtime's defaults: a failover within
+	// 15 s of a writer's death, and a renewal every 2 s.
+	LeaseDuration:      15 * time.Second,
+	LeaseRenewDeadline: 10 * time.Second,
+	LeaseRetryPeriod:   2 * time.Second,
+
 	EventBurst:      5,
 	EventInterval:   time.Minute,
 	EventQPS:        5,
@@ -177,6 +230,13 @@ func (cfg Config) withDefaults() Config {
 	cfg.MaxNodes = cmp.Or(cfg.MaxNodes, d.MaxNodes)
 	cfg.MaxPods = cmp.Or(cfg.MaxPods, d.MaxPods)
 	cfg.MaxClaims = cmp.Or(cfg.MaxClaims, d.MaxClaims)
+	cfg.RestartBudget.Share = cmp.Or(cfg.RestartBudget.Share, d.RestartBudget.Share)
+	cfg.RestartBudget.MinInterval = cmp.Or(cfg.RestartBudget.MinInterval, d.RestartBudget.MinInterval)
+	cfg.IdleBudget.Share = cmp.Or(cfg.IdleBudget.Share, d.IdleBudget.Share)
+	cfg.IdleBudget.MinInterval = cmp.Or(cfg.IdleBudget.MinInterval, d.IdleBudget.MinInterval)
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, d.LeaseDuration)
+	cfg.LeaseRenewDeadline = cmp.Or(cfg.LeaseRenewDeadline, d.LeaseRenewDeadline)
+	cfg.LeaseRetryPeriod = cmp.Or(cfg.LeaseRetryPeriod, d.LeaseRetryPeriod)
 	cfg.EventBurst = cmp.Or(cfg.EventBurst, d.EventBurst)
 	cfg.EventInterval = cmp.Or(cfg.EventInterval, d.EventInterval)
 	cfg.EventQPS = cmp.Or(cfg.EventQPS, d.EventQPS)

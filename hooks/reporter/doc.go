@@ -19,7 +19,8 @@
 //     workspaces.go (workspace statuses, deletions, resync, ClusterClass
 //     usage), queue.go (the workspace report queue: what is sent next and
 //     what a send acknowledges), directives.go (Cluster Control's
-//     directives: which to write, when one is consumed), nodes.go (nodes,
+//     directives: which to write and which to refuse, when one is
+//     consumed), nodes.go (nodes,
 //     pod placement and the node-health report) and claims.go (claim
 //     decisions).
 //   - loops.go: Run and the endpoint loops, one per conversation with
@@ -27,6 +28,10 @@
 //     jitter and log rate limits.
 //   - transport.go: one call to Cluster Control and what its answer means;
 //     token.go and tls.go: the credentials it is made with.
+//   - budget.go: the directive budget, which paces restarts and idles
+//     (no I/O); watch.go: the watch of Workspaces it counts from;
+//     lease.go: the election of the one reporter that writes directives
+//     and keeps the budget.
 //   - kube.go: the writes to Kubernetes, directives patched onto
 //     Workspaces; events.go: the Events about users' objects.
 //   - wake.go: wake on request, what to do about each wake-on-request

@@ -50,6 +50,10 @@ func fastConfig(url string) Config {
 		// Stale windows are wide: loops run every few milliseconds here.
 		NodeStaleIntervals: 1 << 20,
 		PodStaleAfter:      time.Hour,
+		// A workspace may restart or idle again at once: the budget's
+		// tests set the interval they are about.
+		RestartBudget: Budget{MinInterval: time.Nanosecond},
+		IdleBudget:    Budget{MinInterval: time.Nanosecond},
 	}
 }
 
@@ -118,6 +122,10 @@ func logged(h http.Handler, log *eventLog) http.Handler {
 		h.ServeHTTP(&logWriter{ResponseWriter: w, log: log, r: r}, r)
 	})
 }
+
+// digest is the n-th well-formed artifact hash: "sha256:" and 64 hex
+// digits, as the reporter requires of a restart.
+func digest(n int) string { return fmt.Sprintf("sha256:%064x", n) }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 

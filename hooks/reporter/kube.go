@@ -20,24 +20,43 @@ var workspacesResource = schema.GroupVersionResource{Group: v1alpha1.Group, Vers
 const FieldManager = "formspec-reporter"
 
 // writeDirectives writes the directives that are not on their Workspace
-// yet. The patch sets (or removes) one annotation and nothing else, so it
-// is idempotent: reporters of several replicas writing the same directive
-// write the same value, and the API server records no change for a repeat.
+// yet and are within their budget, counts and logs (rate-limited) those
+// it refuses, and counts and announces those that begin to wait. Only the
+// reporter elected to write directives writes (lease.go). The patch sets
+// (or removes) one annotation and nothing else, so it is idempotent: a
+// reporter that writes again after a failover writes the same value, and
+// the API server records no change for a repeat.
 func (r *Reporter) writeDirectives(ctx context.Context) {
-	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
+	if !r.writer.Load() {
 		return
 	}
-	for _, d := range r.st.toWrite() {
+	plan := r.st.toWrite(r.cfg.now())
+	for _, ref := range plan.refused {
+		r.m.directivesRefused.WithLabelValues(ref.reason).Inc()
+		if ok, held := r.limiter.allow(logKeyDirectiveRefused, r.cfg.now()); ok {
+			r.log.Warn("refusing directive", "namespace", ref.d.Namespace, "name", ref.d.Name,
+				"action", ref.d.Action, "reason", ref.reason, "suppressed", held)
+		}
+	}
+	var evs []event
+	for _, w := range plan.deferred {
+		r.m.directivesDeferred.WithLabelValues(w.d.Action, w.reason).Inc()
+		evs = append(evs, w.event)
+	}
+	if r.events != nil {
+		r.events.write(evs)
+	}
+	for _, d := range plan.write {
 		err := r.patchWorkspace(ctx, d)
 		switch {
 		case err == nil:
 			r.m.directiveWrites.WithLabelValues("ok").Inc()
-			r.st.written(d)
+			r.st.written(d, true, r.cfg.now())
 		case apierrors.IsNotFound(err):
 			// Not (or no longer) in the cluster: nothing to write, and
 			// asking again will not change that.
 			r.m.directiveWrites.WithLabelValues("not_found").Inc()
-			r.st.written(d)
+			r.st.written(d, false, r.cfg.now())
 		default:
 			if ctx.Err() != nil {
 				return

@@ -3,10 +3,12 @@ package reporter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
@@ -15,6 +17,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/testsync"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,6 +54,40 @@ func newFakeCluster(t *testing.T, workspaces ...string) *fakeCluster {
 	return fc
 }
 
+// patchLog records the Workspace patches a fake cluster takes, in order.
+type patchLog struct {
+	mu     sync.Mutex
+	keys   []string // namespace/name
+	bodies []string
+}
+
+// recordPatches starts recording the cluster's Workspace patches.
+func (fc *fakeCluster) recordPatches() *patchLog {
+	l := &patchLog{}
+	fc.dyn.PrependReactor("patch", "workspaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.keys = append(l.keys, a.GetNamespace()+"/"+a.(k8stesting.PatchAction).GetName())
+		l.bodies = append(l.bodies, string(a.(k8stesting.PatchAction).GetPatch()))
+		return false, nil, nil
+	})
+	return l
+}
+
+// patched returns the keys of the Workspaces patched, in order.
+func (l *patchLog) patched() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.keys)
+}
+
+// patches returns the bodies of the patches, in order.
+func (l *patchLog) patches() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.bodies)
+}
+
 func (fc *fakeCluster) clients() *KubeClients {
 	return &KubeClients{Dynamic: fc.dyn, Events: fc.events.EventsV1()}
 }
@@ -79,7 +116,7 @@ func (fc *fakeCluster) eventList(t *testing.T) []eventsv1.Event {
 // onto its Workspace as an annotation, and back as consumed once the
 // workspace shows it carried it out.
 func TestDirectivesOntoWorkspaces(t *testing.T) {
-	const hash = "sha256:0f1e2d"
+	hash, next := digest(0xf1e2d), digest(0x2e47)
 	cc, url := startCC(t, clustercontrol.Options{})
 	fc := newFakeCluster(t, "team-a/shop", "team-a/blog")
 	cc.SetDirective("team-a", "shop", hash)
@@ -89,6 +126,10 @@ func TestDirectivesOntoWorkspaces(t *testing.T) {
 	cfg := fastConfig(url)
 	cfg.Kube = fc.clients()
 	r := newReporter(t, cfg)
+	// The hook server has synced both: the reporter writes directives
+	// for Workspaces it has seen only.
+	mustObserve(t, r, wsObs("team-a", "shop", "Ready", 2, digest(1)))
+	mustObserve(t, r, wsObs("team-a", "blog", "Ready", 2, digest(1)))
 	runLoops(t, r.runWorkspaceSender, r.runDeployStatus)
 
 	testsync.WaitFor(t, "the directives to be written", func() bool {
@@ -97,7 +138,7 @@ func TestDirectivesOntoWorkspaces(t *testing.T) {
 	})
 	// Annotated but the pods still run the old binary: not consumed.
 	mustObserve(t, r, observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: "team-a", Name: "shop",
-		Phase: "Progressing", ArtifactHash: "sha256:old", WantedArtifactHash: hash}})
+		Phase: "Progressing", ArtifactHash: digest(1), WantedArtifactHash: hash}})
 	mustObserve(t, r, observation.Observation{Workspace: &observation.WorkspaceStatus{Namespace: "team-a", Name: "blog",
 		Phase: "Idle", Idle: true}})
 	testsync.WaitFor(t, "the idle directive to be consumed", func() bool { return len(cc.Consumed()) == 1 })
@@ -123,15 +164,69 @@ func TestDirectivesOntoWorkspaces(t *testing.T) {
 		_, idle := fc.annotations(t, "team-a/blog")[v1alpha1.AnnotationIdle]
 		return !idle
 	})
-	cc.SetDirective("team-a", "shop", "sha256:next")
+	cc.SetDirective("team-a", "shop", next)
 	testsync.WaitFor(t, "the next restart to be written", func() bool {
-		return fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash] == "sha256:next"
+		return fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash] == next
 	})
 	cc.DeleteDirective("team-a", "shop")
 	polls := len(cc.Requests())
 	testsync.WaitFor(t, "more polls", func() bool { return len(cc.Requests()) > polls+3 })
-	if got := fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash]; got != "sha256:next" {
+	if got := fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash]; got != next {
 		t.Errorf("a withdrawn directive changed the annotation to %q", got)
+	}
+}
+
+// TestDirectivesRefusedUnwritten plays a Cluster Control that forges
+// directives among a real one: for a Workspace the hook server never
+// synced, for a namespace it serves nothing in (both exist in the
+// cluster), and with a malformed hash. Only the real directive is
+// patched; each forged one is counted once by reason and logged, the log
+// rate-limited.
+func TestDirectivesRefusedUnwritten(t *testing.T) {
+	cc, url := startCC(t, clustercontrol.Options{})
+	fc := newFakeCluster(t, "team-a/shop", "team-a/blog", "kube-system/coredns")
+	patches := fc.recordPatches()
+	cc.SetDirective("team-a", "blog", digest(2))
+	cc.SetDirective("kube-system", "coredns", digest(2))
+	if err := cc.PutDirective(ccapi.Directive{Namespace: "kube-system", Name: "coredns", Action: ccapi.ActionIdle}); err != nil {
+		t.Fatal(err)
+	}
+	cc.SetDirective("team-b", "shop", "sha256:9b2c")
+	cc.SetDirective("team-a", "shop", digest(2))
+	logs := &testsync.Buffer{}
+	cfg := fastConfig(url)
+	cfg.Kube = fc.clients()
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	// A clock that never moves lets one log line through the limiter.
+	cfg.now = func() time.Time { return t0 }
+	r := newReporter(t, cfg)
+	mustObserve(t, r, wsObs("team-a", "shop", "Ready", 2, digest(1)))
+	runLoops(t, r.runDeployStatus)
+
+	refused := func(reason string) float64 { return testutil.ToFloat64(r.m.directivesRefused.WithLabelValues(reason)) }
+	testsync.WaitFor(t, "the real directive written and the forged ones refused", func() bool {
+		return fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash] == digest(2) &&
+			refused(refuseUnknownWorkspace)+refused(refuseForeignNamespace)+refused(refuseInvalidHash) == 3
+	})
+	polls := len(cc.Requests())
+	testsync.WaitFor(t, "more polls", func() bool { return len(cc.Requests()) > polls+3 })
+	// The reference Cluster Control holds one directive per workspace:
+	// the idle replaced the restart of kube-system/coredns. team-b's
+	// malformed hash names a foreign namespace too; the hash is checked
+	// first, whatever the cluster holds.
+	want := map[string]float64{refuseInvalid: 0, refuseInvalidHash: 1, refuseForeignNamespace: 1, refuseUnknownWorkspace: 1}
+	got := map[string]float64{}
+	for reason := range want {
+		got[reason] = refused(reason)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refused, by reason, after several polls (-want, +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"team-a/shop"}, patches.patched()); diff != "" {
+		t.Errorf("Workspaces patched (-want, +got):\n%s", diff)
+	}
+	if n := strings.Count(logs.String(), "refusing directive"); n != 1 {
+		t.Errorf("%d refusal log lines within one log interval, want 1 (rate-limited):\n%s", n, logs.String())
 	}
 }
 
@@ -149,28 +244,20 @@ func mustObserve(t *testing.T, r *Reporter, o observation.Observation) {
 func TestTwoReportersAgree(t *testing.T) {
 	cc, url := startCC(t, clustercontrol.Options{})
 	fc := newFakeCluster(t, "team-a/shop")
-	var seen []string
-	var mu sync.Mutex
-	fc.dyn.PrependReactor("patch", "workspaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen = append(seen, string(a.(k8stesting.PatchAction).GetPatch()))
-		return false, nil, nil
-	})
+	patches := fc.recordPatches()
 	for i := range 2 {
 		cfg := fastConfig(url)
 		cfg.Reporter = fmt.Sprintf("reporter-%d", i)
 		cfg.Kube = fc.clients()
 		r := newReporter(t, cfg)
+		mustObserve(t, r, wsObs("team-a", "shop", "Ready", 2, digest(0)))
 		runLoops(t, r.runDeployStatus)
 	}
-	for _, h := range []string{"sha256:1", "sha256:2", "sha256:3"} {
+	for _, h := range []string{digest(1), digest(2), digest(3)} {
 		cc.SetDirective("team-a", "shop", h)
 		testsync.WaitFor(t, "both reporters to write "+h, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
 			n := 0
-			for _, p := range seen {
+			for _, p := range patches.patches() {
 				if strings.Contains(p, h) {
 					n++
 				}
@@ -178,25 +265,22 @@ func TestTwoReportersAgree(t *testing.T) {
 			return n >= 2
 		})
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	// Collapse repeats: the sequence of distinct values must be exactly
 	// what was asked, with no value coming back after a newer one.
 	var values []string
-	for _, p := range seen {
+	for _, p := range patches.patches() {
 		if len(values) == 0 || values[len(values)-1] != p {
 			values = append(values, p)
 		}
 	}
-	want := []string{
-		`{"metadata":{"annotations":{"formspec.dev/artifact-binary-hash":"sha256:1"}}}`,
-		`{"metadata":{"annotations":{"formspec.dev/artifact-binary-hash":"sha256:2"}}}`,
-		`{"metadata":{"annotations":{"formspec.dev/artifact-binary-hash":"sha256:3"}}}`,
+	var want []string
+	for n := 1; n <= 3; n++ {
+		want = append(want, `{"metadata":{"annotations":{"formspec.dev/artifact-binary-hash":"`+digest(n)+`"}}}`)
 	}
 	if diff := cmp.Diff(want, values); diff != "" {
 		t.Errorf("annotation values written (-want, +got):\n%s", diff)
 	}
-	if got := fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash]; got != "sha256:3" {
-		t.Errorf("final annotation %q, want sha256:3", got)
+	if got := fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash]; got != digest(3) {
+		t.Errorf("final annotation %q, want %s", got, digest(3))
 	}
 }

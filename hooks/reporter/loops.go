@@ -21,7 +21,7 @@ func (r *Reporter) Run(ctx context.Context) error {
 		defer r.broadcaster.Shutdown()
 	}
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){r.runWorkspaceSender, r.runNodeHealth, r.runDeployStatus, r.runResync, r.runTombstoneSaver, r.runWake} {
+	for _, loop := range []func(context.Context){r.runWorkspaceSender, r.runNodeHealth, r.runDeployStatus, r.runResync, r.runTombstoneSaver, r.runWake, r.runElection, r.runWatch} {
 		wg.Go(func() { loop(ctx) })
 	}
 	r.ready.Store(true)

@@ -1,6 +1,9 @@
 package reporter
 
 import (
+	"sync/atomic"
+
+	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -19,6 +22,10 @@ const logKeyNoToken = "token-file"
 // logKeyDirectives rate-limits the failure log of directive writes.
 const logKeyDirectives = "directive-write"
 
+// logKeyDirectiveRefused rate-limits the log of refused directives: a
+// flood of forged ones must not flood the log too.
+const logKeyDirectiveRefused = "directive-refused"
+
 // logKeyTombstones rate-limits the failure log of the tombstone file.
 const logKeyTombstones = "tombstone-file"
 
@@ -33,7 +40,20 @@ type metrics struct {
 	events       *prometheus.CounterVec
 	// directiveWrites counts Workspace patches by result.
 	directiveWrites *prometheus.CounterVec
-	resyncs         prometheus.Counter
+	// directivesRefused counts directives refused, once each, by reason;
+	// directivesDeferred those that waited for their budget.
+	directivesRefused  *prometheus.CounterVec
+	directivesDeferred *prometheus.CounterVec
+	resyncs            prometheus.Counter
+}
+
+// waitingGauge is formspec_reporter_directives_waiting for one action.
+func waitingGauge(st *state, action string, f func(counts) int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "formspec_reporter_directives_waiting",
+		Help:        "Directives from Cluster Control waiting for their budget now, by action; 0 on a reporter that does not write directives.",
+		ConstLabels: prometheus.Labels{"action": action},
+	}, func() float64 { return float64(f(st.counts())) })
 }
 
 // credential is a credentials file the reporter reads, watched by the
@@ -45,7 +65,7 @@ type credential interface {
 	Err() error
 }
 
-func newMetrics(st *state, files []credential) *metrics {
+func newMetrics(st *state, files []credential, writer *atomic.Bool) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -72,6 +92,14 @@ func newMetrics(st *state, files []credential) *metrics {
 			Name: "formspec_reporter_directive_writes_total",
 			Help: "Directives written onto Workspaces as annotations, by result (ok, not_found, error).",
 		}, []string{"result"}),
+		directivesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formspec_reporter_directives_refused_total",
+			Help: "Directives from Cluster Control the reporter refused to write, each counted once, by reason (invalid, invalid_hash, foreign_namespace, unknown_workspace).",
+		}, []string{"reason"}),
+		directivesDeferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formspec_reporter_directives_deferred_total",
+			Help: "Directives that had to wait for their budget, each counted once, by action (restart_required, idle) and reason (budget: the share of workspaces at once is used up; interval: the workspace began one less than the least interval ago).",
+		}, []string{"action", "reason"}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "formspec_reporter_resync_reports_total",
 			Help: "Workspace reports queued by the periodic re-report of unchanged workspaces.",
@@ -83,7 +111,7 @@ func newMetrics(st *state, files []credential) *metrics {
 		})
 	}
 	m.reg.MustRegister(
-		m.sends, m.lastSuccess, m.dropped, m.observations, m.events, m.directiveWrites, m.resyncs,
+		m.sends, m.lastSuccess, m.dropped, m.observations, m.events, m.directiveWrites, m.directivesRefused, m.directivesDeferred, m.resyncs,
 		gauge("formspec_reporter_pending_workspaces", "Workspaces with a status report not yet accepted by Cluster Control.", func(c counts) int { return c.Pending }),
 		gauge("formspec_reporter_tracked_workspaces", "Workspaces the reporter holds state for.", func(c counts) int { return c.Workspaces }),
 		gauge("formspec_reporter_tracked_nodes", "Nodes the reporter holds state for.", func(c counts) int { return c.Nodes }),
@@ -91,6 +119,17 @@ func newMetrics(st *state, files []credential) *metrics {
 		gauge("formspec_reporter_tombstones", "Workspace deletions not yet acknowledged by Cluster Control.", func(c counts) int { return c.Tombstones }),
 		gauge("formspec_reporter_tracked_claims", "ResourceClaims the reporter remembers decisions of, to announce changes.", func(c counts) int { return c.Claims }),
 		gauge("formspec_reporter_directives", "Directives from Cluster Control not yet consumed.", func(c counts) int { return c.Directives }),
+		waitingGauge(st, ccapi.ActionRestartRequired, func(c counts) int { return c.WaitingRestarts }),
+		waitingGauge(st, ccapi.ActionIdle, func(c counts) int { return c.WaitingIdles }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "formspec_reporter_directive_writer",
+			Help: "1 while this reporter is the one that writes directives (it holds the Lease, or there is none), 0 otherwise.",
+		}, func() float64 {
+			if writer.Load() {
+				return 1
+			}
+			return 0
+		}),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -109,6 +148,14 @@ func newMetrics(st *state, files []credential) *metrics {
 	// Pre-create the drop series so a dashboard shows 0, not "no data".
 	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropAutoScaleLimit, dropInvalid, dropRejected} {
 		m.dropped.WithLabelValues(r)
+	}
+	for _, r := range []string{refuseInvalid, refuseInvalidHash, refuseForeignNamespace, refuseUnknownWorkspace} {
+		m.directivesRefused.WithLabelValues(r)
+	}
+	for _, a := range []string{ccapi.ActionRestartRequired, ccapi.ActionIdle} {
+		for _, r := range []string{waitBudget, waitInterval} {
+			m.directivesDeferred.WithLabelValues(a, r)
+		}
 	}
 	for _, r := range []string{"recorded", "rate_limited"} {
 		m.events.WithLabelValues(r)

@@ -30,7 +30,10 @@ type Reporter struct {
 	// wake nudges the workspace sender when a report becomes pending.
 	wake  chan struct{}
 	ready atomic.Bool
-	tombs tombstoneSaver
+	// writer is true while this reporter writes directives: it holds the
+	// Lease, or there is none to hold (lease.go).
+	writer atomic.Bool
+	tombs  tombstoneSaver
 	// waker, wm and interceptors serve wake on request (wake.go); the
 	// poller is nil without an InterceptorAdminURL.
 	waker        *waker
@@ -45,6 +48,9 @@ func New(cfg Config) (*Reporter, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	if err := cfg.validateDefaulted(); err != nil {
+		return nil, err
+	}
 	hc := cfg.HTTPClient
 	var files []credential
 	if hc == nil {
@@ -68,19 +74,22 @@ func New(cfg Config) (*Reporter, error) {
 		wake:    make(chan struct{}, 1),
 	}
 	r.cc.noToken = r.warnNoToken
+	r.writer.Store(cfg.Kube != nil && cfg.Kube.Dynamic != nil && !cfg.elects())
 	r.st = newState(limits{
 		workspaces: cfg.MaxWorkspaces,
 		tombstones: cfg.MaxTombstones,
 		nodes:      cfg.MaxNodes,
 		pods:       cfg.MaxPods,
 		claims:     cfg.MaxClaims,
+		restart:    cfg.RestartBudget,
+		idle:       cfg.IdleBudget,
 		nodeStale:  time.Duration(cfg.NodeStaleIntervals) * cfg.NodeHealthInterval,
 		podStale:   cfg.PodStaleAfter,
 		// Metacontroller resyncs every claim at least this often, so a
 		// claim unseen for longer is gone.
 		claimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
-	r.m = newMetrics(r.st, files)
+	r.m = newMetrics(r.st, files, &r.writer)
 	r.m.reg.MustRegister(announcePlainHTTP(r.log, cfg, u))
 	r.waker = newWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.wm = newWakeMetrics(r.m.reg, r.waker)

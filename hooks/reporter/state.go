@@ -31,6 +31,9 @@ const (
 type limits struct {
 	workspaces, tombstones, nodes, pods, claims int
 	nodeStale, podStale, claimStale             time.Duration
+	// restart and idle pace the directives that take pods down
+	// (budget.go).
+	restart, idle Budget
 }
 
 // state is what the reporter knows. Every method takes the lock; none does
@@ -59,6 +62,19 @@ type state struct {
 	nodes      map[string]*nodeEntry // by Node name
 	pods       map[types.NamespacedName]*podEntry
 	claims     map[types.NamespacedName]*claimEntry
+
+	// refused are the directives this reporter will not write, and why
+	// (directives.go); waiting those that wait for their budget
+	// (budget.go).
+	refused map[types.NamespacedName]refusal
+	waiting map[types.NamespacedName]waiter
+	// watched are the Workspaces the reporter's watch sees (watch.go);
+	// watchSynced is set once it has listed them all, and the budget
+	// counts from them from then on. classZero is each ClusterClass's
+	// scaleToZero, from the hook server's observations.
+	watched     map[types.NamespacedName]*watchedEntry
+	watchSynced bool
+	classZero   map[string]bool
 }
 
 func newState(lim limits, drop func(string)) *state {
@@ -68,6 +84,10 @@ func newState(lim limits, drop func(string)) *state {
 		workspaces: map[types.NamespacedName]*wsEntry{},
 		directives: map[types.NamespacedName]ccapi.Directive{},
 		applied:    map[types.NamespacedName]ccapi.Directive{},
+		refused:    map[types.NamespacedName]refusal{},
+		waiting:    map[types.NamespacedName]waiter{},
+		watched:    map[types.NamespacedName]*watchedEntry{},
+		classZero:  map[string]bool{},
 		classes:    map[string]int32{},
 		nodes:      map[string]*nodeEntry{},
 		pods:       map[types.NamespacedName]*podEntry{},
@@ -84,6 +104,9 @@ func compareNames(a, b types.NamespacedName) int {
 // counts reports the sizes of the state, for metrics and tests.
 type counts struct {
 	Workspaces, Tombstones, Pending, Queue, Directives, Nodes, Pods, Claims int
+	// WaitingRestarts and WaitingIdles are the directives waiting for
+	// their budget.
+	WaitingRestarts, WaitingIdles int
 }
 
 func (s *state) counts() counts {
@@ -96,11 +119,18 @@ func (s *state) counts() counts {
 			c.Pending++
 		}
 	}
+	for _, w := range s.waiting {
+		if w.d.Action == ccapi.ActionIdle {
+			c.WaitingIdles++
+		} else {
+			c.WaitingRestarts++
+		}
+	}
 	return c
 }
 
 // String renders counts for test failure messages.
 func (c counts) String() string {
-	return fmt.Sprintf("workspaces=%d tombstones=%d pending=%d queue=%d directives=%d nodes=%d pods=%d claims=%d",
-		c.Workspaces, c.Tombstones, c.Pending, c.Queue, c.Directives, c.Nodes, c.Pods, c.Claims)
+	return fmt.Sprintf("workspaces=%d tombstones=%d pending=%d queue=%d directives=%d nodes=%d pods=%d claims=%d waiting=%d+%d",
+		c.Workspaces, c.Tombstones, c.Pending, c.Queue, c.Directives, c.Nodes, c.Pods, c.Claims, c.WaitingRestarts, c.WaitingIdles)
 }

@@ -21,7 +21,7 @@ func TestLimits(t *testing.T) {
 		st.observeClaim(&observation.ClaimDecision{Namespace: "ns", Name: n}, t0)
 	}
 	st.setDirectives([]ccapi.Directive{
-		{Namespace: "x", Name: "1", Action: ccapi.ActionRestartRequired, ArtifactHash: "h"},
+		{Namespace: "x", Name: "1", Action: ccapi.ActionRestartRequired, ArtifactHash: digest(1)},
 		{Namespace: "x", Name: "2", Action: ccapi.ActionIdle},
 		{Namespace: "x", Name: "3", Action: ccapi.ActionWake},
 	}, t0)

@@ -27,7 +27,9 @@ type wsEntry struct {
 	// off old state as new.
 	observedAt time.Time
 	facts      wsFacts
-	deleted    bool
+	// pace is what the directive budget knows of the workspace.
+	pace    pace
+	deleted bool
 	// consumed is a directive this workspace carried out whose
 	// consumption Cluster Control has not acknowledged yet.
 	consumed *ccapi.DirectiveConsumed
@@ -47,11 +49,17 @@ type wsEntry struct {
 	queued     bool
 }
 
+// live reports whether the workspace exists as far as the reporter knows:
+// the hook server has synced it, and has not seen its teardown finish.
+func (e *wsEntry) live() bool { return !e.deleted && e.statusJS != nil }
+
 // wsFacts are what the reporter acts on in a workspace observation: its
 // milestones, the same facts by which the hand-off decides which statuses
 // it may merge, so every change of them reaches the reporter.
 type wsFacts struct {
 	observation.Milestones
+	// scaleToZero is the class's: an idle takes the pods down.
+	scaleToZero bool
 }
 
 // classMissing reports a workspace degraded because its ClusterClass is
@@ -92,12 +100,14 @@ func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) 
 	if report {
 		e.statusJS, e.observedAt = js, stamp(o.ObservedAt, now)
 	}
+	e.pace.observe(prev, f, stamp(o.ObservedAt, now))
 	e.facts = f
 	if o.UID != "" {
 		e.uid = o.UID
 	}
 	if o.Class != nil {
 		s.classes[o.Class.Name] = o.Class.MaxWorkspaces
+		s.classZero[o.Class.Name] = o.Class.ScaleToZero
 	}
 	events := workspaceEvents(workspaceRef(e), prev, f, o)
 	if s.consume(k, e, now) {
@@ -135,7 +145,7 @@ func wireStatus(o *observation.WorkspaceStatus) ccapi.WorkspaceStatus {
 }
 
 func factsOf(o *observation.WorkspaceStatus) wsFacts {
-	return wsFacts{o.Milestones()}
+	return wsFacts{Milestones: o.Milestones(), scaleToZero: o.Class != nil && o.Class.ScaleToZero}
 }
 
 // deleteWorkspace records a workspace's deletion, kept as a tombstone until

@@ -83,7 +83,7 @@ func TestReporter(t *testing.T) {
 	})
 
 	t.Run("RestartRequired", func(t *testing.T) {
-		const hash = "sha256:e2e0001"
+		const hash = "sha256:e2e0001e2e0001e2e0001e2e0001e2e0001e2e0001e2e0001e2e0001e2e00011"
 		cc.srv().SetDirective(ns, name, hash)
 		e.eventually(t, "the new binary in the pod template of "+key, func() error {
 			dep, err := e.deployment(ns, name)
@@ -222,6 +222,9 @@ func (ri reporterInstall) start(t *testing.T, e *env, ccAddr string, metricsPort
 		"--listen=127.0.0.1:" + strconv.Itoa(e.reporterPort),
 		"--metrics-listen=127.0.0.1:" + strconv.Itoa(metricsPort),
 		"--kubeconfig=" + ri.kubeconfig,
+		// The kubeconfig names no namespace; the Lease the Role allows is
+		// in the reporter's, as in a pod.
+		"--lease-namespace=formspec-system",
 		"--reporter-name=reporter-e2e",
 	}, args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)

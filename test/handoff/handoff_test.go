@@ -134,7 +134,7 @@ func freeAddr(t *testing.T) string {
 // pods run it the next status reports the directive consumed. The hook
 // reads only its request; the annotation is all it needs.
 func TestRestartDirectiveRollsPods(t *testing.T) {
-	const hash = "sha256:9c41be"
+	hash := "sha256:" + strings.Repeat("9c41be0d", 8)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -175,6 +175,9 @@ func TestRestartDirectiveRollsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHooks(ctx, t, rep)
+	// The reporter writes directives only onto Workspaces the hook server
+	// has synced: Metacontroller syncs this one first.
+	h.post(t, "/v1/workspace/sync", body)
 	// Metacontroller sees the Workspace change and syncs with it.
 	testsync.WaitFor(t, "the reporter to write the directive onto the Workspace", func() bool {
 		ws, err := dyn.Resource(workspaces).Namespace("team-a").Get(ctx, "acme", metav1.GetOptions{})

@@ -396,14 +396,16 @@ func webhooks(url func(path string) string) []string {
 }
 
 // reporterObjects are the objects that exist for the reporter sidecar in
-// a release in namespace: its identity and rights, and the two controllers
-// that only feed it.
+// a release in namespace: its identity and rights (its Lease's Role among
+// them), and the two controllers that only feed it.
 func reporterObjects(namespace string) []string {
 	return []string{
 		"ClusterRole/formspec-reporter",
 		"ClusterRoleBinding/formspec-reporter",
 		"DecoratorController/formspec-node-health",
 		"DecoratorController/formspec-workspace-pods",
+		"Role/" + namespace + "/formspec-reporter-lease",
+		"RoleBinding/" + namespace + "/formspec-reporter-lease",
 		"ServiceAccount/" + namespace + "/formspec-reporter",
 		"ValidatingAdmissionPolicy/formspec-reporter-workspace-annotations",
 		"ValidatingAdmissionPolicyBinding/formspec-reporter-workspace-annotations",

@@ -235,7 +235,8 @@ func TestAlertRules(t *testing.T) {
 		"FormspecCertificateExpiresSoon", "FormspecClaimsDenied", "FormspecClusterControlUnreachable", "FormspecCredentialsFileBroken", "FormspecDatastoreNotValidated",
 		"FormspecHookAuthFailures", "FormspecHookErrors", "FormspecHookPanics", "FormspecHookSlow", "FormspecHookTLSHandshakeErrors",
 		"FormspecHookThrottled", "FormspecHookTrafficStopped", "FormspecHooksAbsent",
-		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDropping", "FormspecReporterHandoffDropping",
+		"FormspecReporterBacklog", "FormspecReporterCredentialsFileBroken", "FormspecReporterDirectivesRefused", "FormspecReporterDirectivesWaiting",
+		"FormspecReporterDropping", "FormspecReporterHandoffDropping",
 		"FormspecResourceClaimDenied", "FormspecWorkspacesDegraded",
 	}
 	if diff := cmp.Diff(want, names); diff != "" {

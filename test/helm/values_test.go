@@ -178,6 +178,17 @@ var valueCases = map[string]struct {
 		values: required + "reporter: {extraArgs: [--node-health-interval=30s]}",
 		want:   []expect{{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--node-health-interval=30s")}},
 	},
+	"RestartBudgetRaised": {
+		reason: "A planned fleet-wide rollout raises reporter.restartBudget: both values reach the reporter's flags, before extraArgs; the idle budget stays the reporter's default.",
+		values: required + "reporter: {restartBudget: {share: 1, minInterval: 1m}, extraArgs: [--node-health-interval=30s]}",
+		want: []expect{{"Deployment", "spec.template.spec.containers[reporter].args",
+			reporterArgs("info", "json", "--restart-budget-share=1", "--restart-min-interval=1m", "--node-health-interval=30s")}},
+	},
+	"IdleBudget": {
+		reason: "reporter.idleBudget reaches the reporter's idle flags; a value left at its default passes no flag.",
+		values: required + "reporter: {idleBudget: {share: 0.25}}",
+		want:   []expect{{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--idle-budget-share=0.25")}},
+	},
 	"ReporterHTTPSByDefault": {
 		reason: "The reporter calls Cluster Control over https by default, while workspaces keep the address they had (changing it would roll every workspace).",
 		values: required,
@@ -405,6 +416,9 @@ func TestSchema(t *testing.T) {
 		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
 		"ControlURLUser":   {reason: "A password in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse it at start.", set: "controlClusterURL=https://ccuser:pw@cc.example", want: "at '/controlClusterURL'"},
 		"ReporterURLUser":  {reason: "The reporter refuses a password in its Cluster Control address; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=https://ccuser:pw@cc.example/v1", want: "at '/reporter/clusterControlURL'"},
+		"BudgetShareZero":  {reason: "A share of nothing would write no directive ever.", set: "reporter.restartBudget.share=0", want: "at '/reporter/restartBudget/share'"},
+		"BudgetShareAll":   {reason: "A share is at most the whole fleet.", set: "reporter.idleBudget.share=1.5", want: "at '/reporter/idleBudget/share'"},
+		"BudgetInterval":   {reason: "The least interval is a Go duration, as the flag takes it.", set: "reporter.restartBudget.minInterval=ten", want: "at '/reporter/restartBudget/minInterval'"},
 		"ControlURLQuery":  {reason: "A token in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse a query at start.", set: "controlClusterURL=https://cc.example/?token=t0k", want: "at '/controlClusterURL'"},
 		"ReporterURLHash":  {reason: "The reporter refuses a fragment like a query.", set: "reporter.clusterControlURL=https://cc.example/#t0k", want: "at '/reporter/clusterControlURL'"},
 		"ReporterHTTP":     {reason: "The reporter refuses to send its token over plain HTTP off the loopback without insecureHTTP; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=http://cc.example:7070", want: "reporter.clusterControlURL is plain http:// off the loopback"},
@@ -534,4 +548,55 @@ func TestReporterBackoffWithinHalfTheResync(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBudgetDefaultsAreTheReporters checks that values.yaml shows the
+// reporter's own budget defaults, which the deployment template leaves
+// out of the command line: a default changed on one side only would make
+// the chart pass, or leave out, the wrong value.
+func TestBudgetDefaultsAreTheReporters(t *testing.T) {
+	chrt, err := loader.Load(chartDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := chrt.Values["reporter"].(map[string]any)
+	for key, want := range map[string]reporter.Budget{"restartBudget": reporter.Defaults.RestartBudget, "idleBudget": reporter.Defaults.IdleBudget} {
+		b, _ := rep[key].(map[string]any)
+		interval, err := time.ParseDuration(fmt.Sprint(b["minInterval"]))
+		if err != nil {
+			t.Fatalf("reporter.%s.minInterval: %v", key, err)
+		}
+		got := reporter.Budget{Share: toFloat(b["share"]), MinInterval: interval}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("reporter.%s in values.yaml against reporter.Defaults (-want, +got):\n%s", key, diff)
+		}
+	}
+	for _, a := range asItems(pick(deploymentOf(t, render(t, valueRelease(required)).objects), "spec.template.spec.containers[reporter].args")) {
+		if strings.Contains(str(a), "-budget-") || strings.Contains(str(a), "-min-interval") {
+			t.Errorf("the default budget passes %s; the reporter's defaults need no flag (and deploy/ passes none)", a)
+		}
+	}
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case int:
+		return float64(n)
+	case int64:
+		return float64(n)
+	}
+	return -1
+}
+
+func deploymentOf(t *testing.T, objects []controlplane.Object) controlplane.Object {
+	t.Helper()
+	for _, obj := range objects {
+		if obj["kind"] == "Deployment" {
+			return obj
+		}
+	}
+	t.Fatal("no Deployment")
+	return nil
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -16,9 +18,9 @@ import (
 // the ValidatingAdmissionPolicy) on a real API server and acts as the
 // reporter, with a token the API server issued for its service account:
 // the two directive annotations and the wake's overflow annotation can be
-// written and removed, an Event can
-// be created, and every other change to a Workspace is refused, whether
-// RBAC or the policy refuses it. The same changes by another user pass,
+// written and removed (the hash only as a digest), an Event can be
+// created, its own Lease held, and every other change to a Workspace, or
+// to another Lease, is refused, whether RBAC or the policy refuses it. The same changes by another user pass,
 // so the policy narrows the reporter only.
 func TestReporterPolicy(t *testing.T) {
 	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
@@ -61,6 +63,7 @@ func TestReporterPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	hash := "sha256:" + strings.Repeat("9b2c", 16)
 	annotations := func(kv map[string]any) map[string]any {
 		return map[string]any{"metadata": map[string]any{"annotations": kv}}
 	}
@@ -74,7 +77,15 @@ func TestReporterPolicy(t *testing.T) {
 		wantCode    int // 0: allowed
 	}{
 		{name: "RestartDirective", reason: "restart_required writes the binary hash",
-			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:9b2c"})},
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": hash})},
+		{name: "ShortHash", reason: "a hash is sha256: and 64 hex digits, not a prefix of one",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:9b2c"}), wantCode: http.StatusForbidden},
+		{name: "UppercaseHash", reason: "one spelling per digest",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": strings.ToUpper(hash)}), wantCode: http.StatusForbidden},
+		{name: "HashWithMore", reason: "nothing after the digest reaches the pod template",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": hash + "\nimage: evil"}), wantCode: http.StatusForbidden},
+		{name: "HashWithoutAlgorithm", reason: "the value says it is a sha256 digest",
+			patch: annotations(map[string]any{"formspec.dev/artifact-binary-hash": strings.TrimPrefix(hash, "sha256:")}), wantCode: http.StatusForbidden},
 		{name: "IdleDirective", reason: "idle sets formspec.dev/idle",
 			patch: annotations(map[string]any{"formspec.dev/idle": "true"})},
 		{name: "SameAgain", reason: "a second reporter writing the same directive agrees",
@@ -128,8 +139,8 @@ func TestReporterPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := got["metadata"].(map[string]any)
-	wantAnnotations := map[string]any{"owner.example/contact": "ops", "formspec.dev/artifact-binary-hash": "sha256:9b2c"}
-	if a := md["annotations"].(map[string]any); len(a) != len(wantAnnotations) || a["formspec.dev/artifact-binary-hash"] != "sha256:9b2c" || a["owner.example/contact"] != "ops" {
+	wantAnnotations := map[string]any{"owner.example/contact": "ops", "formspec.dev/artifact-binary-hash": hash}
+	if a := md["annotations"].(map[string]any); len(a) != len(wantAnnotations) || a["formspec.dev/artifact-binary-hash"] != hash || a["owner.example/contact"] != "ops" {
 		t.Errorf("annotations after the reporter's writes: got %v, want %v", a, wantAnnotations)
 	}
 	if spec := got["spec"].(map[string]any); spec["owner"] != "team-a" || spec["clusterClass"] != "standard" {
@@ -144,10 +155,25 @@ func TestReporterPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
-			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:77aa"})); err != nil {
+			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "sha256:" + strings.Repeat("77aa", 16)})); err != nil {
 			t.Errorf("a restart directive beside values the reporter may not write: refused: %v", err)
 		}
+		// A person may write any hash; the reporter's other writes go
+		// through beside it, and it may not write one like it.
+		if _, err := admin.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "build-42"})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/idle": "true"})); err != nil {
+			t.Errorf("an idle beside a hash someone else wrote: refused: %v", err)
+		}
 		_, err := reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
+			annotations(map[string]any{"formspec.dev/artifact-binary-hash": "build-43"}))
+		if !strings.Contains(fmt.Sprint(err), "formspec-reporter-workspace-annotations") {
+			t.Errorf("changing formspec.dev/artifact-binary-hash to something not a digest: got %v, want a refusal by the policy", err)
+		}
+		_, err = reporter.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
 			annotations(map[string]any{"formspec.dev/idle": "maybe"}))
 		if !strings.Contains(fmt.Sprint(err), "formspec-reporter-workspace-annotations") {
 			t.Errorf("changing formspec.dev/idle to another value than \"true\": got %v, want a refusal by the policy", err)
@@ -158,17 +184,83 @@ func TestReporterPolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("SamePatternAsTheReporter", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "reporter", "admission-policy.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `.matches("`+v1alpha1.ArtifactHashPattern+`")`) {
+			t.Errorf("deploy/reporter/admission-policy.yaml does not match artifact hashes with v1alpha1.ArtifactHashPattern %s, which the reporter checks", v1alpha1.ArtifactHashPattern)
+		}
+	})
 	t.Run("OthersUnaffected", func(t *testing.T) {
 		if _, err := admin.MergePatch("formspec.dev/v1alpha1", "Workspace", "team-a", "shop", "",
 			map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "b"}}}); err != nil {
 			t.Errorf("the policy refused another user: %v", err)
 		}
 	})
-	t.Run("NoRead", func(t *testing.T) {
+	t.Run("ListForTheBudget", func(t *testing.T) {
+		// The directive budget watches every Workspace; nothing needs a get.
+		if _, err := reporter.Do(http.MethodGet, "/apis/formspec.dev/v1alpha1/workspaces?limit=1", nil); err != nil {
+			t.Errorf("the reporter cannot list Workspaces for its budget: %v", err)
+		}
 		_, err := reporter.Get("formspec.dev/v1alpha1", "Workspace", "team-a", "shop")
 		var apiErr *controlplane.APIError
 		if !(errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden) {
-			t.Errorf("the reporter can read Workspaces (got %v); it needs patch only", err)
+			t.Errorf("the reporter can get a Workspace (got %v); it needs patch, list and watch only", err)
+		}
+	})
+	t.Run("Lease", func(t *testing.T) {
+		lease := func(ns, name string) map[string]any {
+			return map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+				"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"holderIdentity": "reporter-0_1"}}
+		}
+		path := "/apis/coordination.k8s.io/v1/namespaces/"
+		if _, err := reporter.Do(http.MethodPost, path+"formspec-system/leases", lease("formspec-system", "formspec-reporter")); err != nil {
+			t.Fatalf("the reporter cannot create its Lease: %v", err)
+		}
+		raw, err := reporter.Do(http.MethodGet, path+"formspec-system/leases/formspec-reporter", nil)
+		if err != nil {
+			t.Fatalf("the reporter cannot read its Lease: %v", err)
+		}
+		var got struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		renewed := lease("formspec-system", "formspec-reporter")
+		renewed["metadata"].(map[string]any)["resourceVersion"] = got.Metadata.ResourceVersion
+		if _, err := reporter.Do(http.MethodPut, path+"formspec-system/leases/formspec-reporter", renewed); err != nil {
+			t.Errorf("the reporter cannot renew its Lease: %v", err)
+		}
+		if _, err := admin.Do(http.MethodPost, path+"formspec-system/leases", lease("formspec-system", "other")); err != nil {
+			t.Fatal(err)
+		}
+		for what, call := range map[string]func() error{
+			"read another Lease of its namespace": func() error {
+				_, err := reporter.Do(http.MethodGet, path+"formspec-system/leases/other", nil)
+				return err
+			},
+			"update another Lease of its namespace": func() error {
+				_, err := reporter.Do(http.MethodPut, path+"formspec-system/leases/other", lease("formspec-system", "other"))
+				return err
+			},
+			"create a Lease in another namespace": func() error {
+				_, err := reporter.Do(http.MethodPost, path+"team-a/leases", lease("team-a", "formspec-reporter"))
+				return err
+			},
+			"delete its Lease": func() error {
+				_, err := reporter.Do(http.MethodDelete, path+"formspec-system/leases/formspec-reporter", nil)
+				return err
+			},
+		} {
+			var apiErr *controlplane.APIError
+			if err := call(); !(errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden) {
+				t.Errorf("the reporter can %s (got %v); it needs its own Lease only", what, err)
+			}
 		}
 	})
 	t.Run("Event", func(t *testing.T) {

@@ -238,7 +238,7 @@ func faultReporterKilled(t *testing.T, f *fleet, figs *figures) {
 	tombstones, _ := f.c.reporterMetric(t, "formspec_reporter_tombstones")
 
 	// Directives the reporters have to write and then see carried out.
-	const hash = "sha256:fa17ed"
+	const hash = "sha256:fa17edfa17edfa17edfa17edfa17edfa17edfa17edfa17edfa17edfa17edfa17"
 	for _, w := range restarted {
 		putDirective(t, f.admin, w.ns, w.name, hash)
 	}

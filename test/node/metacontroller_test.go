@@ -519,7 +519,11 @@ func adminRequest(method, url string, body io.Reader) (*http.Request, error) {
 // token over plain HTTP off the loopback only with reporter.insecureHTTP
 // (deploy/overlays/insecure-http, which the kustomize tests install, sets
 // the same).
-const plainHTTPClusterControl = "reporter:\n  clusterControlURL: http://formspec-ctl.formspec-system:7070\n  insecureHTTP: true\n"
+const plainHTTPClusterControl = "reporter:\n" + plainHTTPReporterValues
+
+// plainHTTPReporterValues are plainHTTPClusterControl's keys under
+// reporter:, for values that set more of the reporter's.
+const plainHTTPReporterValues = "  clusterControlURL: http://formspec-ctl.formspec-system:7070\n  insecureHTTP: true\n"
 
 // plainHTTPClusterControlSets are plainHTTPClusterControl as --set
 // arguments, for an upgrade.

@@ -32,7 +32,7 @@ func (c *Cluster) checkRestartConsumedAfterRollout(t *testing.T, admin, class st
 	const (
 		ns, name = "node-restart", "slow"
 		gate     = "slow-start-gate"
-		hash     = "sha256:5e1f0c"
+		hash     = "sha256:5e1f0c005e1f0c005e1f0c005e1f0c005e1f0c005e1f0c005e1f0c005e1f0c00"
 	)
 	c.apply(t, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
 	gateSecret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": gate, "namespace": ns},

@@ -159,6 +159,10 @@ type ClassInfo struct {
 	// MaxWorkspaces is the class's placement limit (0: none), reported, not
 	// enforced.
 	MaxWorkspaces int32 `json:"maxWorkspaces"`
+	// ScaleToZero is the class's scaling.scaleToZero: whether an idle
+	// annotation takes the workspace's pods down, which the reporter's
+	// idle budget counts until they are gone.
+	ScaleToZero bool `json:"scaleToZero,omitempty"`
 	// Wake is set when the class's workspaces wake on request: what the
 	// reporter needs to wake, cap and idle them.
 	Wake *WakeInfo `json:"wake,omitempty"`
@@ -277,7 +281,7 @@ func (o Observation) WithClass(class *v1alpha1.ClusterClass) Observation {
 		return o
 	}
 	ws := *o.Workspace
-	ws.Class = &ClassInfo{Name: class.Name, MaxWorkspaces: class.Spec.MaxWorkspaces}
+	ws.Class = &ClassInfo{Name: class.Name, MaxWorkspaces: class.Spec.MaxWorkspaces, ScaleToZero: class.Spec.Scaling.ScaleToZero}
 	if class.WakesOnRequest() {
 		sc := class.Spec.Scaling
 		ws.Class.Wake = &WakeInfo{

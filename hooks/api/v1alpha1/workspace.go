@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -27,6 +29,28 @@ const (
 	// TakeoverHold is the value of AnnotationTakeover that holds.
 	TakeoverHold = "hold"
 )
+
+// ArtifactHashPattern is the one spelling of an artifact hash the reporter
+// writes onto a Workspace and its admission policy lets it write
+// (deploy/reporter/admission-policy.yaml): "sha256:" and 64 lowercase hex
+// digits. One spelling per digest, so that the same binary written in
+// capitals never rolls a workspace as a new one, and nothing but a digest
+// reaches a pod template from Cluster Control.
+const ArtifactHashPattern = `^sha256:[0-9a-f]{64}$`
+
+// ValidArtifactHash reports whether h matches ArtifactHashPattern.
+func ValidArtifactHash(h string) bool {
+	digest, ok := strings.CutPrefix(h, "sha256:")
+	if !ok || len(digest) != 64 {
+		return false
+	}
+	for _, c := range []byte(digest) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Labels and annotations the workspace hook puts on a workspace's children.
 const (

@@ -1,0 +1,180 @@
+package reporter
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The reporter's watch of Workspaces, for the directive budget. Each
+// replica's hook server sees only the syncs Metacontroller sends it, and
+// Metacontroller keeps its connections to one replica for long stretches:
+// the reporter elected to write directives may see few of the syncs that
+// show a rollout's end, and a budget counted from those alone holds its
+// places long after they free (a storm on the one-node cluster rolled one
+// workspace at a time under a budget of three). The watch shows every
+// Workspace's requested hash, the hash its pods run, its idle annotation
+// and its phase as the API server has them; the budget counts from it once
+// it has listed them all, and from the hook server's observations until
+// then, or without it (no rights to list Workspaces, no cluster).
+
+// watchedEntry is what the budget knows of one Workspace from the watch.
+type watchedEntry struct {
+	uid   types.UID
+	facts wsFacts
+	pace  pace
+}
+
+// watchedWorkspace is what the watch keeps of a Workspace: the cache holds
+// this, not the object.
+type watchedWorkspace struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	facts wsFacts
+	// hashSince and idleSince are when the field managers owning the
+	// formspec.dev/artifact-binary-hash and formspec.dev/idle annotations
+	// last wrote (managedFields), on the API server's clock: when the
+	// restart or the idle began, at the latest.
+	hashSince, idleSince time.Time
+}
+
+// DeepCopyObject makes watchedWorkspace a runtime.Object for the cache.
+func (w *watchedWorkspace) DeepCopyObject() runtime.Object {
+	c := *w
+	c.ObjectMeta = *w.ObjectMeta.DeepCopy()
+	return &c
+}
+
+// watchedOf keeps of a Workspace what the budget needs.
+func watchedOf(u *unstructured.Unstructured) *watchedWorkspace {
+	a := u.GetAnnotations()
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	running, _, _ := unstructured.NestedString(u.Object, "status", "artifactHash")
+	class, _, _ := unstructured.NestedString(u.Object, "spec", "clusterClass")
+	w := &watchedWorkspace{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(),
+			ResourceVersion: u.GetResourceVersion()},
+		facts: wsFacts{Milestones: observation.Milestones{
+			Class: class, Phase: phase, ArtifactHash: running,
+			WantedArtifactHash: a[v1alpha1.AnnotationArtifactBinaryHash],
+			Idle:               a[v1alpha1.AnnotationIdle] == "true",
+			Terminating:        u.GetDeletionTimestamp() != nil,
+		}},
+	}
+	for _, m := range u.GetManagedFields() {
+		if m.FieldsV1 == nil || m.Time == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Annotations map[string]json.RawMessage `json:"f:annotations"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(m.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields.Metadata.Annotations["f:"+v1alpha1.AnnotationArtifactBinaryHash]; ok {
+			w.hashSince = latest(w.hashSince, m.Time.Time)
+		}
+		if _, ok := fields.Metadata.Annotations["f:"+v1alpha1.AnnotationIdle]; ok {
+			w.idleSince = latest(w.idleSince, m.Time.Time)
+		}
+	}
+	return w
+}
+
+// watchWorkspace records what the watch shows of a Workspace. One first
+// seen began its restart or idle when its annotation was last written;
+// later changes begin them when they are seen.
+func (s *state) watchWorkspace(w *watchedWorkspace, now time.Time) {
+	k := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.watched[k]
+	switch {
+	case !ok && len(s.watched) >= s.lim.workspaces:
+		s.drop(dropWorkspaceLimit)
+		return
+	case !ok:
+		e = &watchedEntry{}
+		s.watched[k] = e
+		if w.facts.WantedArtifactHash != "" {
+			e.pace.restartAt = w.hashSince
+		}
+		if w.facts.Idle {
+			e.pace.idleAt = w.idleSince
+		}
+	default:
+		e.pace.observe(&e.facts, w.facts, now)
+	}
+	e.uid, e.facts = w.UID, w.facts
+}
+
+// unwatchWorkspace forgets a Workspace that is gone.
+func (s *state) unwatchWorkspace(namespace, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.watched, types.NamespacedName{Namespace: namespace, Name: name})
+}
+
+// watchListed records that the watch has listed every Workspace: the
+// budget counts from it from now on.
+func (s *state) watchListed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchSynced = true
+}
+
+// runWatch watches the Workspaces until ctx ends, for the budget. Without
+// a cluster there is nothing to watch, nor to write.
+func (r *Reporter) runWatch(ctx context.Context) {
+	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
+		return
+	}
+	inf := dynamicinformer.NewFilteredDynamicInformer(r.cfg.Kube.Dynamic, workspacesResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			return watchedOf(u), nil
+		}
+		return obj, nil
+	}); err != nil {
+		r.log.Error("cannot watch Workspaces; the budget counts from the hook server's observations", "err", err)
+		return
+	}
+	seen := func(obj any) {
+		if w, ok := obj.(*watchedWorkspace); ok {
+			r.st.watchWorkspace(w, r.cfg.now())
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    seen,
+		UpdateFunc: func(_, obj any) { seen(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if w, ok := obj.(*watchedWorkspace); ok {
+				r.st.unwatchWorkspace(w.Namespace, w.Name)
+			}
+		},
+	}); err != nil {
+		r.log.Error("cannot watch Workspaces; the budget counts from the hook server's observations", "err", err)
+		return
+	}
+	go inf.Run(ctx.Done())
+	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		r.st.watchListed()
+		r.log.Info("watching Workspaces: the directive budget counts from every Workspace")
+	}
+	<-ctx.Done()
+}
