@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -113,7 +114,7 @@ func TestTakeover(t *testing.T) {
 	f.helm = c.newHelmRelease(t)
 	repo, tag, _ := strings.Cut(HooksImage, ":")
 	f.helm.install(t, c, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag))
-	f.chart, f.resync = chart, resyncPeriod(t, chart)
+	f.chart, f.resync = chart, resyncPeriod(t, chart, "workspace")
 	f.admin = c.startClusterControl(t)
 	installed := time.Now()
 	c.startMetacontroller(t, "--client-go-qps=100", "--client-go-burst=200")
@@ -273,22 +274,13 @@ func (f *fleet) waitHeld(t *testing.T) {
 		var not []string
 		for _, w := range f.members() {
 			ws := listed[w.key()]
-			c := meta(ws.Status.Conditions, v1alpha1.ConditionProgressing)
+			c := meta.FindStatusCondition(ws.Status.Conditions, v1alpha1.ConditionProgressing)
 			if ws.Status.ObservedGeneration != ws.Metadata.Generation || c == nil || c.Reason != v1alpha1.ReasonTakeoverHeld {
 				not = append(not, fmt.Sprintf("%s: %s %v", w.key(), ws.Status.Phase, c))
 			}
 		}
 		return len(not) == 0, strings.Join(firstLines(not, 5), "; ")
 	}, "fleet-0")
-}
-
-func meta(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 // checkStillChild checks that an original child (by "ns/Kind/name") is
