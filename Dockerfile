@@ -1,5 +1,5 @@
 # Builds the hook server and the reporter sidecar into one small image.
-# The binaries embed their version (hooks/buildinfo/VERSION); `make image`
+# The binaries embed their version (internal/buildinfo/VERSION); `make image`
 # passes REVISION (the commit), which is linked into them since the build
 # context has no .git, and VERSION, which labels the image (its default is
 # written by `make sync-version`).
@@ -9,9 +9,10 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd ./cmd
 COPY hooks ./hooks
+COPY internal ./internal
 ARG REVISION=
 RUN CGO_ENABLED=0 go build -trimpath \
-    -ldflags="-s -w -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=${REVISION}" \
+    -ldflags="-s -w -X github.com/formspec/formspec-hooks/internal/buildinfo.revision=${REVISION}" \
     -o /out/ ./cmd/formspec-hooks ./cmd/formspec-reporter
 
 # distroless static: no shell, no package manager, runs as 65532.

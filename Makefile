@@ -24,15 +24,15 @@ CC_ADMIN_PORT         ?= 8481
 LISTEN  ?= 127.0.0.1:$(HOOKS_PORT)
 METRICS ?= 127.0.0.1:$(METRICS_PORT)
 
-# VERSION is the project's one version, hooks/buildinfo/VERSION: every
+# VERSION is the project's one version, internal/buildinfo/VERSION: every
 # binary embeds it (`formspec-hooks version`, the formspec_hooks_build_info
 # metric), it tags and labels the image, and `make sync-version` writes it
 # into the chart, deploy/ and the Dockerfile. Change it there, nowhere else
 # (docs/releasing.md). REVISION, the commit, is linked into the binaries:
 # Go records it by itself only in a plain git checkout.
-VERSION  := $(shell cat hooks/buildinfo/VERSION)
+VERSION  := $(shell cat internal/buildinfo/VERSION)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS  := -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=$(REVISION)
+LDFLAGS  := -X github.com/formspec/formspec-hooks/internal/buildinfo.revision=$(REVISION)
 IMAGE   ?= ghcr.io/formspec/formspec-hooks
 # The first container builder found; set it to choose.
 BUILDER ?= $(firstword $(foreach b,docker podman buildah,$(if $(shell command -v $(b) 2>/dev/null),$(b))))
@@ -77,7 +77,7 @@ DIST ?= dist
 RELEASE_ARCHS ?= amd64 arm64
 RELEASE_BINARIES := formspec-hooks formspec-reporter formspec-clustercontrol
 release:
-	@case "$(VERSION)" in ""|*[!0-9A-Za-z.+-]*) echo "make release: hooks/buildinfo/VERSION is \"$(VERSION)\"" >&2; exit 1;; esac
+	@case "$(VERSION)" in ""|*[!0-9A-Za-z.+-]*) echo "make release: internal/buildinfo/VERSION is \"$(VERSION)\"" >&2; exit 1;; esac
 	rm -rf $(DIST)
 	mkdir -p $(DIST)
 	@for arch in $(RELEASE_ARCHS); do for bin in $(RELEASE_BINARIES); do \
@@ -96,7 +96,7 @@ release:
 
 # sync-version writes VERSION into the copies that cannot read the file:
 # the chart's version and appVersion, the image tag deploy/ pins, and the
-# Dockerfile's label default. hooks/buildinfo's tests fail while one
+# Dockerfile's label default. internal/buildinfo's tests fail while one
 # differs.
 sync-version:
 	sed -i -E 's/^version: .*/version: $(VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' deploy/helm/formspec-hooks/Chart.yaml
@@ -136,7 +136,7 @@ run: build
 test: vet k8s-binaries node-binaries ksm-binaries
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the Metacontroller end-to-end tests (test/e2e, and those of test/node) skip; see docs/testing.md"; fi
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./hooks/server/... ./hooks/reporter/... ./hooks/clustercontrol/... ./cmd/...
+	$(GO) test -count=1 -race ./internal/server/... ./internal/reporter/... ./internal/clustercontrol/... ./cmd/...
 	cd test/tools && $(GO) test -count=1 ./crdgen/...
 	cd test/helm && $(GO) test -count=1 ./...
 	cd test/codec && $(GO) test -count=1 -run Correctness ./...
@@ -262,7 +262,7 @@ helm-crds:
 
 # unit runs the tests that need nothing but Go.
 unit:
-	$(GO) test ./hooks/... ./cmd/...
+	$(GO) test ./hooks/... ./internal/... ./cmd/... ./test/docs/...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
@@ -274,13 +274,11 @@ vet:
 	cd test/tools && $(GO) vet ./crdgen/...
 	cd test/node && $(GO) vet ./...
 
-# fixtures regenerates the fixture requests (workspace ones from
-# test/fixturegen, the signed datastore and resourceclaim ones from their
-# packages' tests) and every golden response, as the HTTP handler answers
-# it with the real clock; review the diff like code.
+# fixtures regenerates the fixture requests, each built by its hook
+# package's TestFixtureRequests, and every golden response, as the HTTP
+# handler answers it with the real clock; review the diff like code.
 fixtures:
-	$(GO) run ./test/fixturegen -out fixtures
-	$(GO) test ./hooks/datastore ./hooks/resourceclaim ./hooks/wake -run 'TestFixtureRequests$$' -update
+	$(GO) test ./internal/hooks/workspace ./internal/hooks/datastore ./internal/hooks/resourceclaim ./internal/hooks/wake -run 'TestFixtureRequests$$' -update
 	$(GO) test ./cmd/formspec-hooks -run 'TestFixtures$$|TestWarmCallsCoverEveryHook$$' -update
 
 # load posts the Workspace sync fixtures to a running server (make run) and
@@ -296,7 +294,7 @@ load:
 # whole Workspace sync fixture set. The driver (test/load/client.go) is a
 # lean HTTP/1.1 client that costs about what wrk does; -cpus split runs it
 # on the first CPU and every server on the others (-cpus shared: anywhere;
-# docs/testing.md says why). About 90 s with the defaults. Compare ratios,
+# docs/performance.md says why). About 90 s with the defaults. Compare ratios,
 # not absolute figures.
 BENCH_FLAGS ?= -duration 8s -workers 8 -cpus split
 BENCH_MATCH ?= workspace/sync/steady-ready workspace/sync
@@ -309,7 +307,7 @@ bench: build
 # claim syncs) at Metacontroller's pace, over TLS, to the hook server as
 # deployed and to TestScale's trivial hook side by side, and prints each one's
 # CPU per call from /proc and their ratio: TestScale's converge figure in
-# about a minute and a half instead of a fleet run (test/paced, docs/testing.md
+# about a minute and a half instead of a fleet run (test/paced, docs/performance.md
 # "Paced calls"). PACED_FLAGS passes more, e.g. -only resourceclaim, or
 # -also PATH to measure another build of the hook server beside.
 PACED_FLAGS ?=
@@ -326,10 +324,10 @@ paced: build
 # It prints, per size, the time to converge, hook CPU per call, peak RSS,
 # Cluster Control traffic, API writes per workspace and the steady-state
 # cost of the resync, and how each grows with N; it asserts none of them
-# (test/e2e TestScale, docs/testing.md "Scale under Metacontroller").
+# (test/e2e TestScale, docs/performance.md "Scale under Metacontroller").
 # SCALE_ROUNDS runs each size again, alternating which goes first, and
 # prints medians. At SCALE_QPS 50 Metacontroller's client rate sets the
-# pace; at 300 each run's one CPU does (docs/testing.md, "Two regimes").
+# pace; at 300 each run's one CPU does (docs/performance.md, "Two regimes").
 # The default sizes take about 70 minutes here (2 cores, a 300 s resync:
 # 44 minutes for 10,000); progress is printed every 15 s. Run it alone:
 # every size of 1,000 or more takes the whole machine.

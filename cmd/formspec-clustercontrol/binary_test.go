@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/clustercontrol"
 )
 
 // built is the binary, built once per test binary: the tests below are
@@ -132,7 +132,7 @@ func call(t *testing.T, method, url, token, body string) (int, string) {
 // wrong one, the API's own (which is not an admin token) and the right
 // one: only the last gets through.
 func TestAdminAPINeedsToken(t *testing.T) {
-	p := start(t, "--token-file", tokenFile(t, "reporter-token"), "--admin-token-file", tokenFile(t, "old-admin-token", "admin-token"))
+	p := start(t, "--auth-token-file", tokenFile(t, "reporter-token"), "--admin-token-file", tokenFile(t, "old-admin-token", "admin-token"))
 	directive := `{"namespace":"team-a","name":"shop","artifactHash":"sha256:new"}`
 	type answer struct {
 		Request string

@@ -14,11 +14,11 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/formspec/formspec-hooks/hooks/buildinfo"
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/filereload"
-	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/formspec/formspec-hooks/internal/buildinfo"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
+	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/filereload"
+	"github.com/formspec/formspec-hooks/internal/httpserve"
 )
 
 func main() {
@@ -48,9 +48,10 @@ Flags:
 // log line under --log-format json.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := cliflag.New(program, usage)
-	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API; off the loopback it needs --token-file")
+	listen := fs.String("listen", "127.0.0.1:8480", "address of the Cluster Control API; off the loopback it needs --auth-token-file")
 	adminListen := fs.String("admin-listen", "127.0.0.1:8481", "address of the admin API (faults, directives, state); keep it on localhost; empty: none")
-	tokenFile := fs.String("token-file", "", "file with the API's accepted bearer tokens, one per line; empty accepts any request, on a loopback --listen only")
+	tokenFile := fs.String("auth-token-file", "", "file with the API's accepted bearer tokens, one per line; empty accepts any request, on a loopback --listen only")
+	cliflag.Deprecate(fs, "token-file", "auth-token-file")
 	adminTokenFile := fs.String("admin-token-file", "", "file with the admin API's accepted bearer tokens, one per line; required with --admin-listen")
 	maxStored := fs.Int64("max-stored-bytes", clustercontrol.Defaults.MaxBytes, "bytes of reports, workspace states and request records kept; past it the oldest go, and a body over a quarter of it gets 413")
 	logging := cliflag.AddLogging(fs)
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// the directives; on loopback that is this machine's users, which a
 	// demo accepts.
 	if *tokenFile == "" && !httpserve.LoopbackAddr(*listen) {
-		return cliflag.Usagef(fs, "--listen %s is not a loopback address: it needs --token-file", *listen)
+		return cliflag.Usagef(fs, "--listen %s is not a loopback address: it needs %s", *listen, cliflag.Given(fs, "auth-token-file"))
 	}
 	if *adminListen != "" && *adminTokenFile == "" {
 		return cliflag.Usagef(fs, "--admin-listen needs --admin-token-file: the admin API decides what the reporter writes onto Workspaces")
@@ -75,7 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return cliflag.Usagef(fs, "--max-stored-bytes must be positive")
 	}
 	log := logging.Logger(stderr)
-	tokens, err := readTokens("--token-file", *tokenFile)
+	cliflag.WarnDeprecated(fs, func(msg string) { log.Warn(msg) })
+	tokens, err := readTokens(cliflag.Given(fs, "auth-token-file"), *tokenFile)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/formspec/formspec-hooks/hooks/filereload"
-	"github.com/formspec/formspec-hooks/hooks/handoff"
-	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/internal/filereload"
+	"github.com/formspec/formspec-hooks/internal/handoff"
+	"github.com/formspec/formspec-hooks/internal/server"
 	"github.com/formspec/formspec-hooks/test/coldcache"
 )
 

@@ -2,20 +2,19 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/testsync"
+	"github.com/formspec/formspec-hooks/internal/testkit/binaries"
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -36,11 +35,6 @@ func runFlags(t *testing.T, listen, metrics string) []string {
 		flags[i] = strings.NewReplacer("$(LISTEN)", listen, "$(METRICS)", metrics).Replace(f)
 	}
 	return flags
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	return freePorts(t, 1)[0]
 }
 
 // freePorts returns n distinct free loopback addresses: each is held open
@@ -71,20 +65,7 @@ func TestServeBinaryAnswersFixtures(t *testing.T) {
 	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
 	ports := freePorts(t, 2)
 	listen, metrics := ports[0], ports[1]
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs.String())
-		}
-	})
+	binaries.Start(t, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
 	client := &http.Client{Timeout: 10 * time.Second}
 	testsync.WaitFor(t, "the server to be ready", func() bool {
 		resp, err := client.Get("http://" + metrics + "/readyz")

@@ -4,61 +4,36 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter"
-	"github.com/formspec/formspec-hooks/hooks/weburl"
+	"github.com/formspec/formspec-hooks/internal/reporter"
+	"github.com/formspec/formspec-hooks/internal/testkit/binaries"
+	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
 // testVersion is stamped into the binaries TestCommandLineConventions
 // builds, the way `make build` and the Dockerfile stamp VERSION.
 const testVersion = "v0.0.0-clitest"
 
-// built holds the three commands, built once per test binary with
-// testVersion linked in: the build is most of this package's test time,
-// and every test that runs a binary shares it.
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
 // buildBinaries returns the directory of the built commands, building them
 // on first use; TestMain removes it.
 func buildBinaries(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "formspec-cmd-test-"); built.err != nil {
-			return
-		}
-		ldflags := "-X github.com/formspec/formspec-hooks/hooks/buildinfo.version=" + testVersion
-		cmd := exec.Command("go", "build", "-ldflags", ldflags, "-o", built.dir+"/", "../../cmd/...")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.dir
+	return binaries.Build(t, "../..", testVersion)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
-	}
+	binaries.Remove()
 	os.Exit(code)
 }
 
@@ -92,7 +67,7 @@ var (
 
 // TestCommandLineConventions runs every command of the three binaries, as
 // built, the wrong way and the right way, and holds them to one convention
-// (see hooks/cliflag): --help prints the usage on stdout and exits 0; a
+// (see internal/cliflag): --help prints the usage on stdout and exits 0; a
 // usage error exits 2 and prints the error first, on stderr, then where to
 // get help, and never the flag list; `version` and `--version` print the
 // linked-in version and exit 0.
@@ -199,8 +174,8 @@ func TestCommandLineConventions(t *testing.T) {
 		"clustercontrol bad flag":  {args: []string{"formspec-clustercontrol", "--nope"}, want: usageError("formspec-clustercontrol", "flag provided but not defined: -nope")},
 		"clustercontrol extra":     {args: []string{"formspec-clustercontrol", "extra"}, want: usageError("formspec-clustercontrol", `unexpected arguments ["extra"]`)},
 		"clustercontrol version":   {args: []string{"formspec-clustercontrol", "version"}, want: version("formspec-clustercontrol")},
-		"clustercontrol JSON":      {args: []string{"formspec-clustercontrol", "--log-format", "json", "--admin-listen", "", "--token-file", "/nonexistent.tokens"}, want: jsonStartupError("formspec-clustercontrol", "cannot read --token-file: open /nonexistent.tokens: no such file or directory")},
-		"clustercontrol open API":  {args: []string{"formspec-clustercontrol", "--listen", "0.0.0.0:0", "--admin-listen", ""}, want: usageError("formspec-clustercontrol", "--listen 0.0.0.0:0 is not a loopback address: it needs --token-file")},
+		"clustercontrol JSON":      {args: []string{"formspec-clustercontrol", "--log-format", "json", "--admin-listen", "", "--auth-token-file", "/nonexistent.tokens"}, want: jsonStartupError("formspec-clustercontrol", "cannot read --auth-token-file: open /nonexistent.tokens: no such file or directory")},
+		"clustercontrol open API":  {args: []string{"formspec-clustercontrol", "--listen", "0.0.0.0:0", "--admin-listen", ""}, want: usageError("formspec-clustercontrol", "--listen 0.0.0.0:0 is not a loopback address: it needs --auth-token-file")},
 		"clustercontrol no admin":  {args: []string{"formspec-clustercontrol"}, want: usageError("formspec-clustercontrol", "--admin-listen needs --admin-token-file")},
 		"clustercontrol --version": {args: []string{"formspec-clustercontrol", "--version"}, want: version("formspec-clustercontrol")},
 	}

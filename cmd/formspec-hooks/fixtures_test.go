@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/decision"
-	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/internal/hooks/decision"
+	"github.com/formspec/formspec-hooks/internal/server"
 )
 
 var update = flag.Bool("update", false, "rewrite fixtures/**/response.json from the hooks' current output, and warmup/ from the fixtures' requests")
@@ -169,7 +169,7 @@ func TestFixturesDeterministic(t *testing.T) {
 // TestUndecodableObject shows that a request whose objects do not fit their
 // types, or that has no parent (the caller's mistake), gets a one-line 400
 // from the real hooks, not a 500. The transport's own refusals (bad JSON,
-// content type, size, method) are hooks/server's TestHandlerErrors.
+// content type, size, method) are internal/server's TestHandlerErrors.
 func TestUndecodableObject(t *testing.T) {
 	h := fixtureHandler(t)
 	cases := map[string]struct {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
-	"github.com/formspec/formspec-hooks/hooks/server"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/server"
 )
 
 // fixtureRequest reads a fixture's request as JSON values, to be grown
@@ -179,7 +179,7 @@ func TestDecodedCost(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if int64(len(tc.body)) > server.DefaultMaxBodyBytes {
+			if int64(len(tc.body)) > server.Defaults.MaxBodyBytes {
 				t.Fatalf("the request is %d bytes, over the body limit: the case is wrong", len(tc.body))
 			}
 			if rec := post(h, tc.path, tc.warm, nil); rec.Code != http.StatusOK {

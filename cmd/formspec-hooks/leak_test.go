@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/internal/server"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
 
 // TestNoSecretLeaks runs the claim and datastore hooks through the real

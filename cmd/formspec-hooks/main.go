@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's

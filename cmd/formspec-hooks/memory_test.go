@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/testsync"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 

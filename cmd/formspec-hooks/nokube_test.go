@@ -27,7 +27,7 @@ func TestNoKubernetesClient(t *testing.T) {
 		// The hook server talks to its sidecar and to Cluster Control
 		// through the contracts in hooks/api, never through the other
 		// side's implementation.
-		for _, other := range []string{"hooks/reporter", "hooks/clustercontrol"} {
+		for _, other := range []string{"internal/reporter", "internal/clustercontrol"} {
 			if pkg == module+"/"+other || strings.HasPrefix(pkg, module+"/"+other+"/") {
 				t.Errorf("formspec-hooks links %s, the other side of a seam; import its contract under hooks/api instead", pkg)
 			}

@@ -10,9 +10,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
-	"github.com/formspec/formspec-hooks/hooks/render"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/render"
 )
 
 // fileList is a repeatable -f flag.
@@ -27,7 +27,7 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var files fileList
 	fs := cliflag.New(program+" render", renderUsage)
 	fs.Var(&files, "f", "YAML file with a Workspace, its ClusterClass and any ResourceClaims, Datastores and endpoint Secrets; repeatable; - or none reads stdin")
-	image := fs.String("resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
+	image := fs.String("resource-image", workspace.Defaults.ResourceImage, "workspace image repository; may carry a tag, which then becomes the default version")
 	version := fs.String("default-version", "", "image tag for a Workspace without spec.version; needed only for such a Workspace, unless --resource-image has a tag")
 	var controlURL string
 	clusterControlURLFlags(fs, &controlURL)
@@ -45,14 +45,14 @@ func runRender(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil && !errors.Is(err, workspace.ErrNoVersion) {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL(clusterControlURLFlag(fs), controlURL, true); err != nil {
+	if err := checkURL(cliflag.Given(fs, "cluster-control-url"), controlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	// The same warnings as serve, logged on stderr so that stdout stays
 	// YAML.
 	logger := logging.Logger(stderr)
 	warn := func(msg string) { logger.Warn(msg) }
-	warnDeprecated(fs, warn)
+	cliflag.WarnDeprecated(fs, warn)
 	warnNoClusterControl(warn, controlURL)
 	if len(files) == 0 {
 		files = fileList{"-"}

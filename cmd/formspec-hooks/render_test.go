@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	"github.com/formspec/formspec-hooks/hooks/render"
+	"github.com/formspec/formspec-hooks/internal/render"
 )
 
 func TestRender(t *testing.T) {

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/formspec/formspec-hooks/hooks/datastore"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/nodehealth"
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
-	"github.com/formspec/formspec-hooks/hooks/server"
-	"github.com/formspec/formspec-hooks/hooks/wake"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/datastore"
+	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/internal/hooks/nodehealth"
+	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/hooks/wake"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/server"
 )
 
 // hookRoutes is the hook server's route table, one entry per hook.

@@ -11,16 +11,16 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/formspec/formspec-hooks/hooks/buildinfo"
-	"github.com/formspec/formspec-hooks/hooks/claims"
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
-	"github.com/formspec/formspec-hooks/hooks/decision"
-	"github.com/formspec/formspec-hooks/hooks/filereload"
-	"github.com/formspec/formspec-hooks/hooks/handoff"
-	"github.com/formspec/formspec-hooks/hooks/httpserve"
-	"github.com/formspec/formspec-hooks/hooks/server"
-	"github.com/formspec/formspec-hooks/hooks/weburl"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/buildinfo"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
+	"github.com/formspec/formspec-hooks/internal/filereload"
+	"github.com/formspec/formspec-hooks/internal/handoff"
+	"github.com/formspec/formspec-hooks/internal/hooks/claims"
+	"github.com/formspec/formspec-hooks/internal/hooks/decision"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/httpserve"
+	"github.com/formspec/formspec-hooks/internal/server"
+	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
 // hookConfig is what the hooks need from the command line and the process.
@@ -68,14 +68,14 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.listen, "listen", ":8080", "address of the hook listener")
 	fs.StringVar(&f.metricsListen, "metrics-listen", ":9090", "address of the listener for /metrics, /healthz and /readyz")
 	fs.StringVar(&f.healthListen, "health-listen", "", "address of a listener for /healthz and /readyz alone, with connection caps of its own, for the kubelet's probes (the install sets :8081); empty: none")
-	fs.StringVar(&f.resourceImage, "resource-image", "formahub/formspec-resource", "workspace image repository; may carry a tag, which then becomes the default version")
+	fs.StringVar(&f.resourceImage, "resource-image", workspace.Defaults.ResourceImage, "workspace image repository; may carry a tag, which then becomes the default version")
 	fs.StringVar(&f.defaultVersion, "default-version", "", "image tag for Workspaces without spec.version; required unless --resource-image has a tag")
 	clusterControlURLFlags(fs, &f.clusterControlURL)
 	fs.StringVar(&f.reporterURL, "reporter-url", "http://127.0.0.1:8181", "URL of the reporter sidecar; empty: no sidecar, and nothing is handed off")
-	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.DefaultMaxBodyBytes, "largest request body accepted; larger ones get 413")
-	fs.IntVar(&f.maxInFlight, "max-inflight", 64, "hook requests worked on at once, counted once their body is read; more get 429 (0: no limit)")
+	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", server.Defaults.MaxBodyBytes, "largest request body accepted; larger ones get 413")
+	fs.IntVar(&f.maxInFlight, "max-inflight", server.Defaults.MaxInFlight, "hook requests worked on at once, counted once their body is read; more get 429 (0: no limit)")
 	fs.Int64Var(&f.maxInFlightBytes, "max-inflight-bytes", 0, "bytes all requests hold at once, counted as they cost decoded (each body's buffer, then 8 bytes per body byte); more get 429 (default: three quarters of the memory limit, the tighter of GOMEMLIMIT and the memory cgroup's, 192 MiB without a limit, at least one request of --max-body-bytes)")
-	fs.IntVar(&f.maxObjects, "max-objects", server.DefaultMaxObjects, "most children, attachments and related objects in one request; more get 413 (each hook also caps its objects per kind: docs/security.md)")
+	fs.IntVar(&f.maxObjects, "max-objects", server.Defaults.MaxObjects, "most children, attachments and related objects in one request; more get 413 (each hook also caps its objects per kind: docs/security.md)")
 	fs.DurationVar(&f.bodyTimeout, "body-timeout", httpserve.Defaults.BodyTimeout, "time to receive one request body; slower clients get 408")
 	fs.IntVar(&f.maxConns, "max-connections", httpserve.Defaults.Conns.Max, "open connections on each listener (hooks, metrics); beyond it new ones wait")
 	fs.IntVar(&f.maxConnsPerClient, "max-connections-per-client", httpserve.Defaults.Conns.PerClient, "open connections from one client address; beyond it new ones are closed")
@@ -87,7 +87,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.authTokenFile, "auth-token-file", "", "require a bearer token from this file, one per line (re-read when it changes)")
 	fs.DurationVar(&f.childCreateGrace, "child-create-grace", workspace.DefaultChildCreateGrace, "how long a workspace's Deployment, Service or ConfigMap may stay missing after a sync asked for it before the Workspace is Degraded with reason ChildNotCreated (its create failed: an object of that name the workspace does not own, a quota or an admission rejection)")
 	fs.BoolVar(&f.acceptV1Grants, "accept-v1-grants", false, "accept ResourceClaims signed in the original operator's v1 format for every Datastore, as a Datastore's spec.grantPolicy.acceptV1Signatures does for its own; v1 binds no namespace, so only while moving from that operator (docs/claims.md)")
-	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.DefaultShutdownDelay, "how long /readyz fails before the listener closes")
+	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.Defaults.ShutdownDelay, "how long /readyz fails before the listener closes")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ on the --metrics-listen listener (off by default: profiles reveal internals and cost CPU)")
 	f.logging = cliflag.AddLogging(fs)
@@ -101,36 +101,12 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 func clusterControlURLFlags(fs *flag.FlagSet, v *string) {
 	const help = "Cluster Control URL given to workspaces as CONTROL_CLUSTER_URL, e.g. " + exampleClusterControlURL + "; no user, query or fragment"
 	fs.StringVar(v, "cluster-control-url", "", help)
-	fs.StringVar(v, "control-cluster-url", "", "deprecated: use --cluster-control-url")
-}
-
-// clusterControlURLFlag is the flag the Cluster Control URL was given
-// with, for its errors: the deprecated alias when only it was set.
-func clusterControlURLFlag(fs *flag.FlagSet) string {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["control-cluster-url"] && !set["cluster-control-url"] {
-		return "--control-cluster-url"
-	}
-	return "--cluster-control-url"
+	cliflag.Deprecate(fs, "control-cluster-url", "cluster-control-url")
 }
 
 // exampleClusterControlURL is the in-cluster address the install uses for
 // Cluster Control; the docs and every --help give this one.
 const exampleClusterControlURL = "http://formspec-ctl.formspec-system:7070"
-
-// deprecatedFlags are flags that still work but should no longer be used,
-// with their replacement.
-var deprecatedFlags = map[string]string{"control-cluster-url": "cluster-control-url"}
-
-// warnDeprecated warns once per deprecated flag that was set.
-func warnDeprecated(fs *flag.FlagSet, warn func(string)) {
-	fs.Visit(func(f *flag.Flag) {
-		if repl, ok := deprecatedFlags[f.Name]; ok {
-			warn("flag --" + f.Name + " is deprecated; use --" + repl)
-		}
-	})
-}
 
 // runServe runs the hook server until ctx is cancelled (SIGTERM). The
 // error it exits with is a log line under --log-format json.
@@ -151,7 +127,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if err := checkURL("--reporter-url", f.reporterURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
-	if err := checkURL(clusterControlURLFlag(fs), f.clusterControlURL, true); err != nil {
+	if err := checkURL(cliflag.Given(fs, "cluster-control-url"), f.clusterControlURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
 	}
 	for _, c := range []struct {
@@ -186,7 +162,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	logger.Info("formspec-hooks starting", "version", build.Version, "revision", build.Revision, "go", build.GoVersion,
 		"memoryLimit", memLimit, "inFlightBytes", f.maxInFlightBytes, "goMemoryLimit", goLimit)
 	warn := func(msg string) { logger.Warn(msg) }
-	warnDeprecated(fs, warn)
+	cliflag.WarnDeprecated(fs, warn)
 
 	cfg := server.Config{
 		Addr:             f.listen,

@@ -1,22 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"github.com/formspec/formspec-hooks/hooks/buildinfo"
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/buildinfo"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/testkit/clitest"
 )
 
 func TestRunServeFlags(t *testing.T) {
@@ -35,98 +32,61 @@ func TestRunServeFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cases := map[string]struct {
-		reason string
-		args   []string
-		want   error
-		// wantErr is part of the error's text: the flag the case is
-		// about, which the error must name.
-		wantErr    string
-		usage      bool
-		wantStdout string
-		wantStderr []string
-	}{
+	clitest.Run(t, "Usage: formspec-hooks serve [flags]", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return runServe(ctx, append(slices.Clone(version), args...), strings.NewReader(""), stdout, stderr)
+	}, map[string]clitest.Case{
 		"Help": {
-			reason:     "--help prints usage to stdout and reports flag.ErrHelp, which main turns into exit 0.",
-			args:       []string{"--help"},
-			want:       flag.ErrHelp,
-			wantStdout: "Usage: formspec-hooks serve [flags]",
+			Reason:  "--help prints usage to stdout and reports flag.ErrHelp, which main turns into exit 0.",
+			Args:    []string{"--help"},
+			Want:    flag.ErrHelp,
+			UsageOn: "stdout",
 		},
-		"UnknownFlag":        {reason: "An unknown flag is a usage error.", args: []string{"--nope"}, wantErr: "-nope", usage: true},
-		"PositionalArgs":     {reason: "serve takes no arguments.", args: []string{"extra"}, wantErr: "extra", usage: true},
-		"BadLogLevel":        {reason: "Log levels are checked.", args: []string{"--log-level", "loud"}, wantErr: "-log-level", usage: true},
-		"BadLogFormat":       {reason: "Log formats are checked.", args: []string{"--log-format", "xml"}, wantErr: "-log-format", usage: true},
-		"BadReporterURL":     {reason: "The reporter URL must be usable.", args: []string{"--reporter-url", "127.0.0.1:8090"}, wantErr: "--reporter-url", usage: true},
-		"BadClusterControl":  {reason: "A set Cluster Control URL must be usable.", args: []string{"--cluster-control-url", "ftp://x"}, wantErr: "--cluster-control-url", usage: true},
-		"BadDeprecatedAlias": {reason: "The deprecated --control-cluster-url sets the same value, is checked the same way, and its error names the flag given.", args: []string{"--control-cluster-url", "ftp://x"}, wantErr: "--control-cluster-url", usage: true},
-		"ImageDigest":        {reason: "Hooks append a tag, so a digest cannot work.", args: []string{"--resource-image", "r/img@sha256:abc"}, wantErr: "--resource-image", usage: true},
-		"ZeroBodyLimit":      {reason: "A zero body limit would reject every request.", args: []string{"--max-body-bytes", "0"}, wantErr: "--max-body-bytes", usage: true},
-		"NegativeInFlight":   {reason: "A negative in-flight limit means nothing.", args: []string{"--max-inflight", "-1"}, wantErr: "--max-inflight", usage: true},
-		"CertWithoutKey":     {reason: "TLS needs both files.", args: []string{"--tls-cert-file", "tls.crt"}, wantErr: "--tls-key-file", usage: true},
-		"NegativeBytes":      {reason: "A negative byte budget means nothing.", args: []string{"--max-inflight-bytes", "-1"}, wantErr: "--max-inflight-bytes", usage: true},
-		"ZeroObjects":        {reason: "A zero object limit would reject every request.", args: []string{"--max-objects", "0"}, wantErr: "--max-objects", usage: true},
-		"ZeroBodyTimeout":    {reason: "No time to read a body would reject every request.", args: []string{"--body-timeout", "0"}, wantErr: "--body-timeout", usage: true},
-		"ZeroConnections":    {reason: "No connections would serve nobody.", args: []string{"--max-connections-per-client", "0"}, wantErr: "--max-connections-per-client", usage: true},
-		"ZeroConnectionAge":  {reason: "A connection retired before its first answer would serve nobody.", args: []string{"--max-connection-age", "0"}, wantErr: "--max-connection-age", usage: true},
-		"NoVersion":          {reason: "Without --default-version or a tag in --resource-image serve refuses to start rather than run latest.", args: []string{"--default-version", ""}, want: workspace.ErrNoVersion, usage: true},
-		"TaggedImage":        {reason: "A tag in --resource-image is a version too.", args: append(append([]string{}, local...), "--default-version", "", "--resource-image", "r/img:2.0"), wantStderr: []string{"formspec-hooks starting"}},
+		"UnknownFlag":        {Reason: "An unknown flag is a usage error.", Args: []string{"--nope"}, WantErr: "-nope", Usage: true},
+		"PositionalArgs":     {Reason: "serve takes no arguments.", Args: []string{"extra"}, WantErr: "extra", Usage: true},
+		"BadLogLevel":        {Reason: "Log levels are checked.", Args: []string{"--log-level", "loud"}, WantErr: "-log-level", Usage: true},
+		"BadLogFormat":       {Reason: "Log formats are checked.", Args: []string{"--log-format", "xml"}, WantErr: "-log-format", Usage: true},
+		"BadReporterURL":     {Reason: "The reporter URL must be usable.", Args: []string{"--reporter-url", "127.0.0.1:8090"}, WantErr: "--reporter-url", Usage: true},
+		"BadClusterControl":  {Reason: "A set Cluster Control URL must be usable.", Args: []string{"--cluster-control-url", "ftp://x"}, WantErr: "--cluster-control-url", Usage: true},
+		"BadDeprecatedAlias": {Reason: "The deprecated --control-cluster-url sets the same value, is checked the same way, and its error names the flag given.", Args: []string{"--control-cluster-url", "ftp://x"}, WantErr: "--control-cluster-url", Usage: true},
+		"ImageDigest":        {Reason: "Hooks append a tag, so a digest cannot work.", Args: []string{"--resource-image", "r/img@sha256:abc"}, WantErr: "--resource-image", Usage: true},
+		"ZeroBodyLimit":      {Reason: "A zero body limit would reject every request.", Args: []string{"--max-body-bytes", "0"}, WantErr: "--max-body-bytes", Usage: true},
+		"NegativeInFlight":   {Reason: "A negative in-flight limit means nothing.", Args: []string{"--max-inflight", "-1"}, WantErr: "--max-inflight", Usage: true},
+		"CertWithoutKey":     {Reason: "TLS needs both files.", Args: []string{"--tls-cert-file", "tls.crt"}, WantErr: "--tls-key-file", Usage: true},
+		"NegativeBytes":      {Reason: "A negative byte budget means nothing.", Args: []string{"--max-inflight-bytes", "-1"}, WantErr: "--max-inflight-bytes", Usage: true},
+		"ZeroObjects":        {Reason: "A zero object limit would reject every request.", Args: []string{"--max-objects", "0"}, WantErr: "--max-objects", Usage: true},
+		"ZeroBodyTimeout":    {Reason: "No time to read a body would reject every request.", Args: []string{"--body-timeout", "0"}, WantErr: "--body-timeout", Usage: true},
+		"ZeroConnections":    {Reason: "No connections would serve nobody.", Args: []string{"--max-connections-per-client", "0"}, WantErr: "--max-connections-per-client", Usage: true},
+		"ZeroConnectionAge":  {Reason: "A connection retired before its first answer would serve nobody.", Args: []string{"--max-connection-age", "0"}, WantErr: "--max-connection-age", Usage: true},
+		"NoVersion":          {Reason: "Without --default-version or a tag in --resource-image serve refuses to start rather than run latest.", Args: []string{"--default-version", ""}, Want: workspace.ErrNoVersion, Usage: true},
+		"TaggedImage":        {Reason: "A tag in --resource-image is a version too.", Args: append(append([]string{}, local...), "--default-version", "", "--resource-image", "r/img:2.0"), Stderr: []string{"formspec-hooks starting"}},
 		"NoReporter": {
-			reason:     "An empty --reporter-url (the chart's reporter.enabled false) serves with nothing handed off.",
-			args:       append(append([]string{}, local...), "--reporter-url", ""),
-			wantStderr: []string{"no --reporter-url: nothing is handed off for Cluster Control"},
+			Reason: "An empty --reporter-url (the chart's reporter.enabled false) serves with nothing handed off.",
+			Args:   append(append([]string{}, local...), "--reporter-url", ""),
+			Stderr: []string{"no --reporter-url: nothing is handed off for Cluster Control"},
 		},
 		"ClientCAWithoutTLS": {
-			reason:  "Client certificates need TLS.",
-			args:    []string{"--tls-client-ca-file", "ca.crt"},
-			wantErr: "--tls-client-ca-file",
-			usage:   true,
+			Reason:  "Client certificates need TLS.",
+			Args:    []string{"--tls-client-ca-file", "ca.crt"},
+			WantErr: "--tls-client-ca-file",
+			Usage:   true,
 		},
-		"MissingTokenFile": {reason: "A missing token file stops the server at start.", args: []string{"--auth-token-file", filepath.Join(t.TempDir(), "nope")}, wantErr: "--auth-token-file"},
+		"MissingTokenFile": {Reason: "A missing token file stops the server at start.", Args: []string{"--auth-token-file", filepath.Join(t.TempDir(), "nope")}, WantErr: "--auth-token-file"},
 		"ServesAndStops": {
-			reason: "Valid flags serve until the context ends, then stop cleanly.",
-			args:   append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--cluster-control-url", "https://control.example"),
-			wantStderr: []string{`"msg":"formspec-hooks starting","version":"` + buildinfo.Release() + `"`,
+			Reason: "Valid flags serve until the context ends, then stop cleanly.",
+			Args:   append(append([]string{}, local...), "--auth-token-file", tokens, "--log-format", "json", "--cluster-control-url", "https://control.example"),
+			Stderr: []string{`"msg":"formspec-hooks starting","version":"` + buildinfo.Release() + `"`,
 				// Before it listens, it calls every hook once (warmup.go).
 				fmt.Sprintf(`"msg":"hooks warmed up","calls":%d,`, len(warm))},
 		},
 		"DeprecatedAliasServes": {
-			reason:     "The old flag name still works, with a warning naming the new one.",
-			args:       append(append([]string{}, local...), "--control-cluster-url", "https://control.example"),
-			wantStderr: []string{"flag --control-cluster-url is deprecated; use --cluster-control-url"},
+			Reason: "The old flag name still works, with a warning naming the new one.",
+			Args:   append(append([]string{}, local...), "--control-cluster-url", "https://control.example"),
+			Stderr: []string{"flag --control-cluster-url is deprecated; use --cluster-control-url"},
 		},
 		"NoClusterControl": {
-			reason:     "Without a Cluster Control URL the server still serves, and says what workspaces will get.",
-			args:       local,
-			wantStderr: []string{"no --cluster-control-url: workspaces get an empty CONTROL_CLUSTER_URL"},
+			Reason: "Without a Cluster Control URL the server still serves, and says what workspaces will get.",
+			Args:   local,
+			Stderr: []string{"no --cluster-control-url: workspaces get an empty CONTROL_CLUSTER_URL"},
 		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			var stdout, stderr bytes.Buffer
-			err := runServe(ctx, append(append([]string{}, version...), tc.args...), strings.NewReader(""), &stdout, &stderr)
-			switch {
-			case tc.wantErr != "":
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Errorf("%s\nerror %v, want one naming %q", tc.reason, err, tc.wantErr)
-				}
-			default:
-				if diff := cmp.Diff(tc.want, err, cmpopts.EquateErrors()); diff != "" {
-					t.Errorf("%s\nerror: -want, +got:\n%s\nstderr: %s", tc.reason, diff, stderr.String())
-				}
-			}
-			if _, usage := errors.AsType[*cliflag.UsageError](err); usage != tc.usage {
-				t.Errorf("%s\nusage error: got %v, want %v (%v)", tc.reason, usage, tc.usage, err)
-			}
-			for _, w := range tc.wantStderr {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("%s\nstderr lacks %q:\n%s", tc.reason, w, stderr.String())
-				}
-			}
-			if diff := cmp.Diff(true, strings.Contains(stdout.String(), tc.wantStdout)); diff != "" {
-				t.Errorf("%s\nstdout contains %q: -want, +got:\n%s\nstdout: %s", tc.reason, tc.wantStdout, diff, stdout.String())
-			}
-		})
-	}
+	})
 }

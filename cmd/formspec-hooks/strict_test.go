@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/wake"
+	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/internal/hooks/wake"
 )
 
 // typedKinds maps the kinds a hook may emit to their k8s.io/api types.

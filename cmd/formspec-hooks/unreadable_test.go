@@ -18,8 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/filereload"
-	"github.com/formspec/formspec-hooks/hooks/testsync"
+	"github.com/formspec/formspec-hooks/internal/filereload"
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 )
 
 // nobody is the user and group the server runs as in

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/decision"
-	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/internal/hooks/decision"
+	"github.com/formspec/formspec-hooks/internal/server"
 )
 
 // warmupFiles are copies of one fixture request of every hook, made from

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/handoff"
-	"github.com/formspec/formspec-hooks/hooks/server"
+	"github.com/formspec/formspec-hooks/internal/handoff"
+	"github.com/formspec/formspec-hooks/internal/server"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
 
 // countingRecorder counts the decisions recorded.

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/formspec/formspec-hooks/hooks/handoff"
-	"github.com/formspec/formspec-hooks/hooks/server"
-	"github.com/formspec/formspec-hooks/hooks/testsync"
+	"github.com/formspec/formspec-hooks/internal/handoff"
+	"github.com/formspec/formspec-hooks/internal/server"
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 )
 
 // TestSyncMakesNoNetworkCall serves Workspace syncs with the reporter

@@ -18,11 +18,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/buildinfo"
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
-	"github.com/formspec/formspec-hooks/hooks/httpserve"
-	"github.com/formspec/formspec-hooks/hooks/reporter"
-	"github.com/formspec/formspec-hooks/hooks/weburl"
+	"github.com/formspec/formspec-hooks/internal/buildinfo"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
+	"github.com/formspec/formspec-hooks/internal/httpserve"
+	"github.com/formspec/formspec-hooks/internal/reporter"
+	"github.com/formspec/formspec-hooks/internal/weburl"
 	"k8s.io/client-go/dynamic"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	eventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -59,11 +59,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
 		healthAddr   = fs.String("health-listen", "", "address of a listener for /healthz and /readyz alone, with connection caps of its own, for the kubelet's probes (the install sets :8182); empty: none")
-		shutdownWait = fs.Duration("shutdown-grace", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take on shutdown")
+		shutdownWait = fs.Duration("shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
 		logging      = cliflag.AddLogging(fs)
 		kubeconfig   = fs.String("kubeconfig", "", "kubeconfig for writing directives and Events (default: the pod's service-account token; without either, nothing is written to the cluster)")
 	)
 	defer func() { err = logging.Report(stderr, program, args, err) }()
+	cliflag.Deprecate(fs, "shutdown-grace", "shutdown-timeout")
 	cliflag.AddVersion(fs)
 	fs.StringVar(&cfg.ClusterControlURL, "cluster-control-url", "", "base URL of Cluster Control (required), e.g. https://formspec-ctl.formspec-system:7070; no user, query or fragment; plain http:// off the loopback takes --insecure-http when --token-file is set")
 	fs.StringVar(&cfg.Reporter, "reporter-name", "", "name this reporter gives itself in node-health reports (default $POD_NAME, else the hostname)")
@@ -138,6 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		cfg.Reporter, _ = os.Hostname()
 	}
 	log := logging.Logger(stderr)
+	cliflag.WarnDeprecated(fs, func(msg string) { log.Warn(msg) })
 	// client-go's events recorder logs through klog: into the same lines.
 	klog.SetSlogLogger(log)
 	cfg.Logger = log

@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/formspec/formspec-hooks/cmd/kubectl-formspec/internal/diff"
-	"github.com/formspec/formspec-hooks/hooks/weburl"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
 const diffUsage = `Usage: kubectl formspec diff [flags]
@@ -53,7 +53,7 @@ const diffWorkers = 8
 // runDiff is "kubectl formspec diff".
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newFlags(command+" diff", diffUsage, true)
-	image := f.own.String("resource-image", "formahub/formspec-resource", "the hook server's --resource-image: workspace image repository; may carry a tag, which then becomes the default version")
+	image := f.own.String("resource-image", workspace.Defaults.ResourceImage, "the hook server's --resource-image: workspace image repository; may carry a tag, which then becomes the default version")
 	version := f.own.String("default-version", "", "the hook server's --default-version: image tag for Workspaces without spec.version; required unless --resource-image carries a tag, as for serve")
 	controlURL := f.own.String("cluster-control-url", "", "the hook server's --cluster-control-url, given to workspaces as CONTROL_CLUSTER_URL; no user, query or fragment")
 	fieldManager := f.own.String("field-manager", defaultFieldManager, "Metacontroller's server-side apply field manager (its --apply-strategy-ssa-field-manager)")

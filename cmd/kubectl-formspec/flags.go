@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/formspec/formspec-hooks/hooks/buildinfo"
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
+	"github.com/formspec/formspec-hooks/internal/buildinfo"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
 )
 
 // flags are one command's flags: its own, and for the commands that talk

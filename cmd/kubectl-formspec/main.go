@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
 )
 
 // program is the binary's name; kubectl calls it as "kubectl formspec".

@@ -14,13 +14,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/formspec/formspec-hooks/hooks/cliflag"
+	"github.com/formspec/formspec-hooks/internal/cliflag"
 )
 
 // TestCommandLine runs the plugin's commands the ways a user gets them
 // wrong or asks for help, none of which needs a cluster: the exit code,
 // what goes to stdout and what to stderr follow the project's conventions
-// (hooks/cliflag) with kubectl's flags.
+// (internal/cliflag) with kubectl's flags.
 func TestCommandLine(t *testing.T) {
 	cases := map[string]struct {
 		reason string

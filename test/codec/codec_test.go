@@ -1,5 +1,5 @@
 // Package codec compares JSON codecs on the hook server's real requests and
-// responses, to choose the one the server uses (docs/testing.md, "The JSON
+// responses, to choose the one the server uses (docs/performance.md, "The JSON
 // codec"). It is a module of its own so that the codecs that lose stay out
 // of the main go.mod. It asserts nothing about speed: the benchmarks print
 // figures. The correctness tests hold every codec to encoding/json's
@@ -23,7 +23,7 @@ import (
 	goccy "github.com/goccy/go-json"
 	segment "github.com/segmentio/encoding/json"
 
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
 )
 
 // codec is one JSON implementation, used the way the hook server uses

@@ -3,7 +3,7 @@
 // processor runs other processes (the API server, etcd, Metacontroller
 // itself), and the next call finds its code and data out of the caches. In
 // a plain benchmark loop every call finds them warm, which hides how much
-// a longer path costs (docs/testing.md, "Cold calls in a benchmark").
+// a longer path costs (docs/performance.md, "Cold calls in a benchmark").
 package coldcache
 
 import "testing"

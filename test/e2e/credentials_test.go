@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
 
 // lastAppliedAnnotation is where Metacontroller's default apply strategy

@@ -138,7 +138,7 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 	if _, err := controlplane.BinDir(); err != nil {
 		t.Skip("skipping Metacontroller end-to-end tests: " + err.Error())
 	}
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	// Metacontroller reads its own objects loosely, so the minimal
 	// stand-ins serve when the published CRDs are not beside the repo.
 	mcCRDs := controlplane.MetacontrollerCRDs(t)
@@ -309,9 +309,6 @@ func httpOK(u string) bool {
 	defer func() { _ = resp.Body.Close() }()
 	return resp.StatusCode == http.StatusOK
 }
-
-// repoRoot is the repository's root directory.
-func repoRoot(t testing.TB) string { return controlplane.RepoRoot(t) }
 
 // globYAML lists dir/*.yaml except the kustomization.
 func globYAML(t testing.TB, dir string) []string {

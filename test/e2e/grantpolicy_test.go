@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/claims/cli"
-	"github.com/formspec/formspec-hooks/hooks/claims/grant"
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/claimcli"
+	"github.com/formspec/formspec-hooks/internal/hooks/claims"
+	"github.com/formspec/formspec-hooks/internal/hooks/claims/grant"
+	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
 
 // The cases below follow the procedures of docs/claims.md step by step,
@@ -355,7 +355,7 @@ func (e *env) claimDigest(t testing.TB, ns, name string) string {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if err := cli.Run(t.Context(), []string{"digest"}, bytes.NewReader(raw), &stdout, &stderr); err != nil {
+	if err := claimcli.Run(t.Context(), []string{"digest"}, bytes.NewReader(raw), &stdout, &stderr); err != nil {
 		t.Fatalf("claim digest of ResourceClaim %s/%s: %v\n%s", ns, name, err, stderr.String())
 	}
 	return strings.TrimSuffix(stdout.String(), "\n")
@@ -384,7 +384,7 @@ func withoutAnnotation(dep *appsv1.Deployment, key string) corev1.PodTemplateSpe
 }
 
 // preV020CredentialsHash is the status.credentialsHash of claims before
-// 0.2.0 (hooks/claims CredentialsHash at e6eb621): a SHA-256 of the
+// 0.2.0 (internal/hooks/claims CredentialsHash at e6eb621): a SHA-256 of the
 // credentials themselves, every key and value in key order, length-prefixed
 // as grant.PAE writes them. Whoever read it could test password guesses
 // offline; the tests check that it appears nowhere.

@@ -19,8 +19,8 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -196,7 +196,7 @@ type reporterInstall struct {
 
 func (e *env) installReporter(t *testing.T) reporterInstall {
 	t.Helper()
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	e.namespace(t, "formspec-system")
 	for _, f := range globYAML(t, filepath.Join(root, "deploy", "reporter")) {
 		if _, err := e.c.ApplyYAMLFile(f, fieldManager, false); err != nil {

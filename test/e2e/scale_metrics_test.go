@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/httpserve"
+	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/httpserve"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 

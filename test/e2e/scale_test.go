@@ -165,9 +165,9 @@ func TestScale(t *testing.T) {
 	switch v := os.Getenv(EnvScaleTrivialAnswer); v {
 	case "":
 	case "hooks", "hooks-with-claims":
-		opts.trivialAnswer = filepath.Join(repoRoot(t), "fixtures", "workspace", "sync", "first-sync", "response.json")
+		opts.trivialAnswer = filepath.Join(controlplane.RepoRoot(t), "fixtures", "workspace", "sync", "first-sync", "response.json")
 		if v == "hooks-with-claims" {
-			opts.trivialClaimAnswer = filepath.Join(repoRoot(t), "fixtures", "resourceclaim", "sync", "granted-v2", "response.json")
+			opts.trivialClaimAnswer = filepath.Join(controlplane.RepoRoot(t), "fixtures", "resourceclaim", "sync", "granted-v2", "response.json")
 		}
 	default:
 		t.Fatalf("%s=%q: want hooks, hooks-with-claims, or nothing", EnvScaleTrivialAnswer, v)
@@ -690,7 +690,7 @@ func startTrivialHook(t *testing.T, e *env, listen, metricsListen, certFile, key
 	}
 	bin := filepath.Join(e.dir, "trivialhook")
 	cmd := exec.Command(goBin, "build", "-o", bin, "./test/e2e/trivialhook")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = controlplane.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./test/e2e/trivialhook: %v\n%s", err, out)
 	}

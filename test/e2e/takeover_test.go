@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/test/controlplane"
 	"github.com/formspec/formspec-hooks/test/original"
 )
 
@@ -195,7 +196,7 @@ func buildPlugin(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "kubectl-formspec")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kubectl-formspec")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = controlplane.RepoRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/kubectl-formspec: %v\n%s", err, out)
 	}

@@ -32,9 +32,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/reporter"
-	"github.com/formspec/formspec-hooks/hooks/testsync"
+	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter"
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 )
 
 const fixturesDir = "../../fixtures"

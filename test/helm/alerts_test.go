@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
+
+	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
 // TestAlertsTable checks that the table under "Alerts" in
@@ -21,7 +23,7 @@ import (
 // the section its runbook_url names: the table is where a person paged at
 // night looks first.
 func TestAlertsTable(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "troubleshooting.md"))
+	doc, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "docs", "troubleshooting.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestAlertsTable(t *testing.T) {
 // resyncPeriodSeconds, in the series the hook server labels those
 // controllers' sync hooks with, so that a change to a controller the
 // alert does not follow fails here. The hook server labels a hook with its
-// path after /v1/, slashes made dashes (hooks/server's HookRoute).
+// path after /v1/, slashes made dashes (internal/server's HookRoute).
 func TestTrafficStoppedWindow(t *testing.T) {
 	// controller is the part of a controller file the alert follows.
 	type controller struct {
@@ -78,7 +80,7 @@ func TestTrafficStoppedWindow(t *testing.T) {
 		} `json:"spec"`
 	}
 	read := func(name string) controller {
-		raw, err := os.ReadFile(filepath.Join(repoRoot(t), "compositecontrollers", name))
+		raw, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "compositecontrollers", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ package helm
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -93,28 +94,8 @@ func (r release) reporterEnabled() bool {
 	return !strings.Contains(r.values, "reporter: {enabled: false}")
 }
 
-// repoRoot is the directory of the main module's go.mod.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
-			strings.Contains(string(data), "module github.com/formspec/formspec-hooks\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod of github.com/formspec/formspec-hooks)")
-		}
-		dir = parent
-	}
-}
-
 func chartDir(t testing.TB) string {
-	return filepath.Join(repoRoot(t), "deploy", "helm", "formspec-hooks")
+	return filepath.Join(controlplane.RepoRoot(t), "deploy", "helm", "formspec-hooks")
 }
 
 // rendered is a chart rendered for one release.
@@ -264,6 +245,7 @@ func summarize(objs []controlplane.Object) summary {
 				s.Webhooks = append(s.Webhooks, name+" "+hook+": "+webhookURL(hooks[hook]))
 			}
 			if ec := get(obj, "spec.endpointConfigs"); ec != nil {
+				summarizeInlineCA(ec)
 				if s.EndpointConfigs == nil {
 					s.EndpointConfigs = map[string]any{}
 				}
@@ -318,6 +300,18 @@ func summarize(objs []controlplane.Object) summary {
 	sort.Strings(s.Secrets)
 	sort.Strings(s.Certificates)
 	return s
+}
+
+// summarizeInlineCA replaces each inline CA bundle of endpointConfigs by
+// how many certificates it holds: generated ones differ on every render.
+func summarizeInlineCA(ec any) {
+	list, _ := ec.([]any)
+	for _, e := range list {
+		ca, _ := get(e, "caBundle").(map[string]any)
+		if pem, ok := ca["inline"].(string); ok {
+			ca["inline"] = fmt.Sprintf("%d certificates", strings.Count(pem, "-----BEGIN CERTIFICATE-----"))
+		}
+	}
 }
 
 // volumeSource is what a pod volume holds, for a summary: a Secret's name,
@@ -450,11 +444,15 @@ func everyController(v any) map[string]any {
 }
 
 // endpointConfigs is every controller's endpointConfigs for host, trusting
-// caKey of caSecret and sending tokenKey of tokenSecret; an empty Secret
-// name leaves that part out.
+// caKey of caSecret (or, for "<n> certificates", an inline bundle of n) and
+// sending tokenKey of tokenSecret; an empty Secret name leaves that part
+// out.
 func endpointConfigs(host, namespace, caSecret, tokenSecret, tokenKey string) map[string]any {
 	ec := map[string]any{"host": host}
-	if caSecret != "" {
+	if strings.HasSuffix(caSecret, " certificates") {
+		// Inline, as summarizeInlineCA counts them.
+		ec["caBundle"] = map[string]any{"inline": caSecret}
+	} else if caSecret != "" {
 		ec["caBundle"] = map[string]any{"secretRef": map[string]any{"name": caSecret, "namespace": namespace, "key": "ca.crt"}}
 	}
 	if tokenSecret != "" {
@@ -536,6 +534,10 @@ type secure struct {
 var documented = secure{namespace: "formspec-system", fullname: "formspec-hooks",
 	tlsSecret: "formspec-hooks-tls", tokenSecret: "formspec-hooks-token", optional: true}
 
+// generatedCA is what the controllers trust when the chart generates the
+// certificate: its CA, inline (see endpointConfigs).
+const generatedCA = "1 certificates"
+
 // with returns s with extra objects, Secrets and Certificates.
 func (s secure) with(extra, secrets, certs []string) secure {
 	s.extra, s.secrets, s.certs = extra, secrets, certs
@@ -545,10 +547,14 @@ func (s secure) with(extra, secrets, certs []string) secure {
 // summary is what such a release renders.
 func (s secure) summary() summary {
 	host := s.fullname + "." + s.namespace + ":443"
+	ca := s.tlsSecret
+	if slices.ContainsFunc(s.secrets, func(secret string) bool { return strings.HasPrefix(secret, s.tlsSecret+": ") }) {
+		ca = generatedCA
+	}
 	return summary{
 		Objects:         objects(s.namespace, s.fullname, s.optional, s.optional, s.extra...),
 		Webhooks:        webhooks(func(p string) string { return "https://" + host + p }),
-		EndpointConfigs: endpointConfigs(host, s.namespace, s.tlsSecret, s.tokenSecret, "token"),
+		EndpointConfigs: endpointConfigs(host, s.namespace, ca, s.tokenSecret, "token"),
 		HookArgs:        secureArgs("tokens"),
 		HookPorts:       []string{"hooks=8443", "metrics=9090", "health=8081"},
 		Probes:          probes,
@@ -750,7 +756,7 @@ func withoutHelmLabels(v any) {
 func kustomizeBuild(t *testing.T, dir string) []controlplane.Object {
 	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(repoRoot(t), dir))
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(controlplane.RepoRoot(t), dir))
 	if err != nil {
 		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
@@ -827,7 +833,7 @@ func TestCRDsMatchDeploy(t *testing.T) {
 		}
 		return out
 	}
-	want := read(filepath.Join(repoRoot(t), "deploy", "crds"))
+	want := read(filepath.Join(controlplane.RepoRoot(t), "deploy", "crds"))
 	if len(want) != 4 {
 		t.Errorf("deploy/crds has %d CRDs, want 4", len(want))
 	}
@@ -868,7 +874,7 @@ func TestLint(t *testing.T) {
 // version and not the old. A patch whose test op no longer matches the
 // Deployment's args fails the build here.
 func TestDefaultVersionPatch(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "install.md"))
+	doc, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "docs", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -880,7 +886,7 @@ func TestDefaultVersionPatch(t *testing.T) {
 	block := regexp.MustCompile(`(?m)^  `).ReplaceAllString(string(m[1]), "")
 	overlay := t.TempDir()
 	// kustomize takes a base by a relative path only.
-	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(t), "deploy"))
+	base, err := filepath.Rel(overlay, filepath.Join(controlplane.RepoRoot(t), "deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package helm
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -29,7 +28,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 
-	"github.com/formspec/formspec-hooks/hooks/testsync"
+	"github.com/formspec/formspec-hooks/internal/testkit/binaries"
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -214,7 +214,7 @@ func rulesOf(t *testing.T, r release) []rulefmt.Rule {
 // the alerts the docs promise are there.
 func TestAlertRules(t *testing.T) {
 	rules := alertRules(t)
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "troubleshooting.md"))
+	doc, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "docs", "troubleshooting.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func missingMetrics(want []selector, source string, exported map[string]map[stri
 // scrape adds them.
 func runServers(t *testing.T) func() map[string]map[string]bool {
 	t.Helper()
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/...")
 	build.Dir = root
@@ -457,10 +457,10 @@ func runServers(t *testing.T) func() map[string]map[string]bool {
 			t.Fatal(err)
 		}
 	}
-	start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin, "--admin-token-file", tokens)
-	start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
+	binaries.Start(t, filepath.Join(bin, "formspec-clustercontrol"), "--listen", cc, "--admin-listen", ccAdmin, "--admin-token-file", tokens)
+	binaries.Start(t, filepath.Join(bin, "formspec-reporter"), "--cluster-control-url", "http://"+cc, "--listen", rep, "--metrics-listen", repMetrics,
 		"--node-health-interval", "1s", "--deploy-status-interval", "1s", "--token-file", tokens)
-	start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
+	binaries.Start(t, filepath.Join(bin, "formspec-hooks"), "serve", "--listen", hooks, "--metrics-listen", hooksMetrics,
 		"--reporter-url", "http://"+rep, "--cluster-control-url", "http://cluster-control.test:7070", "--default-version", "1.8.2", "--shutdown-delay", "0s",
 		"--auth-token-file", tokens, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -565,23 +565,4 @@ func freePorts(t *testing.T, n int) []string {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	return addrs
-}
-
-// start runs a binary until the test ends, logging its output on failure.
-func start(t *testing.T, bin string, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var logs testsync.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s:\n%s", filepath.Base(bin), logs.String())
-		}
-	})
 }

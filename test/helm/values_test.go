@@ -17,7 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
-	"github.com/formspec/formspec-hooks/hooks/reporter"
+	"github.com/formspec/formspec-hooks/internal/reporter"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -398,32 +398,34 @@ func TestSchema(t *testing.T) {
 		set    string
 		want   string
 	}{
-		"UnknownTopLevel":  {reason: "A typo is refused, not ignored.", set: "replicass=3", want: "additional properties 'replicass' not allowed"},
-		"WrongType":        {reason: "A number must be a number.", set: "replicas=two", want: "at '/replicas': got string, want integer"},
-		"NoReplicas":       {reason: "Zero replicas would fail every hook call.", set: "replicas=0", want: "at '/replicas': minimum: got 0, want 1"},
-		"UnknownNested":    {reason: "Unknown keys are refused below the top level too.", set: "reporter.enable=false", want: "at '/reporter': additional properties 'enable' not allowed"},
-		"WrongBool":        {reason: "A switch is a boolean.", set: "reporter.enabled=maybe", want: "at '/reporter/enabled': got string, want boolean"},
-		"LogLevel":         {reason: "Log levels are the binaries' four.", set: "logging.level=loud", want: "at '/logging/level'"},
-		"LogFormat":        {reason: "Log formats are the binaries' two.", set: "logging.format=xml", want: "at '/logging/format'"},
-		"PullPolicy":       {reason: "Kubernetes' pull policies only.", set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy'"},
-		"ExtraArgNotFlag":  {reason: "extraArgs are flags; the commands take no arguments.", set: "extraArgs={serve}", want: "at '/extraArgs/0'"},
-		"ExtraArgsString":  {reason: "extraArgs is a list.", set: "extraArgs=--pprof", want: "at '/extraArgs': got string, want array"},
-		"LabelsMap":        {reason: "Monitor labels are a map of strings.", set: "serviceMonitor.labels=release", want: "at '/serviceMonitor/labels': got string, want object"},
-		"PullSecretsShape": {reason: "A pull secret is {name: ...}.", set: "imagePullSecrets[0].secret=regcred", want: "at '/imagePullSecrets/0'"},
-		"MetricsPeerTypo":  {reason: "A misspelled NetworkPolicy peer is refused by the chart, not dropped by the API server.", set: "networkPolicy.metricsFrom[0].namespaceSelecter.matchLabels.team=obs", want: "at '/networkPolicy/metricsFrom/0'"},
-		"ImageDigest":      {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
-		"ResyncTooShort":   {reason: "A resync under 30 s is the whole fleet's syncs every few seconds.", set: "workspaceResyncPeriodSeconds=10", want: "at '/workspaceResyncPeriodSeconds': minimum: got 10, want 30"},
-		"ResyncOdd":        {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
-		"ControlURLUser":   {reason: "A password in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse it at start.", set: "controlClusterURL=https://ccuser:pw@cc.example", want: "at '/controlClusterURL'"},
-		"ReporterURLUser":  {reason: "The reporter refuses a password in its Cluster Control address; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=https://ccuser:pw@cc.example/v1", want: "at '/reporter/clusterControlURL'"},
-		"BudgetShareZero":  {reason: "A share of nothing would write no directive ever.", set: "reporter.restartBudget.share=0", want: "at '/reporter/restartBudget/share'"},
-		"BudgetShareAll":   {reason: "A share is at most the whole fleet.", set: "reporter.idleBudget.share=1.5", want: "at '/reporter/idleBudget/share'"},
-		"BudgetInterval":   {reason: "The least interval is a Go duration, as the flag takes it.", set: "reporter.restartBudget.minInterval=ten", want: "at '/reporter/restartBudget/minInterval'"},
-		"ControlURLQuery":  {reason: "A token in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse a query at start.", set: "controlClusterURL=https://cc.example/?token=t0k", want: "at '/controlClusterURL'"},
-		"ReporterURLHash":  {reason: "The reporter refuses a fragment like a query.", set: "reporter.clusterControlURL=https://cc.example/#t0k", want: "at '/reporter/clusterControlURL'"},
-		"ReporterHTTP":     {reason: "The reporter refuses to send its token over plain HTTP off the loopback without insecureHTTP; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=http://cc.example:7070", want: "reporter.clusterControlURL is plain http:// off the loopback"},
-		"ReporterCAName":   {reason: "A ConfigMap name is a DNS subdomain.", set: "reporter.caConfigMapName=Corp_CA", want: "at '/reporter/caConfigMapName'"},
-		"NoDefaultVersion": {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
+		"UnknownTopLevel":   {reason: "A typo is refused, not ignored.", set: "replicass=3", want: "additional properties 'replicass' not allowed"},
+		"WrongType":         {reason: "A number must be a number.", set: "replicas=two", want: "at '/replicas': got string, want integer"},
+		"NoReplicas":        {reason: "Zero replicas would fail every hook call.", set: "replicas=0", want: "at '/replicas': minimum: got 0, want 1"},
+		"UnknownNested":     {reason: "Unknown keys are refused below the top level too.", set: "reporter.enable=false", want: "at '/reporter': additional properties 'enable' not allowed"},
+		"WrongBool":         {reason: "A switch is a boolean.", set: "reporter.enabled=maybe", want: "at '/reporter/enabled': got string, want boolean"},
+		"LogLevel":          {reason: "Log levels are the binaries' four.", set: "logging.level=loud", want: "at '/logging/level'"},
+		"LogFormat":         {reason: "Log formats are the binaries' two.", set: "logging.format=xml", want: "at '/logging/format'"},
+		"PullPolicy":        {reason: "Kubernetes' pull policies only.", set: "image.pullPolicy=Sometimes", want: "at '/image/pullPolicy'"},
+		"ExtraArgNotFlag":   {reason: "extraArgs are flags; the commands take no arguments.", set: "extraArgs={serve}", want: "at '/extraArgs/0'"},
+		"ExtraArgsString":   {reason: "extraArgs is a list.", set: "extraArgs=--pprof", want: "at '/extraArgs': got string, want array"},
+		"LabelsMap":         {reason: "Monitor labels are a map of strings.", set: "serviceMonitor.labels=release", want: "at '/serviceMonitor/labels': got string, want object"},
+		"PullSecretsShape":  {reason: "A pull secret is {name: ...}.", set: "imagePullSecrets[0].secret=regcred", want: "at '/imagePullSecrets/0'"},
+		"MetricsPeerTypo":   {reason: "A misspelled NetworkPolicy peer is refused by the chart, not dropped by the API server.", set: "networkPolicy.metricsFrom[0].namespaceSelecter.matchLabels.team=obs", want: "at '/networkPolicy/metricsFrom/0'"},
+		"ImageDigest":       {reason: "The workspaces' image cannot be a digest: the hooks add the version as its tag.", set: "resourceImage=r/img@sha256:abc", want: "at '/resourceImage'"},
+		"ResyncTooShort":    {reason: "A resync under 30 s is the whole fleet's syncs every few seconds.", set: "workspaceResyncPeriodSeconds=10", want: "at '/workspaceResyncPeriodSeconds': minimum: got 10, want 30"},
+		"ResyncOdd":         {reason: "Twice the period must be whole minutes, the alert's window.", set: "workspaceResyncPeriodSeconds=45", want: "at '/workspaceResyncPeriodSeconds': multipleOf"},
+		"ControlURLUser":    {reason: "A password in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse it at start.", set: "controlClusterURL=https://ccuser:pw@cc.example", want: "at '/controlClusterURL'"},
+		"ReporterURLUser":   {reason: "The reporter refuses a password in its Cluster Control address; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=https://ccuser:pw@cc.example/v1", want: "at '/reporter/clusterControlURL'"},
+		"BudgetShareZero":   {reason: "A share of nothing would write no directive ever.", set: "reporter.restartBudget.share=0", want: "at '/reporter/restartBudget/share'"},
+		"BudgetShareAll":    {reason: "A share is at most the whole fleet.", set: "reporter.idleBudget.share=1.5", want: "at '/reporter/idleBudget/share'"},
+		"BudgetInterval":    {reason: "The least interval is a Go duration, as the flag takes it.", set: "reporter.restartBudget.minInterval=ten", want: "at '/reporter/restartBudget/minInterval'"},
+		"ControlURLQuery":   {reason: "A token in the workspaces' Cluster Control address would be in every pod spec; the hooks refuse a query at start.", set: "controlClusterURL=https://cc.example/?token=t0k", want: "at '/controlClusterURL'"},
+		"ReporterURLHash":   {reason: "The reporter refuses a fragment like a query.", set: "reporter.clusterControlURL=https://cc.example/#t0k", want: "at '/reporter/clusterControlURL'"},
+		"ReporterHTTP":      {reason: "The reporter refuses to send its token over plain HTTP off the loopback without insecureHTTP; the chart says so before the pod crash-loops.", set: "reporter.clusterControlURL=http://cc.example:7070", want: "reporter.clusterControlURL is plain http:// off the loopback"},
+		"ReporterCAName":    {reason: "A ConfigMap name is a DNS subdomain.", set: "reporter.caConfigMapName=Corp_CA", want: "at '/reporter/caConfigMapName'"},
+		"NoDefaultVersion":  {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
+		"RenewEveryUpgrade": {reason: "A renewal window as long as the validity would renew on every upgrade.", set: "tls.generated.renewBeforeDays=365", want: "tls.generated.renewBeforeDays (365) must be less than tls.generated.validityDays (365)"},
+		"CABundleNotPEM":    {reason: "tls.caBundle is PEM; a file name or base64 would leave Metacontroller trusting nothing.", set: "tls.caBundle=ca.crt", want: "at '/tls/caBundle'"},
 	}
 	chrt, err := loader.Load(chartDir(t))
 	if err != nil {

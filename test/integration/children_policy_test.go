@@ -19,7 +19,7 @@ func TestChildrenPolicy(t *testing.T) {
 	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
 	c := cp.Client()
 	ensureNamespace(t, c, "team-a")
-	if _, err := c.ApplyYAMLFile(filepath.Join(repoRoot(t), "deploy", "hooks", "children-admission-policy.yaml"), fieldManager, false); err != nil {
+	if _, err := c.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "hooks", "children-admission-policy.yaml"), fieldManager, false); err != nil {
 		t.Fatalf("cannot apply the policy: %v", err)
 	}
 	const uid = "6f1c2f0e-3b7a-4d52-9c1e-0d6a1f2b3c4d"

@@ -16,7 +16,7 @@ import (
 // kustomization installs every definition, and that no webhook carries a
 // setting Metacontroller cannot start with.
 func TestControllerFiles(t *testing.T) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	dir := filepath.Join(root, "compositecontrollers")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {

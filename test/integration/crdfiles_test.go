@@ -17,7 +17,7 @@ import (
 // and printer columns kubectl shows, and that every field has a
 // description, so that "kubectl explain" is useful all the way down.
 func TestCRDFiles(t *testing.T) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	files := crdFiles(t)
 
 	t.Run("Kustomization", func(t *testing.T) {

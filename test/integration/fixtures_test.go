@@ -17,7 +17,7 @@ import (
 //
 // Fixtures live at fixtures/<controller>/<hook>/<case>/; there must be some.
 func testFixtureChildren(t *testing.T, c *controlplane.Client) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	dir := filepath.Join(root, "fixtures")
 	responses, err := filepath.Glob(filepath.Join(dir, "*", "*", "*", "response.json"))
 	if err != nil {

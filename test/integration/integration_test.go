@@ -59,13 +59,10 @@ func TestAPIServer(t *testing.T) {
 	t.Run("FixtureChildren", func(t *testing.T) { testFixtureChildren(t, c) })
 }
 
-// repoRoot is the repository's root directory.
-func repoRoot(t testing.TB) string { return controlplane.RepoRoot(t) }
-
 // crdFiles lists deploy/crds/*.yaml except the kustomization.
 func crdFiles(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repoRoot(t), "deploy", "crds", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(controlplane.RepoRoot(t), "deploy", "crds", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

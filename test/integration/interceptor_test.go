@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/formspec/formspec-hooks/hooks/testsync"
+	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -60,7 +60,7 @@ func TestInterceptorRoutes(t *testing.T) {
 	}
 	// The same routes as in the fixtures, each in a namespace of its own.
 	for ns, fixture := range map[string]string{"held": "route-attached", "overflow": "overflow-refuses-with-503"} {
-		raw, err := os.ReadFile(filepath.Join(repoRoot(t), "fixtures", "wake", "sync", fixture, "response.json"))
+		raw, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "fixtures", "wake", "sync", fixture, "response.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

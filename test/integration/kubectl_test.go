@@ -22,7 +22,7 @@ import (
 // every page under docs/ and the chart's NOTES.txt.
 func docFiles(t testing.TB) []string {
 	t.Helper()
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func kubectlResourceUses(t testing.TB, path string) []resourceUse {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	rel, _ := filepath.Rel(repoRoot(t), path)
+	rel, _ := filepath.Rel(controlplane.RepoRoot(t), path)
 	markdown := strings.HasSuffix(path, ".md")
 	template := regexp.MustCompile(`\{\{[^}]*\}\}`)
 	inline := regexp.MustCompile("`([^`]*kubectl [^`]*)`")

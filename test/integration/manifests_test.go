@@ -19,7 +19,7 @@ import (
 // check their kinds and the fields this repository sets, not everything
 // cert-manager itself would.
 func testManifests(t *testing.T, c *controlplane.Client) {
-	root := repoRoot(t)
+	root := controlplane.RepoRoot(t)
 	if err := c.InstallCRDs(controlplane.CertManagerCRDs(t)); err != nil {
 		t.Fatalf("cannot install the cert-manager stand-in CRDs: %v", err)
 	}

@@ -31,7 +31,7 @@ func TestReporterPolicy(t *testing.T) {
 	ensureNamespace(t, admin, "formspec-system")
 	ensureNamespace(t, admin, "team-a")
 	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
-		if _, err := admin.ApplyYAMLFile(filepath.Join(repoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
+		if _, err := admin.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
 			t.Fatalf("cannot apply deploy/reporter/%s: %v", f, err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestReporterPolicy(t *testing.T) {
 	})
 
 	t.Run("SamePatternAsTheReporter", func(t *testing.T) {
-		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "reporter", "admission-policy.yaml"))
+		b, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "reporter", "admission-policy.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -298,7 +298,7 @@ func withoutClaimCreationTimestamp(t *testing.T, obj controlplane.Object) any {
 // API server accepts unchanged (nothing pruned), and one it cannot read
 // shows a spec that only an older CRD would have let in.
 func testFixtureWorkspaces(t *testing.T, c *controlplane.Client) {
-	requests, err := filepath.Glob(filepath.Join(repoRoot(t), "fixtures", "workspace", "*", "*", "request.json"))
+	requests, err := filepath.Glob(filepath.Join(controlplane.RepoRoot(t), "fixtures", "workspace", "*", "*", "request.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func testFixtureWorkspaces(t *testing.T, c *controlplane.Client) {
 		t.Fatal("no fixtures/workspace/<hook>/<case>/request.json found")
 	}
 	for _, path := range requests {
-		rel, _ := filepath.Rel(filepath.Join(repoRoot(t), "fixtures"), filepath.Dir(path))
+		rel, _ := filepath.Rel(filepath.Join(controlplane.RepoRoot(t), "fixtures"), filepath.Dir(path))
 		t.Run(rel, func(t *testing.T) {
 			data, err := os.ReadFile(path)
 			if err != nil {
@@ -355,7 +355,7 @@ func testRestrictedPodSecurity(t *testing.T, c *controlplane.Client) {
 	}); err != nil {
 		t.Fatalf("cannot create namespace %s: %v", ns, err)
 	}
-	responses, err := filepath.Glob(filepath.Join(repoRoot(t), "fixtures", "workspace", "sync", "*", "response.json"))
+	responses, err := filepath.Glob(filepath.Join(controlplane.RepoRoot(t), "fixtures", "workspace", "sync", "*", "response.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/internal/hooks/claims"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
 
 // outcomes reads diff's table: each workspace's line, "ns/name  outcome".

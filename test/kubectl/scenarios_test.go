@@ -12,10 +12,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/datastore"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/hooks/datastore"
+	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 

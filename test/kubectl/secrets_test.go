@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
 
 // testNoSecretData checks, over every run of the plugin the other tests

@@ -285,7 +285,7 @@ func peakRSS(pid int) int64 {
 // A third mode, spin, answers like the floor after burning spin of CPU per
 // request, with no JSON and no allocation: it tells what the machine does
 // to the latency of any server that works that long per request (see
-// docs/testing.md on -cpus).
+// docs/performance.md on -cpus).
 func serveComparison(mode, base, fixtures, match string, spin time.Duration) error {
 	reqs, err := load(fixtures, match)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command load posts hook fixtures to a running formspec-hooks server from
 // several workers for a bounded time and prints throughput and latency
 // percentiles. It is the load tool behind the performance figures in
-// docs/testing.md; it asserts nothing.
+// docs/performance.md; it asserts nothing.
 //
 //	make run &                     # or any formspec-hooks serve on loopback
 //	go run ./test/load -duration 20s -workers 8

@@ -23,7 +23,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
 
 // The environment of the fault and upgrade suites (docs/testing.md). Both
@@ -492,6 +492,12 @@ func (c *Cluster) waitRolledOut(t *testing.T, namespace, name string) {
 // start, and waits until it has converged.
 func startFleet(t *testing.T, mcBin string, extraArchives []string, chart, values string) *fleet {
 	t.Helper()
+	return startFleetOf(t, fleetSize(t), mcBin, extraArchives, chart, values)
+}
+
+// startFleetOf is startFleet with n workspaces.
+func startFleetOf(t *testing.T, n int, mcBin string, extraArchives []string, chart, values string) *fleet {
+	t.Helper()
 	tm := NewTimings(t)
 	archives := buildImages(t, mcBin)
 	tm.Phase("images built")
@@ -509,7 +515,6 @@ func startFleet(t *testing.T, mcBin string, extraArchives []string, chart, value
 	c.startMetacontroller(t, "--client-go-qps=100", "--client-go-burst=200")
 	t.Cleanup(func() { c.checkMetacontrollerAllowed(t, f.apiServerDown) })
 	tm.Phase("Cluster Control, Metacontroller Ready")
-	n := fleetSize(t)
 	f.create(t, n)
 	took := f.waitConverged(t, "the new fleet", 15*time.Minute)
 	tm.Phase(fmt.Sprintf("%d workspaces with claims converged", n))

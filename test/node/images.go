@@ -46,7 +46,7 @@ const nonroot = "65532"
 // goBuildFlags are the Dockerfile's go build flags, with its REVISION
 // argument (TestHooksImageInStepWithDockerfile checks that they still are).
 func goBuildFlags(revision string) []string {
-	return []string{"-trimpath", "-ldflags=-s -w -X github.com/formspec/formspec-hooks/hooks/buildinfo.revision=" + revision}
+	return []string{"-trimpath", "-ldflags=-s -w -X github.com/formspec/formspec-hooks/internal/buildinfo.revision=" + revision}
 }
 
 // Build says how HooksImageFrom builds the image, as the options of a

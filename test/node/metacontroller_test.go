@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
-	"github.com/formspec/formspec-hooks/hooks/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
 
@@ -153,7 +153,7 @@ func (c *Cluster) checkMetacontrollerAllowed(t *testing.T, excused func(time.Tim
 }
 
 // checkCredentialsInPod grants a claim on a Datastore to a workspace (the
-// signed test claim of hooks/claims/claimstest) and reads, from inside the
+// signed test claim of internal/testkit/claimstest) and reads, from inside the
 // workspace's pod through its Service, the claim's password in the
 // environment (with the workspace's prefix) and under /bindings/<claim>;
 // when the Datastore's owner stops allowing the workspace, the rolled-out

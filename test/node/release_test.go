@@ -38,12 +38,12 @@ var (
 	imageBinaries   = []string{"formspec-hooks", "formspec-reporter"}
 )
 
-// releaseVersion is the repository's version, hooks/buildinfo/VERSION (read
+// releaseVersion is the repository's version, internal/buildinfo/VERSION (read
 // as a file: the package's metrics library is no dependency of this
 // module).
 func releaseVersion(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "hooks", "buildinfo", "VERSION"))
+	b, err := os.ReadFile(filepath.Join(controlplane.RepoRoot(t), "internal", "buildinfo", "VERSION"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims/claimstest"
+	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 	"github.com/formspec/formspec-hooks/test/controlplane"
 	"github.com/formspec/formspec-hooks/test/original"
 )

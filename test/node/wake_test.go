@@ -41,7 +41,7 @@ const (
 )
 
 // The KEDA HTTP add-on's route kind, which the wake controller attaches
-// (hooks/wake, not imported: it would bring the hook server's codec into
+// (internal/hooks/wake, not imported: it would bring the hook server's codec into
 // this module).
 const (
 	routeAPIVersion = "http.keda.sh/v1beta1"
@@ -111,7 +111,7 @@ func TestWakeOnRequest(t *testing.T) {
 	c.createSleepingWorkspace(t, ns, name, class)
 	proxy := "http://" + c.serviceIP(t, interceptorNamespace, interceptorName+"-proxy") + fmt.Sprintf(":%d", interceptorProxyPort)
 	// The longest of the host names the wake controller routes
-	// (hooks/wake.Hosts).
+	// (internal/hooks/wake.Hosts).
 	host := name + "." + ns + ".svc.cluster.local"
 	c.waitRouted(t, ns, name)
 	tm.Phase("a sleeping workspace at no pods, routed by the interceptor")

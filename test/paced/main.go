@@ -3,7 +3,7 @@
 // a minute and a half instead of a fleet run's five: it posts the calls of
 // a converging fleet at Metacontroller's pace, over TLS with a small idle
 // pool, to both servers side by side, and reads the CPU each server's
-// process spent from /proc. It prints figures and asserts none (docs/testing.md,
+// process spent from /proc. It prints figures and asserts none (docs/performance.md,
 // "Paced calls").
 //
 // A fleet's hook calls arrive far apart: between two calls each server

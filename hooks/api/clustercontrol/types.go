@@ -3,6 +3,10 @@
 // (client) and the reference Cluster Control (server) use them, so the two
 // cannot drift apart silently; a test checks the OpenAPI document against
 // the reference server's routes.
+//
+// Who imports it: the reporter and the reference Cluster Control in this
+// repository, and a Cluster Control written in Go by a third party, which
+// serves the same API; it is public for that last reader.
 package clustercontrol
 
 import (

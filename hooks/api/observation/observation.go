@@ -2,15 +2,20 @@
 // between the hook server and the reporter sidecar: what the hooks observed
 // and decided, handed over without waiting.
 //
-// It belongs to the hooks' side of the seam. The hooks (hooks/workspace,
-// hooks/resourceclaim, hooks/nodehealth) build observations with the
-// constructors here and hand them to a Sink; the reporter turns them into
-// Cluster Control's wire types (hooks/api/clustercontrol), Kubernetes
-// Events and Workspace annotations. So this package imports no part of
+// Who imports it: the hooks (internal/hooks/workspace,
+// internal/hooks/resourceclaim, internal/hooks/nodehealth), which build
+// observations with the constructors here and hand them to a Sink; the
+// reporter, which turns them into Cluster Control's wire types
+// (hooks/api/clustercontrol), Kubernetes Events and Workspace annotations;
+// and anyone who writes another sidecar for the hook server. It is public
+// for that last reader.
+//
+// It belongs to the hooks' side of the seam, so it imports no part of
 // Cluster Control's API, nor net/http nor any package of this module that
-// does; the transport is hooks/handoff (client, beside the hook server) and
-// hooks/reporter (server). k8s.io/apimachinery still links net/http in transitively, which
-// is why the check is on this module's imports, not on `go list -deps`.
+// does; the transport is internal/handoff (client, beside the hook server)
+// and internal/reporter (server). k8s.io/apimachinery still links net/http
+// in transitively, which is why the check is on this module's imports, not
+// on `go list -deps`.
 package observation
 
 import (
@@ -132,7 +137,7 @@ type WorkspaceStatus struct {
 // scaled to zero, woken, teardown). Two statuses of a workspace with the
 // same milestones differ only in counts, messages and times, so the later
 // one says all the earlier said; the hand-off to the sidecar merges only
-// those (hooks/handoff), and keeps every transition. The reporter
+// those (internal/handoff), and keeps every transition. The reporter
 // acts on exactly these facts (its wsFacts).
 type Milestones struct {
 	Class, Phase, ArtifactHash, WantedArtifactHash string

@@ -2,6 +2,10 @@
 // resources: ClusterClass, Workspace, Datastore and ResourceClaim. They are
 // the contract between users and the hooks; the CRDs in deploy/crds/
 // describe the same fields.
+//
+// Who imports it: every part of this repository, and third parties that
+// build against the same CRDs (their own controllers, tools and tests); it
+// is public for them.
 // The hooks only ever decode these types from Metacontroller's requests and
 // encode their status, so there is no deepcopy or scheme registration.
 package v1alpha1

@@ -16,7 +16,7 @@ import (
 // BenchmarkAnswer posts the fixtures that cmd/formspec-hooks's
 // BenchmarkWorkspaceSync and BenchmarkPodsSync post, through the trivial
 // hook's handlers and without the network, so that the two hooks' own cost
-// per call can be set side by side (docs/testing.md, "Scale under
+// per call can be set side by side (docs/performance.md, "Scale under
 // Metacontroller").
 //
 //	go test ./test/e2e/trivialhook -run '^$' -bench Answer -benchmem

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/claims"
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
-	"github.com/formspec/formspec-hooks/hooks/resourceclaim"
+	"github.com/formspec/formspec-hooks/internal/hooks/claims"
+	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
 )
 
 // secrets is the resource the credentials Secrets are read from, as

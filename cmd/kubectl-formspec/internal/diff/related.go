@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/formspec/formspec-hooks/hooks/metacontroller"
+	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
 )
 
 // relatedCache finds the related objects the customize hook asks for, as

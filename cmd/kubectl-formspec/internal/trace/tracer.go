@@ -21,7 +21,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/cmd/kubectl-formspec/internal/live"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	"github.com/formspec/formspec-hooks/hooks/workspace"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
 )
 
 var (
