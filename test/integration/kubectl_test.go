@@ -246,7 +246,7 @@ var valueFlags = map[string]bool{
 	"--timeout": true, "--since": true, "--tail": true, "-L": true, "--label-columns": true,
 	"--for": true, "--context": true, "--kubeconfig": true, "--api-version": true,
 	"--from-file": true, "--from-literal": true, "--subresource": true, "--field-manager": true,
-	"--replicas": true, "--image": true,
+	"--replicas": true, "--image": true, "--raw": true,
 }
 
 // resourceArgs returns the kubectl subcommand of args (the words after
@@ -266,6 +266,9 @@ func resourceArgs(args []string) (verb string, names []string) {
 			if flag == "--for" {
 				eventsFor = value
 			}
+		case strings.HasPrefix(a, "$"):
+			// A shell variable (a loop over `-o name`) names what the
+			// command that set it listed, which is checked there.
 		default:
 			positional = append(positional, a)
 		}

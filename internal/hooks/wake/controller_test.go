@@ -14,7 +14,7 @@ func TestController(t *testing.T) {
 		"sync":      "/v1/wake/sync",
 	})
 	spec := dc["spec"].(map[string]any)
-	if diff := cmp.Diff([]any{map[string]any{"apiVersion": "formspec.dev/v1alpha1", "resource": "workspaces"}}, spec["resources"]); diff != "" {
+	if diff := cmp.Diff([]any{map[string]any{"apiVersion": "formspec.dev/v1alpha1", "resource": "workspaces", "ignoreStatusChanges": true}}, spec["resources"]); diff != "" {
 		t.Errorf("resources: -want, +got:\n%s", diff)
 	}
 	want := []any{map[string]any{"apiVersion": RouteAPIVersion, "resource": RouteResource, "updateStrategy": map[string]any{"method": "InPlace"}}}

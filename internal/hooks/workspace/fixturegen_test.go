@@ -70,7 +70,7 @@ func controller() obj {
 		"metadata":   obj{"name": "formspec-workspace", "uid": "0b9e8a46-1d1f-4c57-a0de-5f0c1d2e3f40", "resourceVersion": "812", "generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z"},
 		"spec": obj{
 			"generateSelector": true,
-			"parentResource":   obj{"apiVersion": "formspec.dev/v1alpha1", "resource": "workspaces"},
+			"parentResource":   obj{"apiVersion": "formspec.dev/v1alpha1", "resource": "workspaces", "ignoreStatusChanges": true},
 			"childResources": []obj{
 				child("apps/v1", "deployments"),
 				child("v1", "services"),
