@@ -113,7 +113,7 @@ func TestTakeover(t *testing.T) {
 	// children its own, nothing rolled.
 	f.helm = c.newHelmRelease(t)
 	repo, tag, _ := strings.Cut(HooksImage, ":")
-	f.helm.install(t, c, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag))
+	f.helm.install(t, c, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag)+plainHTTPClusterControl)
 	f.chart, f.resync = chart, resyncPeriod(t, chart, "workspace")
 	f.admin = c.startClusterControl(t)
 	installed := time.Now()
