@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ func testTakeoverPrepare(t *testing.T, p *plugin, w *world) {
 		t.Fatal(err)
 	}
 	w.namespace(nsTakeover)
+	waitForChildrenPolicy(t, w.c, nsTakeover)
 	w.class("takeover", v1alpha1.Scaling{MinReplicas: ptr.To[int32](1), MaxReplicas: ptr.To[int32](1)})
 	var uid types.UID
 	for _, name := range []string{"legacy", "taken", "fresh"} {
@@ -181,4 +183,27 @@ func managedBy(entries []metav1.ManagedFieldsEntry, manager string, op metav1.Ma
 		}
 	}
 	return false
+}
+
+// waitForChildrenPolicy waits until the API server's admission refuses,
+// by the children policy, a dry-run apply that would make a ConfigMap
+// nobody owns a Workspace's child: a new policy takes a moment to apply.
+func waitForChildrenPolicy(t *testing.T, c *controlplane.Client, ns string) {
+	t.Helper()
+	probe := controlplane.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "policy-probe", "namespace": ns}}
+	if _, err := c.Create(probe); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Delete("v1", "ConfigMap", ns, "policy-probe") }()
+	owned := controlplane.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "policy-probe", "namespace": ns,
+		"ownerReferences": []any{map[string]any{"apiVersion": v1alpha1.APIVersion, "kind": "Workspace", "name": "probe", "uid": "00000000-0000-4000-8000-000000000001", "controller": true}}}}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		_, err := c.DryRunApply(owned, metacontrollerManager)
+		if err != nil && strings.Contains(err.Error(), "formspec-workspace-children") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the children policy does not refuse an apply onto a ConfigMap nobody owns after 30 s: %v", err)
+		}
+	}
 }
