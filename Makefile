@@ -5,8 +5,10 @@
 #               the Kubernetes test binaries once) and the Helm chart's tests
 #   make image  build the container image with docker, podman or buildah
 #   make release  write dist/: the packaged chart, install.yaml, the image
-#               as an OCI archive, linux/amd64 and linux/arm64 binaries and
-#               SHA256SUMS (docs/releasing.md)
+#               as an OCI archive, linux/amd64 and linux/arm64 binaries, the
+#               kubectl plugin for linux and darwin with its krew manifest,
+#               SBOMs, provenance and SHA256SUMS, signed with SIGNING_KEY
+#               (docs/releasing.md); PRERELEASE=1 for a -dev or -rc version
 
 GO      ?= go
 BIN     ?= bin
@@ -51,7 +53,7 @@ export FORMSPEC_NODE_BIN
 FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
 export FORMSPEC_KSM_BIN
 
-.PHONY: all build image release sync-version run test test-helm test-node test-faults test-storm test-upgrade test-takeover node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench paced scale clean
+.PHONY: all build image release sync-version run test test-helm test-node test-dist test-faults test-storm test-upgrade test-takeover node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench paced scale clean
 
 all: build
 
@@ -59,39 +61,77 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 # image builds $(IMAGE):$(VERSION) from the Dockerfile with whichever
-# builder is installed; push it with the same tool and pin that tag (see
-# docs/install.md).
+# builder is installed: the same files as the release's image archive
+# (TestMakeImageMatchesRelease compares them where a builder runs), for
+# this machine's platform. SOURCE_DATE_EPOCH, the commit's time, makes
+# BuildKit date the image as the release does. Push it with the same tool
+# and pin that tag (see docs/install.md).
 image:
 	@if [ -z "$(BUILDER)" ]; then echo "make image: no docker, podman or buildah found; set BUILDER" >&2; exit 1; fi
-	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE):$(VERSION) .
+	$(BUILDER) $(if $(filter buildah,$(BUILDER)),bud,build) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+		--build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) -t $(IMAGE):$(VERSION) .
 
 # release writes $(DIST) from this checkout, as docs/releasing.md
-# describes: the chart packaged by Helm's library and the kustomize install
-# as one install.yaml (test/helm/cmd/package), the image as an OCI archive
-# for both platforms built from the Dockerfile's final stage
-# (test/node/cmd/imagearchive, as test/node builds its image), the binaries
-# for linux/amd64 and linux/arm64, and SHA256SUMS over all of it. Go's
-# build cache makes a second run cheap; a cold one compiles everything for
-# arm64 too (a few minutes). test/node's TestDist checks the result.
+# describes. It refuses a pre-release version (one with a suffix, such as
+# the 0.2.0-dev main carries between releases) unless PRERELEASE=1 asks for
+# one. In order: the binaries for linux/amd64 and linux/arm64; the kubectl
+# plugin for linux and darwin on both, as .tar.gz archives (what krew
+# installs); the image as an OCI archive for both platforms, built as the
+# Dockerfile describes (test/node/cmd/imagearchive, without a container
+# builder), created at the commit's time; the chart packaged by Helm's
+# library and the kustomize install as one install.yaml, both naming the
+# image by tag and digest (test/helm/cmd/package); the SBOMs, the krew
+# manifest and the provenance statement (test/node/cmd/attest); SHA256SUMS
+# over all of it; and, when SIGNING_KEY names an SSH private key
+# (ssh-keygen -t ed25519), SHA256SUMS.sig, its signature by `ssh-keygen -Y
+# sign` (namespace "file"), with the public key beside it. Go's build cache
+# makes a second run cheap; a cold one compiles everything for arm64 and
+# darwin too (a few minutes). test/node's TestDist checks the result.
 DIST ?= dist
 RELEASE_ARCHS ?= amd64 arm64
 RELEASE_BINARIES := formspec-hooks formspec-reporter formspec-clustercontrol
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+PRERELEASE ?=
+SIGNING_KEY ?=
+# The commit's time: the image's creation date, the archives' file times
+# and the SBOMs' timestamp, so that a release rebuilt from the same commit
+# gives the same bytes.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 release:
 	@case "$(VERSION)" in ""|*[!0-9A-Za-z.+-]*) echo "make release: internal/buildinfo/VERSION is \"$(VERSION)\"" >&2; exit 1;; esac
-	rm -rf $(DIST)
+	@case "$(VERSION)" in *-*) if [ "$(PRERELEASE)" != 1 ]; then \
+		echo "make release: $(VERSION) is a pre-release version; cut a release by setting internal/buildinfo/VERSION to one without a suffix (docs/releasing.md), or ask for a pre-release with PRERELEASE=1" >&2; exit 1; fi;; esac
+	@if [ -z "$(REVISION)" ] || [ -z "$(SOURCE_DATE_EPOCH)" ]; then echo "make release: no git commit to release (REVISION, SOURCE_DATE_EPOCH)" >&2; exit 1; fi
+	rm -rf $(DIST) $(DIST).plugin
 	mkdir -p $(DIST)
 	@for arch in $(RELEASE_ARCHS); do for bin in $(RELEASE_BINARIES); do \
 		echo "go build $$bin for linux/$$arch"; \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
 			-o $(DIST)/$$bin-$(VERSION)-linux-$$arch ./cmd/$$bin || exit 1; \
 	done; done
-	cd test/helm && $(GO) run ./cmd/package -version $(VERSION) -chart $(CURDIR)/deploy/helm/formspec-hooks \
-		-kustomization $(CURDIR)/deploy -out $(abspath $(DIST))
-	cd test/node && $(GO) run ./cmd/imagearchive -root $(CURDIR) -name $(IMAGE):$(VERSION) \
+	@for p in $(PLUGIN_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; dir=$(DIST).plugin/$$os-$$arch; \
+		echo "go build kubectl-formspec for $$os/$$arch"; \
+		mkdir -p $$dir && cp LICENSE $$dir/ && \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+			-o $$dir/kubectl-formspec ./cmd/kubectl-formspec && \
+		tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner -C $$dir -cf - LICENSE kubectl-formspec \
+			| gzip -n > $(DIST)/kubectl-formspec-$(VERSION)-$$os-$$arch.tar.gz || exit 1; \
+	done
+	rm -rf $(DIST).plugin
+	digest=$$(cd test/node && $(GO) run ./cmd/imagearchive -root $(CURDIR) -name $(IMAGE):$(VERSION) \
 		-arch $$(echo $(RELEASE_ARCHS) | tr ' ' ,) \
-		-build-arg VERSION=$(VERSION) -build-arg REVISION=$(REVISION) \
-		-out $(abspath $(DIST))/formspec-hooks-image-$(VERSION).oci.tar
+		-build-arg VERSION=$(VERSION) -build-arg REVISION=$(REVISION) -build-arg SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+		-out $(abspath $(DIST))/formspec-hooks-image-$(VERSION).oci.tar) && \
+	cd test/helm && $(GO) run ./cmd/package -version $(VERSION) -chart $(CURDIR)/deploy/helm/formspec-hooks \
+		-kustomization $(CURDIR)/deploy -image $(IMAGE) -image-digest $$digest -source-date-epoch $(SOURCE_DATE_EPOCH) -out $(abspath $(DIST))
+	cd test/node && $(GO) run ./cmd/attest -dist $(abspath $(DIST)) -root $(CURDIR) -version $(VERSION) \
+		-revision $(REVISION) -source-date-epoch $(SOURCE_DATE_EPOCH) \
+		-command "make release$(if $(filter 1,$(PRERELEASE)), PRERELEASE=1)"
 	cd $(DIST) && sha256sum $$(ls | grep -vx SHA256SUMS) > SHA256SUMS
+	@if [ -n "$(SIGNING_KEY)" ]; then \
+		ssh-keygen -Y sign -q -f $(SIGNING_KEY) -n file $(DIST)/SHA256SUMS && \
+		ssh-keygen -y -f $(SIGNING_KEY) > $(DIST)/SHA256SUMS.pub && \
+		echo "$(DIST)/SHA256SUMS.sig: signed by $$(ssh-keygen -l -f $(DIST)/SHA256SUMS.pub)"; fi
 	@echo "$(DIST): formspec-hooks $(VERSION)"; cat $(DIST)/SHA256SUMS
 
 # sync-version writes VERSION into the copies that cannot read the file:
@@ -144,20 +184,36 @@ test: vet k8s-binaries node-binaries ksm-binaries
 
 # test-node runs test/node: a real one-node cluster (kubelet, containerd,
 # kube-proxy, CoreDNS, kube-scheduler beside the test control plane), the
-# project's image built here, deploy/ applied with kubectl, the hook pods
-# Ready behind their Service; with METACONTROLLER_BIN, Metacontroller in a
-# pod and the workspace scenarios; and the release: a `make release` into
-# $(TEST_DIST) (outside the repository, so that a dist/ of yours is left
-# alone), checked complete, whose install.yaml and packaged chart install
-# with its image. It needs root (a bridge, iptables rules, mounts, cgroups)
-# and the Debian packages .ci/run installs; as another user the cluster
-# tests skip and say so. It prints how long each phase took.
+# release's image, deploy/ applied with kubectl, the hook pods Ready behind
+# their Service; with METACONTROLLER_BIN, Metacontroller in a pod and the
+# workspace scenarios; and the release itself: test-dist's `make release`
+# into $(TEST_DIST) (outside the repository, so that a dist/ of yours is
+# left alone), checked complete, whose install.yaml and packaged chart
+# install with its image. Every cluster test runs that image, the one the
+# release ships, not one of its own. It needs root (a bridge, iptables
+# rules, mounts, cgroups) and the Debian packages .ci/run installs; as
+# another user the cluster tests skip and say so. It prints how long each
+# phase took.
 TEST_DIST ?= $(HOME)/.cache/formspec-hooks/dist-test
-test-node: k8s-binaries node-binaries
+test-node: k8s-binaries node-binaries test-dist
 	@if [ "$$(id -u)" != 0 ]; then echo "note: not root, so the one-node cluster tests (test/node) skip: they create a bridge, iptables rules, mounts and cgroups; see docs/testing.md"; fi
-	$(MAKE) --no-print-directory release DIST=$(TEST_DIST)
 	@if [ -n "$$METACONTROLLER_BIN" ] && [ "$$(id -u)" = 0 ]; then test/keda-binaries.sh; fi
 	cd test/node && FORMSPEC_DIST=$(TEST_DIST) $(GO) test -count=1 -timeout 40m -v ./...
+
+# test-dist writes a pre-release of this checkout into $(TEST_DIST), signed
+# with a key made for it alone (in $(TEST_DIST).key, so that TestDist
+# verifies the signature as docs/releasing.md tells users to): the
+# release the cluster tests run. Without ssh-keygen (Debian's
+# openssh-client, which .ci/run installs) it is left unsigned and
+# TestDist says it skips the signature.
+test-dist:
+	rm -f $(TEST_DIST).key $(TEST_DIST).key.pub
+	mkdir -p $(dir $(TEST_DIST))
+	@if command -v ssh-keygen >/dev/null; then \
+		ssh-keygen -q -t ed25519 -N '' -C formspec-test-release -f $(TEST_DIST).key && \
+		$(MAKE) --no-print-directory release DIST=$(TEST_DIST) PRERELEASE=1 SIGNING_KEY=$(TEST_DIST).key; \
+	else echo "note: no ssh-keygen (apt-get install openssh-client), so the test release is not signed"; \
+		$(MAKE) --no-print-directory release DIST=$(TEST_DIST) PRERELEASE=1; fi
 
 # test-faults runs the fault suite on the one-node cluster (TestFaults in
 # test/node): a fleet of Workspaces with claims (FLEET_WORKSPACES, 50)
@@ -173,9 +229,9 @@ test-node: k8s-binaries node-binaries
 # make test.
 FLEET_WORKSPACES ?= 50
 OUTAGE ?= 5m
-test-faults: k8s-binaries node-binaries
+test-faults: k8s-binaries node-binaries test-dist
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the fault suite skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
-	cd test/node && FORMSPEC_FAULTS=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) FORMSPEC_FAULTS_OUTAGE=$(OUTAGE) \
+	cd test/node && FORMSPEC_DIST=$(TEST_DIST) FORMSPEC_FAULTS=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) FORMSPEC_FAULTS_OUTAGE=$(OUTAGE) \
 		$(GO) test -count=1 -timeout 90m -v -run '^TestFaults$$' .
 
 # test-storm runs TestDirectiveStorm on the one-node cluster (test/node):
@@ -187,9 +243,9 @@ test-faults: k8s-binaries node-binaries
 # hash. Root and METACONTROLLER_BIN, like test-faults; about 10 minutes
 # once the binaries are built; not part of make test.
 STORM_WORKSPACES ?= 32
-test-storm: k8s-binaries node-binaries
+test-storm: k8s-binaries node-binaries test-dist
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the storm test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
-	cd test/node && FORMSPEC_STORM=1 FORMSPEC_FLEET_WORKSPACES=$(STORM_WORKSPACES) \
+	cd test/node && FORMSPEC_DIST=$(TEST_DIST) FORMSPEC_STORM=1 FORMSPEC_FLEET_WORKSPACES=$(STORM_WORKSPACES) \
 		$(GO) test -count=1 -timeout 40m -v -run '^TestDirectiveStorm$$' .
 
 # test-upgrade installs the chart and image of the previous version (the
@@ -203,9 +259,9 @@ test-storm: k8s-binaries node-binaries
 # Root and METACONTROLLER_BIN, like test-faults; about 3 minutes once the
 # binaries are built, 8 when a change rolls workspaces through their
 # claims (it waits for the claims' resync).
-test-upgrade: k8s-binaries node-binaries
+test-upgrade: k8s-binaries node-binaries test-dist
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the upgrade test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
-	cd test/node && FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
+	cd test/node && FORMSPEC_DIST=$(TEST_DIST) FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
 		$(GO) test -count=1 -timeout 60m -v -run '^TestUpgrade$$' .
 
 # test-takeover takes over, on the one-node cluster, the Workspaces of the

@@ -25,6 +25,22 @@ import (
 //go:embed VERSION
 var release string
 
+// DevSuffix ends the version main carries between releases: the next
+// release's, as a pre-release (0.2.0-dev), so that nothing built from
+// main is mistaken for a release. `make release` refuses it unless asked
+// for a pre-release (PRERELEASE=1), and its changelog entry is
+// "## [Unreleased]" (docs/releasing.md).
+const DevSuffix = "-dev"
+
+// ChangelogHeading is the heading of version's entry in CHANGELOG.md:
+// "## [Unreleased]" for a development version, else "## [<version>]".
+func ChangelogHeading(version string) string {
+	if strings.HasSuffix(version, DevSuffix) {
+		return "## [Unreleased]"
+	}
+	return "## [" + version + "]"
+}
+
 // Release is the version of this source tree, as VERSION says.
 func Release() string { return strings.TrimSpace(release) }
 

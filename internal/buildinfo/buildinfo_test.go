@@ -27,6 +27,26 @@ func TestString(t *testing.T) {
 	}
 }
 
+func TestChangelogHeading(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		version string
+		want    string
+	}{
+		"Release":      {reason: "A release has an entry of its own.", version: "0.2.0", want: "## [0.2.0]"},
+		"Candidate":    {reason: "A release candidate is cut like a release.", version: "0.2.0-rc.1", want: "## [0.2.0-rc.1]"},
+		"Development":  {reason: "Main between releases collects its changes under Unreleased.", version: "0.2.0-dev", want: "## [Unreleased]"},
+		"NotDevSuffix": {reason: "Only the -dev suffix marks main; -devel is some other pre-release.", version: "0.2.0-devel", want: "## [0.2.0-devel]"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ChangelogHeading(tc.version)); diff != "" {
+				t.Errorf("%s\nChangelogHeading(%q): -want, +got:\n%s", tc.reason, tc.version, diff)
+			}
+		})
+	}
+}
+
 func TestGetAndCollector(t *testing.T) {
 	old := version
 	t.Cleanup(func() { version = old })

@@ -3,6 +3,7 @@ package buildinfo
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -36,7 +37,8 @@ func readRepoFile(t *testing.T, path string) []byte {
 // TestCopiesOfVersion checks every place that has to write the version
 // literally against VERSION: the chart's version and appVersion, the image
 // tag deploy/ pins, the Dockerfile's label default, and the changelog's
-// entry. `make sync-version` writes the first three.
+// entry (## [Unreleased] while VERSION is a development version). `make
+// sync-version` writes the first three.
 func TestCopiesOfVersion(t *testing.T) {
 	var chart struct {
 		Version    string `json:"version"`
@@ -75,7 +77,7 @@ func TestCopiesOfVersion(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("copies of VERSION (%s) differ; run make sync-version: -want, +got:\n%s", Release(), diff)
 	}
-	if entry := "## [" + Release() + "]"; !strings.Contains(string(readRepoFile(t, "CHANGELOG.md")), entry) {
+	if entry := ChangelogHeading(Release()); !strings.Contains(string(readRepoFile(t, "CHANGELOG.md")), entry) {
 		t.Errorf("CHANGELOG.md has no entry %q for this version (docs/releasing.md)", entry)
 	}
 }
@@ -102,5 +104,23 @@ func TestNoLatest(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleaseRefusesDevVersion runs `make release` with a development
+// version and checks that it stops before building anything, naming the
+// way out (PRERELEASE=1); main carries such a version between releases.
+func TestReleaseRefusesDevVersion(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make not found: apt-get install make")
+	}
+	dist := filepath.Join(t.TempDir(), "dist")
+	cmd := exec.Command("make", "-C", root, "release", "VERSION=9.9.9"+DevSuffix, "DIST="+dist)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "9.9.9-dev is a pre-release version") || !strings.Contains(string(out), "PRERELEASE=1") {
+		t.Errorf("make release with a -dev version: %v, want a refusal naming PRERELEASE=1:\n%s", err, out)
+	}
+	if _, err := os.Stat(dist); !os.IsNotExist(err) {
+		t.Errorf("make release wrote %s before refusing (%v)", dist, err)
 	}
 }

@@ -96,6 +96,14 @@ var valueCases = map[string]struct {
 			{"Deployment", "spec.template.spec.containers[reporter].image", "registry.example.com/formspec-hooks:0.1.0-rc.1"},
 		},
 	},
+	"ImageDigest": {
+		reason: "image.digest pins both containers' image by digest beside the tag, as a release's packaged chart does.",
+		values: required + "image: {digest: sha256:" + strings.Repeat("ab", 32) + "}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[hooks].image", "ghcr.io/formspec/formspec-hooks:" + appVersion + "@sha256:" + strings.Repeat("ab", 32)},
+			{"Deployment", "spec.template.spec.containers[reporter].image", "ghcr.io/formspec/formspec-hooks:" + appVersion + "@sha256:" + strings.Repeat("ab", 32)},
+		},
+	},
 	"ImagePullSecrets": {
 		reason: "imagePullSecrets go to the pod spec as given.",
 		values: required + "imagePullSecrets: [{name: regcred}]",
@@ -426,6 +434,7 @@ func TestSchema(t *testing.T) {
 		"NoDefaultVersion":  {reason: "Without defaultVersion or a tag in resourceImage the chart stops, as the server would.", set: "defaultVersion=", want: "defaultVersion is required: the formahub/formspec-resource tag that Workspaces without spec.version run"},
 		"RenewEveryUpgrade": {reason: "A renewal window as long as the validity would renew on every upgrade.", set: "tls.generated.renewBeforeDays=365", want: "tls.generated.renewBeforeDays (365) must be less than tls.generated.validityDays (365)"},
 		"CABundleNotPEM":    {reason: "tls.caBundle is PEM; a file name or base64 would leave Metacontroller trusting nothing.", set: "tls.caBundle=ca.crt", want: "at '/tls/caBundle'"},
+		"ImageDigestShape":  {reason: "The hooks' image digest is a sha256 one, or nothing.", set: "image.digest=abc123", want: "at '/image/digest'"},
 	}
 	chrt, err := loader.Load(chartDir(t))
 	if err != nil {

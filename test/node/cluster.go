@@ -19,7 +19,10 @@
 package node
 
 import (
+	"archive/tar"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -36,6 +39,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
@@ -323,13 +329,69 @@ func Start(t *testing.T, tm *Timings, images ...string) *Cluster {
 }
 
 // ImportImage imports an image archive (docker or OCI) into containerd's
-// k8s.io namespace, where the kubelet finds it.
+// k8s.io namespace, where the kubelet finds it, under its name. An OCI
+// archive's image is also tagged repository@digest (its index's digest),
+// the reference a pull from a registry would have left: the release's
+// chart and install.yaml name the image by tag and digest, which the
+// kubelet resolves by the digest alone.
 func (c *Cluster) ImportImage(archive string) error {
-	out, err := exec.Command("ctr", "--address", c.containerd, "-n", "k8s.io", "images", "import", archive).CombinedOutput()
-	if err != nil {
+	ctr := func(args ...string) ([]byte, error) {
+		return exec.Command("ctr", append([]string{"--address", c.containerd, "-n", "k8s.io", "images"}, args...)...).CombinedOutput()
+	}
+	if out, err := ctr("import", archive); err != nil {
 		return fmt.Errorf("cannot import %s into containerd: %v\n%s", archive, err, out)
 	}
+	refs, err := ociDigestRefs(archive)
+	if err != nil {
+		return err
+	}
+	for name, byDigest := range refs {
+		if out, err := ctr("tag", "--force", name, byDigest); err != nil {
+			return fmt.Errorf("cannot tag %s as %s: %v\n%s", name, byDigest, err, out)
+		}
+	}
 	return nil
+}
+
+// ociDigestRefs reads an OCI archive's index.json and returns, for each
+// image it names, its name and repository@digest; nothing for a docker
+// archive.
+func ociDigestRefs(archive string) (map[string]string, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", archive, err)
+		}
+		if h.Name != "index.json" {
+			continue
+		}
+		var index v1.IndexManifest
+		if err := json.NewDecoder(tr).Decode(&index); err != nil {
+			return nil, fmt.Errorf("%s: index.json: %w", archive, err)
+		}
+		refs := map[string]string{}
+		for _, m := range index.Manifests {
+			n := m.Annotations[annotationImageName]
+			if n == "" {
+				continue
+			}
+			tag, err := name.NewTag(n)
+			if err != nil {
+				return nil, fmt.Errorf("%s: image name %q: %w", archive, n, err)
+			}
+			refs[n] = tag.Repository.Name() + "@" + m.Digest.String()
+		}
+		return refs, nil
+	}
 }
 
 func (c *Cluster) start(t *testing.T, name string, args ...string) *controlplane.Process {

@@ -17,13 +17,16 @@ type Stage struct {
 	Copies []Copy
 	// User, Entrypoint, Cmd, WorkingDir, Env, Labels and ExposedPorts are
 	// the image configuration the instructions of the same names set.
-	User         string
-	Entrypoint   []string
-	Cmd          []string
-	WorkingDir   string
-	Env          []string
-	Labels       map[string]string
-	ExposedPorts []string
+	User       string
+	Entrypoint []string
+	Cmd        []string
+	WorkingDir string
+	// WorkingDirUser is the USER in effect at the last WORKDIR: BuildKit
+	// creates a missing working directory owned by it.
+	WorkingDirUser string
+	Env            []string
+	Labels         map[string]string
+	ExposedPorts   []string
 }
 
 // Copy is one COPY instruction.
@@ -98,6 +101,7 @@ func ParseFinalStage(path string, buildArgs map[string]string) (*Stage, error) {
 			stage.User = expand(rest)
 		case "WORKDIR":
 			stage.WorkingDir = expand(rest)
+			stage.WorkingDirUser = stage.User
 		case "EXPOSE":
 			for _, p := range strings.Fields(rest) {
 				if !strings.Contains(p, "/") {

@@ -46,7 +46,7 @@ const drivePeriod = 200 * time.Millisecond
 func TestFaults(t *testing.T) {
 	mcBin := requireSuite(t, EnvFaults, "test-faults")
 	root := controlplane.RepoRoot(t)
-	repo, tag, _ := strings.Cut(HooksImage, ":")
+	repo, tag, _ := strings.Cut(hooksImage(t), ":")
 	chart := filepath.Join(root, chartDir)
 	f := startFleet(t, mcBin, nil, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag)+plainHTTPClusterControl)
 	figs := &figures{}

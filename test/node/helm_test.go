@@ -66,7 +66,7 @@ const workspaceVersion = "1.8.2"
 // it (helmInstallChart).
 func (c *Cluster) helmInstall(t *testing.T) {
 	t.Helper()
-	repo, tag, _ := strings.Cut(HooksImage, ":")
+	repo, tag, _ := strings.Cut(hooksImage(t), ":")
 	c.helmInstallChart(t, filepath.Join(controlplane.RepoRoot(t), chartDir),
 		"defaultVersion: "+workspaceVersion+"\nimage:\n  repository: "+repo+"\n  tag: "+tag+"\n  pullPolicy: Never\n"+plainHTTPClusterControl)
 }

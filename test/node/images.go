@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,14 +23,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/formspec/formspec-hooks/internal/imagefs"
 )
 
 // The names the images are imported under. Only the tag differs from what
 // users run (deploy/ and the hooks' defaults), and it is not latest, so
 // that the kubelet's default pull policy (IfNotPresent) never pulls.
 const (
-	// HooksImage is the project's image, built as the Dockerfile's final
-	// stage describes.
+	// HooksImage is the name HooksImageFrom gives the project's image;
+	// the cluster tests do not run it but the release's (hooksImage), and
+	// `make release` names it by the version.
 	HooksImage = "ghcr.io/formspec/formspec-hooks:node-test"
 	// WorkspaceImage stands in for the resource image workspaces run
 	// (--resource-image formahub/formspec-resource, spec.version node-test).
@@ -63,13 +67,8 @@ type Build struct {
 // arch is b.Arch, or this machine's.
 func (b Build) arch() string { return cmp.Or(b.Arch, goArch()) }
 
-// File is one regular file or directory (Dir) of an image.
-type File struct {
-	Path string
-	Mode int64
-	Data []byte
-	Dir  bool
-}
+// File is one regular file or directory of an image, with its owner.
+type File = imagefs.File
 
 // Image is a single-layer linux image.
 type Image struct {
@@ -78,6 +77,9 @@ type Image struct {
 	Config v1.Config
 	// Arch is the image's architecture (empty: this machine's).
 	Arch string
+	// Created is the configuration's creation date (zero: none, which
+	// go-containerregistry writes as the epoch).
+	Created time.Time
 }
 
 // WriteArchive writes img as a docker archive (what `docker save` writes and
@@ -127,6 +129,7 @@ func (img Image) image(oci bool) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", cmp.Or(img.Arch, goArch())
 	cf.Config = img.Config
+	cf.Created = v1.Time{Time: img.Created}
 	return mutate.ConfigFile(out, cf)
 }
 
@@ -154,12 +157,12 @@ func (img Image) layer() ([]byte, error) {
 		}
 		if f.Dir {
 			written[f.Path] = true
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(f.Path, "/") + "/", Mode: f.Mode, ModTime: time.Unix(0, 0)}); err != nil {
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(f.Path, "/") + "/", Mode: f.Mode, Uid: f.UID, Gid: f.GID, ModTime: time.Unix(0, 0)}); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode, Size: int64(len(f.Data)), ModTime: time.Unix(0, 0)}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode, Uid: f.UID, Gid: f.GID, Size: int64(len(f.Data)), ModTime: time.Unix(0, 0)}); err != nil {
 			return nil, err
 		}
 		if _, err := tw.Write(f.Data); err != nil {
@@ -181,15 +184,18 @@ func goArch() string {
 }
 
 // distrolessBase stands in for gcr.io/distroless/static's files that a Go
-// program may touch: the users (root, nobody, nonroot 65532), a world-
-// writable /tmp and nonroot's home. It has no CA bundle or time zones:
-// nothing in the cluster leaves it.
+// program may touch, for the images of test programs and of a revision
+// whose Dockerfile still built on distroless (TestUpgrade's previous
+// version): the users (root, nobody, nonroot 65532), a world-writable /tmp
+// and nonroot's home. It has no CA bundle or time zones: nothing in the
+// cluster leaves those images. The project's image no longer has a base:
+// its own files are internal/imagefs.
 func distrolessBase() []File {
 	return []File{
 		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
 		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n")},
 		{Path: "/tmp", Mode: 0o1777, Dir: true},
-		{Path: "/home/nonroot", Mode: 0o700, Dir: true},
+		{Path: "/home/nonroot", Mode: 0o700, Dir: true, UID: 65532, GID: 65532},
 	}
 }
 
@@ -214,13 +220,19 @@ func goBuildFor(dir, out string, b Build, pkgs ...string) error {
 	return nil
 }
 
-// HooksImageFrom builds the project's image the way the final stage of the
-// Dockerfile at root describes it, as a container build with b's
-// architecture and build arguments would: every binary a COPY --from takes
-// from the build stage is built from ./cmd/<name> with the Dockerfile's
-// flags and placed where the COPY puts it, on a stand-in for the
-// distroless base, with the stage's user, entrypoint, command,
-// environment, labels and ports. work is a scratch directory.
+// HooksImageFrom builds the project's image the way the Dockerfile at root
+// describes it, as a container build with b's architecture and build
+// arguments would, without one. The build stage is not run but
+// reproduced: its /out/<name> is ./cmd/<name> built with the Dockerfile's
+// flags, and its /rootfs/ what ./internal/imagefs/rootfs writes there
+// (imagefs.Files, in this process). The final stage's base is empty for
+// FROM scratch (a distroless base, of an older revision, gets a stand-in);
+// each COPY --from=build puts those files where it says; WORKDIR creates
+// the working directory, when no COPY did, owned by the USER in effect
+// then (root without one) with mode 0755, as BuildKit does; and the configuration gets the stage's user,
+// entrypoint, command, environment, labels and ports, and the
+// SOURCE_DATE_EPOCH build argument as its creation date, as BuildKit
+// does. work is a scratch directory.
 func HooksImageFrom(root, work string, b Build) (Image, error) {
 	stage, err := ParseFinalStage(filepath.Join(root, "Dockerfile"), b.Args)
 	if err != nil {
@@ -228,46 +240,114 @@ func HooksImageFrom(root, work string, b Build) (Image, error) {
 	}
 	work = filepath.Join(work, b.arch())
 	img := Image{
-		Name:  HooksImage,
-		Arch:  b.arch(),
-		Files: distrolessBase(),
+		Name: HooksImage,
+		Arch: b.arch(),
 		Config: v1.Config{
 			User:         stage.User,
 			Entrypoint:   stage.Entrypoint,
 			Cmd:          stage.Cmd,
-			WorkingDir:   cmp.Or(stage.WorkingDir, "/home/nonroot"),
-			Env:          append(slices.Clone(distrolessEnv), stage.Env...),
+			WorkingDir:   stage.WorkingDir,
+			Env:          stage.Env,
 			Labels:       stage.Labels,
 			ExposedPorts: map[string]struct{}{},
 		},
+	}
+	if epoch := b.Args["SOURCE_DATE_EPOCH"]; epoch != "" {
+		sec, err := strconv.ParseInt(epoch, 10, 64)
+		if err != nil {
+			return Image{}, fmt.Errorf("SOURCE_DATE_EPOCH %q: %w", epoch, err)
+		}
+		img.Created = time.Unix(sec, 0).UTC()
+	}
+	if stage.From != "scratch" {
+		img.Files = distrolessBase()
+		img.Config.Env = append(slices.Clone(distrolessEnv), stage.Env...)
+		img.Config.WorkingDir = cmp.Or(stage.WorkingDir, "/home/nonroot")
 	}
 	for _, p := range stage.ExposedPorts {
 		img.Config.ExposedPorts[p] = struct{}{}
 	}
 	for _, c := range stage.Copies {
-		if c.From == "" {
-			return Image{}, fmt.Errorf("Dockerfile: COPY %v from the build context is not reproduced by the test image", c.Sources)
-		}
-		var pkgs []string
-		for _, src := range c.Sources {
-			pkgs = append(pkgs, "./cmd/"+path.Base(src))
-		}
-		if err := goBuildFor(root, work, b, pkgs...); err != nil {
+		files, err := buildStageFiles(root, work, b, c)
+		if err != nil {
 			return Image{}, err
 		}
-		for _, src := range c.Sources {
-			data, err := os.ReadFile(filepath.Join(work, path.Base(src)))
-			if err != nil {
-				return Image{}, err
-			}
-			dest := c.Dest
-			if strings.HasSuffix(dest, "/") || len(c.Sources) > 1 {
-				dest = path.Join(dest, path.Base(src))
-			}
-			img.Files = append(img.Files, File{Path: dest, Mode: 0o755, Data: data})
+		img.Files = append(img.Files, files...)
+	}
+	if wd := stage.WorkingDir; wd != "" && !slices.ContainsFunc(img.Files, func(f File) bool { return f.Path == wd }) {
+		uid, gid, err := numericUser(cmp.Or(stage.WorkingDirUser, "0"))
+		if err != nil {
+			return Image{}, err
 		}
+		img.Files = append(img.Files, File{Path: wd, Mode: 0o755, Dir: true, UID: uid, GID: gid})
 	}
 	return img, nil
+}
+
+// buildStageFiles are the files one COPY --from of the final stage puts
+// into the image, from the reproduced build stage.
+func buildStageFiles(root, work string, b Build, c Copy) ([]File, error) {
+	if c.From == "" {
+		return nil, fmt.Errorf("Dockerfile: COPY %v from the build context is not reproduced by test/node/images.go", c.Sources)
+	}
+	var out []File
+	var pkgs []string
+	for _, src := range c.Sources {
+		switch {
+		case path.Clean(src) == "/rootfs":
+			goroot, err := imagefs.GOROOT()
+			if err != nil {
+				return nil, err
+			}
+			files, err := imagefs.Files(goroot)
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range files {
+				f.Path = path.Join(c.Dest, f.Path)
+				out = append(out, f)
+			}
+		case path.Dir(src) == "/out":
+			pkgs = append(pkgs, "./cmd/"+path.Base(src))
+		default:
+			return nil, fmt.Errorf("Dockerfile: COPY --from=%s %s: test/node/images.go reproduces only /out/<binary> and /rootfs/ of the build stage", c.From, src)
+		}
+	}
+	if len(pkgs) == 0 {
+		return out, nil
+	}
+	if err := goBuildFor(root, work, b, pkgs...); err != nil {
+		return nil, err
+	}
+	for _, pkg := range pkgs {
+		name := path.Base(pkg)
+		data, err := os.ReadFile(filepath.Join(work, name))
+		if err != nil {
+			return nil, err
+		}
+		dest := c.Dest
+		if strings.HasSuffix(dest, "/") || len(c.Sources) > 1 {
+			dest = path.Join(dest, name)
+		}
+		out = append(out, File{Path: dest, Mode: 0o755, Data: data})
+	}
+	return out, nil
+}
+
+// numericUser parses USER uid[:gid]; a build resolves names through the
+// image's /etc/passwd, which this one need not.
+func numericUser(user string) (uid, gid int, err error) {
+	u, g, hasGroup := strings.Cut(user, ":")
+	if uid, err = strconv.Atoi(u); err != nil {
+		return 0, 0, fmt.Errorf("Dockerfile: USER %q: want a numeric uid:gid", user)
+	}
+	gid = uid
+	if hasGroup {
+		if gid, err = strconv.Atoi(g); err != nil {
+			return 0, 0, fmt.Errorf("Dockerfile: USER %q: want a numeric uid:gid", user)
+		}
+	}
+	return uid, gid, nil
 }
 
 // programImage is an image of one static program built from
@@ -359,16 +439,12 @@ func sharedLibraries(bin string) ([]string, error) {
 // Archives are the image archives of a test run, by image name.
 type Archives map[string]string
 
-// BuildImages builds the project's image (from the repository at root),
-// the pause image, the stand-in workspace image and, when mcBin is not
-// empty, the Metacontroller image, and writes each as an archive into work.
-func BuildImages(root, nodeDir, work, mcBin string) (Archives, error) {
+// BuildImages builds the pause image, the stand-in workspace image and,
+// when mcBin is not empty, the Metacontroller image, writes each as an
+// archive into work, and returns them with hooksArchive, the project's
+// image as a release ships it, under releaseName.
+func BuildImages(hooksArchive, releaseName, nodeDir, work, mcBin string) (Archives, error) {
 	var images []Image
-	hooks, err := HooksImageFrom(root, work, Build{})
-	if err != nil {
-		return nil, err
-	}
-	images = append(images, hooks)
 	pause, err := programImage(nodeDir, work, PauseImage, "pause", "65535:65535")
 	if err != nil {
 		return nil, err
@@ -386,7 +462,7 @@ func BuildImages(root, nodeDir, work, mcBin string) (Archives, error) {
 		}
 		images = append(images, mc)
 	}
-	out := Archives{}
+	out := Archives{releaseName: hooksArchive}
 	for _, img := range images {
 		p := filepath.Join(work, strings.NewReplacer("/", "_", ":", "_").Replace(img.Name)+".tar")
 		if err := img.WriteArchive(p); err != nil {

@@ -2,16 +2,22 @@ package node
 
 import (
 	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/formspec/formspec-hooks/test/controlplane"
 )
@@ -138,14 +144,20 @@ func TestDockerfileCopiesEverySource(t *testing.T) {
 	}
 }
 
-// TestHooksImageInStepWithDockerfile builds the test cluster's project image
-// from the repository's Dockerfile and checks that it is what a docker build
-// of the Dockerfile would give where it matters to a pod: the same
-// binaries, built with the same flags, at the same paths, and the same
-// user, entrypoint, command, labels and ports. The test image is derived
-// from the Dockerfile, so the two stay in step by construction; this test
-// fails when the Dockerfile gains something the derivation does not
-// reproduce.
+// rootfsRun is the build stage's RUN that writes the image's files besides
+// the binaries, which HooksImageFrom reproduces with imagefs.Files.
+const rootfsRun = "RUN go run ./internal/imagefs/rootfs /rootfs"
+
+// TestHooksImageInStepWithDockerfile builds the project's image from the
+// repository's Dockerfile, as `make release` does, and checks that it is
+// what a docker build of the Dockerfile would give: the build stage runs
+// what HooksImageFrom reproduces (the go build flags, the rootfs command),
+// and the image has the final stage's user, entrypoint, command, working
+// directory, environment, labels and ports, its creation date from
+// SOURCE_DATE_EPOCH, the binaries its COPY names and the files a program
+// in it needs at run time. The image is derived from the Dockerfile, so
+// the two stay in step by construction; this test fails when the
+// Dockerfile gains something the derivation does not reproduce.
 func TestHooksImageInStepWithDockerfile(t *testing.T) {
 	root := controlplane.RepoRoot(t)
 	dockerfile := filepath.Join(root, "Dockerfile")
@@ -167,68 +179,140 @@ func TestHooksImageInStepWithDockerfile(t *testing.T) {
 			t.Errorf("the Dockerfile builds with %q, which lacks %q that test/node/images.go builds with", line, want)
 		}
 	}
+	if !slices.Contains(instructions(string(data)), rootfsRun) {
+		t.Errorf("the Dockerfile's build stage lacks %q, whose files test/node/images.go puts into the image", rootfsRun)
+	}
 
 	stage, err := ParseFinalStage(dockerfile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if stage.From != "scratch" {
+		t.Errorf("the final stage is FROM %s; the release builds on nothing but internal/imagefs (FROM scratch)", stage.From)
+	}
 	work := t.TempDir()
-	img, err := HooksImageFrom(root, work, Build{})
+	const epoch = 1767225600 // 2026-01-01T00:00:00Z
+	img, err := HooksImageFrom(root, work, Build{Args: map[string]string{"SOURCE_DATE_EPOCH": strconv.Itoa(epoch)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := filepath.Join(work, "hooks.tar")
-	if err := img.WriteArchive(archive); err != nil {
+	archive := filepath.Join(work, "hooks.oci.tar")
+	if _, err := WriteOCIArchive(archive, "example.com/hooks:test", img); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := tarball.ImageFromPath(archive, nil)
+	read, err := ReadOCIArchive(archive, filepath.Join(work, "layout"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf, err := loaded.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := read.Platforms["linux/"+img.Arch]
 	ports := map[string]struct{}{}
-	for _, p := range stage.ExposedPorts {
-		ports[p] = struct{}{}
+	for _, port := range stage.ExposedPorts {
+		ports[port] = struct{}{}
 	}
 	want := v1.Config{
 		User:         stage.User,
 		Entrypoint:   stage.Entrypoint,
 		Cmd:          stage.Cmd,
+		WorkingDir:   stage.WorkingDir,
+		Env:          stage.Env,
 		Labels:       stage.Labels,
 		ExposedPorts: ports,
-	}
-	got := v1.Config{
-		User:         cf.Config.User,
-		Entrypoint:   cf.Config.Entrypoint,
-		Cmd:          cf.Config.Cmd,
-		Labels:       cf.Config.Labels,
-		ExposedPorts: cf.Config.ExposedPorts,
 	}
 	if len(want.Labels) == 0 {
 		want.Labels = nil
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("image config: -want (Dockerfile final stage), +got (test image):\n%s", diff)
+	if diff := cmp.Diff(want, p.Config); diff != "" {
+		t.Errorf("image config: -want (Dockerfile final stage), +got (built image):\n%s", diff)
+	}
+	if want := time.Unix(epoch, 0).UTC(); !p.Created.Equal(want) {
+		t.Errorf("image created %v, want SOURCE_DATE_EPOCH's %v", p.Created, want)
 	}
 
 	var wantFiles, gotFiles []string
 	for _, c := range stage.Copies {
 		for _, src := range c.Sources {
-			wantFiles = append(wantFiles, filepath.Join(c.Dest, filepath.Base(src)))
+			if path.Dir(src) == "/out" {
+				wantFiles = append(wantFiles, strings.TrimPrefix(path.Join(c.Dest, path.Base(src)), "/"))
+			}
 		}
 	}
-	for _, f := range img.Files {
-		if !f.Dir && f.Mode&0o111 != 0 {
-			gotFiles = append(gotFiles, f.Path)
+	for name, e := range p.Entries {
+		if !e.Dir && e.Mode&0o111 != 0 {
+			gotFiles = append(gotFiles, name)
 		}
 	}
 	slices.Sort(wantFiles)
 	slices.Sort(gotFiles)
 	if diff := cmp.Diff(wantFiles, gotFiles); diff != "" {
-		t.Errorf("executables: -want (Dockerfile COPY), +got (test image):\n%s", diff)
+		t.Errorf("executables: -want (Dockerfile COPY), +got (built image):\n%s", diff)
+	}
+	checkRuntimeFiles(t, "the built image", p)
+}
+
+// checkRuntimeFiles checks an image's files for what its programs need at
+// run time: a user other than root; the CA bundle at the path SSL_CERT_FILE names, with only
+// certificates in it; the time zones where Go looks; the image's user in
+// /etc/passwd, with the working directory as its home; a working
+// directory that user owns and may write, but no other user; and /tmp,
+// writable by all with the sticky bit.
+func checkRuntimeFiles(t *testing.T, what string, p OCIPlatform) {
+	t.Helper()
+	env := map[string]string{}
+	for _, kv := range p.Config.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	caFile := env["SSL_CERT_FILE"]
+	if caFile == "" {
+		t.Errorf("%s: no SSL_CERT_FILE in %v", what, p.Config.Env)
+	}
+	ca, ok := p.Entries[strings.TrimPrefix(caFile, "/")]
+	if !ok || ca.Dir {
+		t.Errorf("%s: no CA bundle at SSL_CERT_FILE %q", what, caFile)
+	} else {
+		n := 0
+		for rest := ca.Data; ; n++ {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				if len(bytes.TrimSpace(rest)) != 0 {
+					t.Errorf("%s: %s has something else than PEM after certificate %d", what, caFile, n)
+				}
+				break
+			}
+			if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+				t.Errorf("%s: %s: certificate %d: %v", what, caFile, n, err)
+			}
+		}
+		if n < 50 {
+			t.Errorf("%s: %s holds %d certificates, want the public roots", what, caFile, n)
+		}
+	}
+	if zone, ok := p.Entries["usr/share/zoneinfo/America/New_York"]; !ok {
+		t.Errorf("%s: no time zones in /usr/share/zoneinfo", what)
+	} else if _, err := time.LoadLocationFromTZData("America/New_York", zone.Data); err != nil {
+		t.Errorf("%s: America/New_York: %v", what, err)
+	}
+
+	uid, gid, err := numericUser(p.Config.User)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if uid == 0 {
+		t.Errorf("%s runs as root (USER %q); it must run as a user of its own", what, p.Config.User)
+	}
+	wd := p.Config.WorkingDir
+	if !strings.Contains(string(p.Entries["etc/passwd"].Data), fmt.Sprintf(":x:%d:%d:", uid, gid)) || !strings.Contains(string(p.Entries["etc/passwd"].Data), ":"+wd+":") {
+		t.Errorf("%s: /etc/passwd names no user %d:%d with home %s:\n%s", what, uid, gid, wd, p.Entries["etc/passwd"].Data)
+	}
+	dir, ok := p.Entries[strings.Trim(wd, "/")]
+	switch {
+	case wd == "" || !ok || !dir.Dir:
+		t.Errorf("%s: the working directory %q is not a directory of the image", what, wd)
+	case dir.UID != uid || dir.GID != gid || dir.Mode&0o700 != 0o700 || dir.Mode&0o022 != 0:
+		t.Errorf("%s: the working directory %s is owned by %d:%d with mode %o; want the image's user %d:%d, writable by it alone", what, wd, dir.UID, dir.GID, dir.Mode, uid, gid)
+	}
+	if tmp := p.Entries["tmp"]; !tmp.Dir || tmp.Mode&0o1777 != 0o1777 {
+		t.Errorf("%s: /tmp is %+v, want a directory with mode 1777", what, tmp)
 	}
 }
 
@@ -281,7 +365,8 @@ COMMIT
 // TestWriteOCIArchive writes a two-platform image and reads it back as
 // containerd would: an OCI layout whose index.json names the image, with
 // one manifest per platform, OCI media types, and each platform's own
-// configuration; written twice, the bytes are the same.
+// configuration; written twice, the bytes are the same; and ImportImage
+// also tags it repository@digest, by the digest WriteOCIArchive returned.
 func TestWriteOCIArchive(t *testing.T) {
 	dir := t.TempDir()
 	var images []Image
@@ -294,12 +379,20 @@ func TestWriteOCIArchive(t *testing.T) {
 		})
 	}
 	archive := filepath.Join(dir, "demo.oci.tar")
-	if err := WriteOCIArchive(archive, "example.com/demo:1.2.3", images...); err != nil {
+	digest, err := WriteOCIArchive(archive, "example.com/demo:1.2.3", images...)
+	if err != nil {
 		t.Fatal(err)
 	}
 	again := filepath.Join(dir, "again.oci.tar")
-	if err := WriteOCIArchive(again, "example.com/demo:1.2.3", images...); err != nil {
+	if _, err := WriteOCIArchive(again, "example.com/demo:1.2.3", images...); err != nil {
 		t.Fatal(err)
+	}
+	refs, err := ociDigestRefs(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"example.com/demo:1.2.3": "example.com/demo@" + digest}, refs); diff != "" {
+		t.Errorf("the references ImportImage tags the image with: -want, +got:\n%s", diff)
 	}
 	a, _ := os.ReadFile(archive)
 	b, _ := os.ReadFile(again)
@@ -312,14 +405,15 @@ func TestWriteOCIArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := OCIImage{
-		Name: "example.com/demo:1.2.3",
-		Tag:  "1.2.3",
+		Name:   "example.com/demo:1.2.3",
+		Tag:    "1.2.3",
+		Digest: digest,
 		Platforms: map[string]OCIPlatform{
 			"linux/amd64": {Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}, Files: []string{"bin/demo"}},
 			"linux/arm64": {Labels: map[string]string{"org.opencontainers.image.version": "1.2.3"}, Files: []string{"bin/demo"}},
 		},
 	}
-	if diff := cmp.Diff(want, index); diff != "" {
+	if diff := cmp.Diff(want, index, cmpopts.IgnoreFields(OCIPlatform{}, "Config", "Created", "Entries")); diff != "" {
 		t.Errorf("archive read back: -want, +got:\n%s", diff)
 	}
 }

@@ -63,16 +63,16 @@ func startInstalled(t *testing.T, mcBin string, install func(*Cluster, *testing.
 	return c, tm
 }
 
-// buildImages builds the image archives, the Metacontroller one when mcBin
-// is set.
+// buildImages builds the image archives of the test programs, the
+// Metacontroller one when mcBin is set, beside the release's image
+// archive: the cluster tests run what `make release` ships.
 func buildImages(t *testing.T, mcBin string) Archives {
 	t.Helper()
-	root := controlplane.RepoRoot(t)
 	nodeDir, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	archives, err := BuildImages(root, nodeDir, t.TempDir(), mcBin)
+	archives, err := BuildImages(hooksArchive(t), hooksImage(t), nodeDir, t.TempDir(), mcBin)
 	if err != nil {
 		t.Fatalf("cannot build the images: %v", err)
 	}
@@ -88,7 +88,7 @@ func (c *Cluster) install(t *testing.T) {
 		t.Fatalf("cannot install Metacontroller's CRDs: %v", err)
 	}
 	root := controlplane.RepoRoot(t)
-	repo, tag, _ := strings.Cut(HooksImage, ":")
+	repo, tag, _ := strings.Cut(hooksImage(t), ":")
 	overlay := t.TempDir()
 	// kustomize takes a base only by a relative path. deploy/ itself needs
 	// cert-manager for the hooks' TLS certificate, which this cluster does

@@ -36,16 +36,18 @@ const (
 // entry carries the name both as containerd and Docker read it
 // (io.containerd.image.name) and as the OCI layout's tag
 // (org.opencontainers.image.ref.name). The same images give the same bytes.
-func WriteOCIArchive(path, name string, images ...Image) error {
+// It returns the image index's digest, the one a registry the archive is
+// copied to (skopeo copy --all --preserve-digests) serves it under.
+func WriteOCIArchive(path, name string, images ...Image) (string, error) {
 	ref, err := nameTag(name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, img := range images {
 		v1img, err := img.image(true)
 		if err != nil {
-			return err
+			return "", err
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
 			Add:        v1img,
@@ -54,20 +56,24 @@ func WriteOCIArchive(path, name string, images ...Image) error {
 	}
 	dir, err := os.MkdirTemp("", "oci-layout-")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	lp, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := lp.AppendIndex(idx, layout.WithAnnotations(map[string]string{
 		"io.containerd.image.name": ref.Name(),
 		annotationRefName:          ref.TagStr(),
 	})); err != nil {
-		return err
+		return "", err
 	}
-	return tarDir(dir, path)
+	digest, err := idx.Digest()
+	if err != nil {
+		return "", err
+	}
+	return digest.String(), tarDir(dir, path)
 }
 
 // nameTag parses repository:tag, which must name a tag.
@@ -126,8 +132,9 @@ func tarDir(dir, path string) error {
 
 // OCIImage is what ReadOCIArchive finds in an archive.
 type OCIImage struct {
-	// Name and Tag are the index.json entry's annotations.
-	Name, Tag string
+	// Name and Tag are the index.json entry's annotations, and Digest
+	// its digest: the image index's.
+	Name, Tag, Digest string
 	// Platforms are the image's manifests by "os/arch".
 	Platforms map[string]OCIPlatform
 }
@@ -141,6 +148,21 @@ type OCIPlatform struct {
 	// Machines are the ELF machines of the files that are ELF
 	// executables (EM_X86_64, EM_AARCH64), by file; nil when none is.
 	Machines map[string]string `json:",omitempty"`
+	// Config is the image configuration's config, and Created its
+	// creation date.
+	Config  v1.Config
+	Created time.Time
+	// Entries are the layers' files and directories by path (without a
+	// leading or trailing slash), with the data of regular files.
+	Entries map[string]Entry
+}
+
+// Entry is one file or directory of an image's layers.
+type Entry struct {
+	Dir      bool
+	Mode     int64
+	UID, GID int
+	Data     []byte
 }
 
 // ReadOCIArchive unpacks the OCI archive at path into dir and reads it back
@@ -166,7 +188,7 @@ func ReadOCIArchive(path, dir string) (OCIImage, error) {
 	if entry.MediaType != types.OCIImageIndex {
 		return OCIImage{}, fmt.Errorf("%s: index.json's entry is a %s, want an OCI image index", path, entry.MediaType)
 	}
-	out := OCIImage{Name: entry.Annotations[annotationImageName], Tag: entry.Annotations[annotationRefName], Platforms: map[string]OCIPlatform{}}
+	out := OCIImage{Name: entry.Annotations[annotationImageName], Tag: entry.Annotations[annotationRefName], Digest: entry.Digest.String(), Platforms: map[string]OCIPlatform{}}
 	idx, err := root.ImageIndex(entry.Digest)
 	if err != nil {
 		return OCIImage{}, err
@@ -183,7 +205,7 @@ func ReadOCIArchive(path, dir string) (OCIImage, error) {
 		if err != nil {
 			return OCIImage{}, err
 		}
-		p, err := readPlatform(img)
+		p, err := readPlatform(img, true)
 		if err != nil {
 			return OCIImage{}, fmt.Errorf("%s: %s: %w", path, desc.Platform, err)
 		}
@@ -192,23 +214,24 @@ func ReadOCIArchive(path, dir string) (OCIImage, error) {
 	return out, nil
 }
 
-// readPlatform reads one platform's image: its labels, and its layers'
-// files with the ELF machine of each executable.
-func readPlatform(img v1.Image) (OCIPlatform, error) {
+// readPlatform reads one platform's image: its configuration, and its
+// layers' files (a later layer's entry replacing an earlier one's) with the
+// ELF machine of each executable; oci requires OCI media types.
+func readPlatform(img v1.Image, oci bool) (OCIPlatform, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return OCIPlatform{}, err
 	}
-	if mt, err := img.MediaType(); err != nil || mt != types.OCIManifestSchema1 {
+	if mt, err := img.MediaType(); oci && (err != nil || mt != types.OCIManifestSchema1) {
 		return OCIPlatform{}, fmt.Errorf("manifest media type %s (%v)", mt, err)
 	}
-	p := OCIPlatform{Labels: cf.Config.Labels}
+	p := OCIPlatform{Labels: cf.Config.Labels, Config: cf.Config, Created: cf.Created.UTC(), Entries: map[string]Entry{}}
 	layers, err := img.Layers()
 	if err != nil {
 		return OCIPlatform{}, err
 	}
 	for _, l := range layers {
-		if mt, err := l.MediaType(); err != nil || mt != types.OCILayer {
+		if mt, err := l.MediaType(); oci && (err != nil || mt != types.OCILayer) {
 			return OCIPlatform{}, fmt.Errorf("layer media type %s (%v)", mt, err)
 		}
 		rc, err := l.Uncompressed()
@@ -225,6 +248,9 @@ func readPlatform(img v1.Image) (OCIPlatform, error) {
 				_ = rc.Close()
 				return OCIPlatform{}, err
 			}
+			if h.Typeflag == tar.TypeDir {
+				p.Entries[strings.Trim(h.Name, "/")] = Entry{Dir: true, Mode: h.Mode, UID: h.Uid, GID: h.Gid}
+			}
 			if h.Typeflag != tar.TypeReg {
 				continue
 			}
@@ -234,6 +260,7 @@ func readPlatform(img v1.Image) (OCIPlatform, error) {
 				_ = rc.Close()
 				return OCIPlatform{}, err
 			}
+			p.Entries[h.Name] = Entry{Mode: h.Mode, UID: h.Uid, GID: h.Gid, Data: data}
 			if f, err := elf.NewFile(bytes.NewReader(data)); err == nil {
 				if p.Machines == nil {
 					p.Machines = map[string]string{}

@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -16,8 +17,10 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -54,16 +57,48 @@ func releaseVersion(t *testing.T) string {
 // installs run.
 func releaseImage(v string) string { return "ghcr.io/formspec/formspec-hooks:" + v }
 
-// distFiles are the files of a release of version v, SHA256SUMS aside.
+// pluginPlatforms are the platforms kubectl-formspec is released for.
+var pluginPlatforms = []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64"}
+
+// pluginArchive is kubectl-formspec's archive for one platform (os/arch).
+func pluginArchive(v, platform string) string {
+	return "kubectl-formspec-" + v + "-" + strings.Replace(platform, "/", "-", 1) + ".tar.gz"
+}
+
+// distFiles are the files of a release of version v, SHA256SUMS and its
+// signature aside: each with an SBOM but the chart, install.yaml and the
+// metadata themselves.
 func distFiles(v string) []string {
-	files := []string{"formspec-hooks-" + v + ".tgz", "formspec-hooks-image-" + v + ".oci.tar", "install.yaml"}
+	files := []string{"formspec-hooks-" + v + ".tgz", "install.yaml", "kubectl-formspec.krew.yaml", "provenance.intoto.json",
+		"formspec-hooks-image-" + v + ".oci.tar", "formspec-hooks-image-" + v + ".cdx.json"}
 	for arch := range releaseArchs {
 		for _, bin := range releaseBinaries {
-			files = append(files, bin+"-"+v+"-linux-"+arch)
+			files = append(files, bin+"-"+v+"-linux-"+arch, bin+"-"+v+"-linux-"+arch+".cdx.json")
 		}
+	}
+	for _, p := range pluginPlatforms {
+		files = append(files, pluginArchive(v, p), strings.TrimSuffix(pluginArchive(v, p), ".tar.gz")+".cdx.json")
 	}
 	slices.Sort(files)
 	return files
+}
+
+// signatureFiles are what a release signed with SIGNING_KEY adds.
+var signatureFiles = []string{"SHA256SUMS.pub", "SHA256SUMS.sig"}
+
+// hooksImage is the name the release's image archive gives the project's
+// image, the one the cluster tests run.
+func hooksImage(t *testing.T) string { return releaseImage(releaseVersion(t)) }
+
+// hooksArchive is the release's image archive, which the cluster tests
+// import: they run what `make release` ships, not an image of their own.
+func hooksArchive(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(requireDist(t), "formspec-hooks-image-"+releaseVersion(t)+".oci.tar")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the release's image archive: %v (make release writes it)", err)
+	}
+	return p
 }
 
 // requireDist returns the release directory, or skips when none is named.
@@ -94,7 +129,7 @@ func TestDist(t *testing.T) {
 	}
 	var got []string
 	for _, e := range entries {
-		if e.Name() != "SHA256SUMS" {
+		if e.Name() != "SHA256SUMS" && !slices.Contains(signatureFiles, e.Name()) {
 			got = append(got, e.Name())
 		}
 	}
@@ -113,6 +148,10 @@ func TestDist(t *testing.T) {
 			}
 		}
 	})
+	t.Run("SBOMs", func(t *testing.T) { checkSBOMs(t, dir, v) })
+	t.Run("provenance", func(t *testing.T) { checkProvenance(t, dir, v) })
+	t.Run("kubectl plugin and krew manifest", func(t *testing.T) { checkPlugin(t, dir, v) })
+	t.Run("signature", func(t *testing.T) { checkSignature(t, dir) })
 	t.Run("binaries", func(t *testing.T) {
 		for arch, machine := range releaseArchs {
 			for _, bin := range releaseBinaries {
@@ -156,6 +195,22 @@ func TestDist(t *testing.T) {
 		if len(img.Platforms) != len(releaseArchs) {
 			t.Errorf("the image has %d platforms, want %d", len(img.Platforms), len(releaseArchs))
 		}
+		for platform, p := range img.Platforms {
+			checkRuntimeFiles(t, "the release's image, "+platform, p)
+			rev := p.Labels["org.opencontainers.image.revision"]
+			out, err := exec.Command("git", "-C", controlplane.RepoRoot(t), "show", "-s", "--format=%ct", rev).Output()
+			if err != nil {
+				t.Errorf("%s: git show %s (the revision label): %v", platform, rev, err)
+				continue
+			}
+			sec, _ := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+			if want := time.Unix(sec, 0).UTC(); !p.Created.Equal(want) {
+				t.Errorf("%s: the image was created %v, want its commit's time %v", platform, p.Created, want)
+			}
+			if diff := cmp.Diff(installPorts(t, dir), slices.Sorted(maps.Keys(p.Config.ExposedPorts))); diff != "" {
+				t.Errorf("%s: exposed ports: -want (install.yaml's hooks container), +got:\n%s", platform, diff)
+			}
+		}
 	})
 	t.Run("install.yaml", func(t *testing.T) {
 		objs, err := controlplane.ReadYAMLFile(filepath.Join(dir, "install.yaml"))
@@ -176,7 +231,8 @@ func TestDist(t *testing.T) {
 				images[img] = true
 			}
 		}
-		if diff := cmp.Diff(map[string]bool{releaseImage(v): true}, images); diff != "" {
+		pinned := releaseImage(v) + "@" + imageDigest(t, dir, v)
+		if diff := cmp.Diff(map[string]bool{pinned: true}, images); diff != "" {
 			t.Errorf("images install.yaml runs: -want, +got:\n%s", diff)
 		}
 		if kinds["CustomResourceDefinition"] != 4 || kinds["Deployment"] != 1 || kinds["Certificate"] == 0 {
@@ -192,12 +248,57 @@ func TestDist(t *testing.T) {
 		if got := [2]any{objs[0]["version"], objs[0]["appVersion"]}; got != [2]any{v, v} {
 			t.Errorf("the package's version and appVersion are %v, want %s", got, v)
 		}
+		values, err := controlplane.DecodeYAML(files["formspec-hooks/values.yaml"])
+		if err != nil || len(values) != 1 {
+			t.Fatalf("the package's values.yaml: %v", err)
+		}
+		if got, want := get2(values[0], "image", "digest"), imageDigest(t, dir, v); got != want {
+			t.Errorf("the package's image.digest is %v, want the image archive's %s", got, want)
+		}
 		for _, name := range []string{"formspec-hooks/values.yaml", "formspec-hooks/values.schema.json", "formspec-hooks/templates/deployment.yaml", "formspec-hooks/crds/formspec.dev_workspaces.yaml"} {
 			if files[name] == nil {
 				t.Errorf("the chart package lacks %s", name)
 			}
 		}
 	})
+}
+
+// imageDigest is the digest of the release's image archive's image index.
+func imageDigest(t *testing.T, dir, v string) string {
+	t.Helper()
+	img, err := ReadOCIArchive(filepath.Join(dir, "formspec-hooks-image-"+v+".oci.tar"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img.Digest
+}
+
+// installPorts are the container ports of install.yaml's hooks
+// container, as port/tcp, sorted.
+func installPorts(t *testing.T, dir string) []string {
+	t.Helper()
+	objs, err := controlplane.ReadYAMLFile(filepath.Join(dir, "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ports []string
+	for _, obj := range objs {
+		if obj["kind"] != "Deployment" {
+			continue
+		}
+		containers, _ := get2(obj, "spec", "template", "spec", "containers").([]any)
+		for _, c := range containers {
+			if get2(c, "name") != "hooks" {
+				continue
+			}
+			list, _ := get2(c, "ports").([]any)
+			for _, p := range list {
+				ports = append(ports, fmt.Sprintf("%v/tcp", get2(p, "containerPort")))
+			}
+		}
+	}
+	slices.Sort(ports)
+	return ports
 }
 
 // get2 is the value at a path of maps, or nil.
@@ -322,7 +423,7 @@ func TestReleaseInstall(t *testing.T) {
 		c := Start(t, tm, images...)
 		c.installManifest(t, filepath.Join(dir, "install.yaml"))
 		tm.Phase("install.yaml applied, hook pods Ready")
-		c.checkHookImage(t)
+		c.checkHookImage(t, dir)
 		t.Run("pods run as their securityContext says", func(t *testing.T) { c.checkHookProcesses(t) })
 		t.Run("hooks answer through the Service over TLS with the token", func(t *testing.T) { c.checkTLSAndToken(t) })
 		tm.Phase("checks")
@@ -332,7 +433,7 @@ func TestReleaseInstall(t *testing.T) {
 		c := Start(t, tm, images...)
 		c.helmInstallChart(t, filepath.Join(dir, "formspec-hooks-"+v+".tgz"), "defaultVersion: "+workspaceVersion+"\n")
 		tm.Phase("packaged chart applied, hook pods Ready")
-		c.checkHookImage(t)
+		c.checkHookImage(t, dir)
 		t.Run("hooks answer through the Service over TLS with the token", func(t *testing.T) { c.checkTLSAndToken(t) })
 		tm.Phase("checks")
 	})
@@ -404,18 +505,20 @@ func (c *Cluster) installManifest(t *testing.T, manifest string) {
 }
 
 // checkHookImage checks that both containers of the hook pods run the
-// release's image.
-func (c *Cluster) checkHookImage(t *testing.T) {
+// release's image, by its tag and its digest, as the release's
+// install.yaml and chart name it.
+func (c *Cluster) checkHookImage(t *testing.T, dir string) {
 	t.Helper()
 	v := releaseVersion(t)
+	want := releaseImage(v) + "@" + imageDigest(t, dir, v)
 	d, err := c.Client().Get("apps/v1", "Deployment", hooksNamespace, hooksName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	containers, _ := get2(d, "spec", "template", "spec", "containers").([]any)
 	for _, ct := range containers {
-		if img := stringField(ct.(map[string]any), "image"); img != releaseImage(v) || strings.Contains(img, "node-test") {
-			t.Errorf("container %s runs %s, want the release's %s", stringField(ct.(map[string]any), "name"), img, releaseImage(v))
+		if img := stringField(ct.(map[string]any), "image"); img != want {
+			t.Errorf("container %s runs %s, want the release's %s", stringField(ct.(map[string]any), "name"), img, want)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 const upgradeFrom = "testdata/upgrade-from"
 
 // previousHooksImage is the image built from that revision, imported
-// beside HooksImage under a tag of its own.
+// beside the release's image under a tag of its own.
 const previousHooksImage = "ghcr.io/formspec/formspec-hooks:node-test-previous"
 
 // rollsOnUpgrade names each change since the previous revision that makes
@@ -78,7 +78,7 @@ func TestUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo, oldTag, _ := strings.Cut(previousHooksImage, ":")
-	_, newTag, _ := strings.Cut(HooksImage, ":")
+	_, newTag, _ := strings.Cut(hooksImage(t), ":")
 	f := startFleet(t, mcBin, []string{archive}, filepath.Join(previous, chartDir),
 		fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, oldTag))
 	f.tm.Phase("the previous version (" + rev[:7] + ") installed")
@@ -138,8 +138,8 @@ func TestUpgrade(t *testing.T) {
 	f.tm.Phase("upgraded, rolls and one resync watched, converged")
 	for _, p := range f.c.hookPods(t) {
 		for _, c := range p.Spec.Containers {
-			if c.Image != HooksImage {
-				t.Errorf("hook pod %s container %s runs %s after the upgrade, want %s", p.Name, c.Name, c.Image, HooksImage)
+			if c.Image != hooksImage(t) {
+				t.Errorf("hook pod %s container %s runs %s after the upgrade, want %s", p.Name, c.Name, c.Image, hooksImage(t))
 			}
 		}
 	}
@@ -220,9 +220,17 @@ func checkChangelogRolls(t *testing.T, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?s)## \[Unreleased\].*?### Rolls workspaces\n(.*?)\n(?:###|## )`).FindSubmatch(b)
+	// The entry of this checkout's version: Unreleased on main (a -dev
+	// version), the release's own once VERSION says it (the commit that
+	// cuts it); buildinfo.ChangelogHeading's rule, whose package this
+	// module does not import (its metrics library).
+	heading := "## [" + releaseVersion(t) + "]"
+	if strings.HasSuffix(releaseVersion(t), "-dev") {
+		heading = "## [Unreleased]"
+	}
+	m := regexp.MustCompile(`(?s)` + regexp.QuoteMeta(heading) + `.*?### Rolls workspaces\n(.*?)\n(?:###|## )`).FindSubmatch(b)
 	if m == nil {
-		t.Fatal(`CHANGELOG.md: no "### Rolls workspaces" heading under "## [Unreleased]"`)
+		t.Fatalf(`CHANGELOG.md: no "### Rolls workspaces" heading under %q`, heading)
 	}
 	section := strings.TrimSpace(string(m[1]))
 	if len(rollsOnUpgrade) == 0 {

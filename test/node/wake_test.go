@@ -88,7 +88,7 @@ func TestWakeOnRequest(t *testing.T) {
 	if err := c.Client().InstallCRDs(crds...); err != nil {
 		t.Fatalf("cannot install the KEDA HTTP add-on's CRDs: %v", err)
 	}
-	repo, tag, _ := strings.Cut(HooksImage, ":")
+	repo, tag, _ := strings.Cut(hooksImage(t), ":")
 	adminURL := fmt.Sprintf("http://%s-admin.%s:%d", interceptorName, interceptorNamespace, interceptorAdminPort)
 	c.helmInstallChart(t, filepath.Join(controlplane.RepoRoot(t), chartDir),
 		"defaultVersion: "+workspaceVersion+"\nimage:\n  repository: "+repo+"\n  tag: "+tag+"\n  pullPolicy: Never\n"+

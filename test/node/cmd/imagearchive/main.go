@@ -1,10 +1,12 @@
 // Command imagearchive writes the project's image as `make release` ships
-// it: an OCI archive of one image for several platforms, each built from
-// the Dockerfile's final stage exactly as the one-node cluster tests build
-// theirs (node.HooksImageFrom), without a container builder or registry.
+// it: an OCI archive of one image for several platforms, each built as the
+// Dockerfile describes (node.HooksImageFrom), without a container builder
+// or registry. It prints the image index's digest, which the chart and
+// install.yaml pin.
 //
 //	go run ./cmd/imagearchive -root ../.. -name ghcr.io/formspec/formspec-hooks:0.1.0 \
 //	  -arch amd64,arm64 -build-arg VERSION=0.1.0 -build-arg REVISION=$(git rev-parse HEAD) \
+//	  -build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) \
 //	  -out ../../dist/formspec-hooks-image-0.1.0.oci.tar
 package main
 
@@ -43,23 +45,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: imagearchive -root DIR -name REPOSITORY:TAG -out FILE [-arch LIST] [-build-arg KEY=VALUE]...")
 		os.Exit(2)
 	}
-	if err := write(*root, *out, *name, strings.Split(*archs, ","), args); err != nil {
+	digest, err := write(*root, *out, *name, strings.Split(*archs, ","), args)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagearchive:", err)
 		os.Exit(1)
 	}
+	fmt.Println(digest)
 }
 
-func write(root, out, name string, archs []string, args map[string]string) error {
+func write(root, out, name string, archs []string, args map[string]string) (string, error) {
 	work, err := os.MkdirTemp("", "imagearchive-")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer func() { _ = os.RemoveAll(work) }()
 	var images []node.Image
 	for _, arch := range archs {
 		img, err := node.HooksImageFrom(root, work, node.Build{Arch: arch, Args: args})
 		if err != nil {
-			return fmt.Errorf("linux/%s: %w", arch, err)
+			return "", fmt.Errorf("linux/%s: %w", arch, err)
 		}
 		images = append(images, img)
 	}
