@@ -53,7 +53,7 @@ export FORMSPEC_NODE_BIN
 FORMSPEC_KSM_BIN ?= $(HOME)/.cache/formspec-hooks/ksm-v2.15.0
 export FORMSPEC_KSM_BIN
 
-.PHONY: all build image release sync-version run test test-helm test-node test-dist test-faults test-storm test-upgrade node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench paced scale clean
+.PHONY: all build image release sync-version run test test-helm test-node test-dist test-faults test-storm test-upgrade test-takeover node-binaries ksm-binaries keda-binaries crds helm-crds unit fmt vet fixtures load bench paced scale clean
 
 all: build
 
@@ -263,6 +263,16 @@ test-upgrade: k8s-binaries node-binaries test-dist
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the upgrade test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
 	cd test/node && FORMSPEC_DIST=$(TEST_DIST) FORMSPEC_UPGRADE=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
 		$(GO) test -count=1 -timeout 60m -v -run '^TestUpgrade$$' .
+
+# test-takeover takes over, on the one-node cluster, the Workspaces of the
+# original FormSpec operator (FLEET_WORKSPACES of every class shape, with
+# claims, their children made as that operator made them) following
+# docs/migrating.md, while a client calls every running workspace's
+# Service; root and METACONTROLLER_BIN, minutes. See docs/testing.md.
+test-takeover: k8s-binaries node-binaries
+	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the takeover test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
+	cd test/node && FORMSPEC_TAKEOVER=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
+		$(GO) test -count=1 -timeout 60m -v -run '^TestTakeover$$' .
 
 # node-binaries builds the kubelet, kube-proxy, kube-scheduler and CoreDNS
 # into $(FORMSPEC_NODE_BIN) unless current (cold: a few minutes); only as

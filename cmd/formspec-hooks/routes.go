@@ -21,6 +21,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		DefaultVersion:    cfg.defaultVersion,
 		ControlClusterURL: cfg.controlClusterURL,
 		Reports:           sink,
+		ChildCreateGrace:  cfg.childCreateGrace,
 	})
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink, Claims: cfg.claims})

@@ -41,6 +41,8 @@ type hookConfig struct {
 	decisions decision.Recorder
 	// claims are the install's choices about grants.
 	claims claims.Options
+	// childCreateGrace is --child-create-grace.
+	childCreateGrace time.Duration
 }
 
 // serveFlags are the serve command's flags, parsed.
@@ -55,6 +57,7 @@ type serveFlags struct {
 	tlsCertFile, tlsKeyFile, tlsClientCAFile string
 	authTokenFile                            string
 	acceptV1Grants                           bool
+	childCreateGrace                         time.Duration
 	shutdownDelay, shutdownTimeout           time.Duration
 	pprof                                    bool
 	logging                                  *cliflag.Logging
@@ -82,6 +85,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.tlsKeyFile, "tls-key-file", "", "private key for --tls-cert-file")
 	fs.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "require client certificates signed by these CAs (mTLS; reloaded when it changes)")
 	fs.StringVar(&f.authTokenFile, "auth-token-file", "", "require a bearer token from this file, one per line (re-read when it changes)")
+	fs.DurationVar(&f.childCreateGrace, "child-create-grace", workspace.DefaultChildCreateGrace, "how long a workspace's Deployment, Service or ConfigMap may stay missing after a sync asked for it before the Workspace is Degraded with reason ChildNotCreated (its create failed: an object of that name the workspace does not own, a quota or an admission rejection)")
 	fs.BoolVar(&f.acceptV1Grants, "accept-v1-grants", false, "accept ResourceClaims signed in the original operator's v1 format for every Datastore, as a Datastore's spec.grantPolicy.acceptV1Signatures does for its own; v1 binds no namespace, so only while moving from that operator (docs/claims.md)")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.Defaults.ShutdownDelay, "how long /readyz fails before the listener closes")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
@@ -240,6 +244,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		logger:            logger,
 		decisions:         cfg.Metrics,
 		claims:            claims.Options{AcceptV1: f.acceptV1Grants},
+		childCreateGrace:  f.childCreateGrace,
 	}
 	if f.acceptV1Grants {
 		logger.Warn("--accept-v1-grants: ResourceClaims signed as v1, which binds no namespace, are granted for every Datastore; sign them again as v2 and drop the flag (docs/claims.md)")

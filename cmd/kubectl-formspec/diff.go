@@ -24,13 +24,21 @@ answers (nothing is written). It then lists the workspace as unchanged,
 changed (each child, and each field with its live and desired values), or
 "pods would roll" when the Deployment's pod template would change: that
 replaces every pod of the workspace. A Workspace being deleted is not
-compared.
+compared. A Workspace held for its takeover from the original operator
+(formspec.dev/takeover: hold, docs/migrating.md) is compared as if
+released: what kubectl formspec takeover roll would do to it. When the hook
+would make a Workspace Degraded, the reason and message are shown under it.
+Where a child would be created and an object of its kind and name already
+exists that is not the workspace's, it says whose that object is and
+whether Metacontroller's apply would fail (the Workspace then turns
+Degraded, ChildNotCreated) or overwrite it; the hooks themselves cannot
+see such an object.
 
 --resource-image, --default-version and --cluster-control-url are the hook
 server's flags (formspec-hooks serve): give the values of the install you
 are upgrading, or every workspace shows its image or environment changing.
 --field-manager must be Metacontroller's --apply-strategy-ssa-field-manager.
-The dry run needs the rights Metacontroller has on the children: patch on
+The dry run needs the rights Metacontroller has on the children: get and patch on
 Deployments, Services, ConfigMaps, HorizontalPodAutoscalers and
 PodDisruptionBudgets.
 `

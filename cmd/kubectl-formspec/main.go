@@ -1,8 +1,10 @@
 // Command kubectl-formspec is the kubectl plugin of the FormSpec operator:
 // `kubectl formspec trace` shows a Workspace, ResourceClaim or Datastore
 // as the tree of everything it is made of, with what keeps each part from
-// being Ready, and `kubectl formspec diff` previews what this version of
-// the hooks would change in the live Workspaces before an upgrade.
+// being Ready, `kubectl formspec diff` previews what this version of the
+// hooks would change in the live Workspaces before an upgrade, and
+// `kubectl formspec takeover` takes a cluster over from the original
+// FormSpec operator (docs/migrating.md).
 //
 // kubectl runs it for `kubectl formspec ...` when it is on the PATH under
 // this name. The connection flags (--kubeconfig, --context, -n, ...) are
@@ -47,13 +49,14 @@ type subcommand struct {
 }
 
 // commandOrder is the order of the usage's command list.
-var commandOrder = []string{"trace", "diff", "version"}
+var commandOrder = []string{"trace", "diff", "takeover", "version"}
 
 func commands() map[string]subcommand {
 	return map[string]subcommand{
-		"trace":   {"show a Workspace, ResourceClaim (rclaim) or Datastore as a tree, with what keeps each part from being Ready", runTrace},
-		"diff":    {"preview what this version's hooks would change in the live Workspaces", runDiff},
-		"version": {"print the version", runVersion},
+		"trace":    {"show a Workspace, ResourceClaim (rclaim) or Datastore as a tree, with what keeps each part from being Ready", runTrace},
+		"diff":     {"preview what this version's hooks would change in the live Workspaces", runDiff},
+		"takeover": {"take Workspaces over from the original FormSpec operator: prepare, then roll", runTakeover},
+		"version":  {"print the version", runVersion},
 	}
 }
 
@@ -100,16 +103,19 @@ func usage(w io.Writer, cmds map[string]subcommand) {
 	fmt.Fprintln(w, "Usage: kubectl formspec <command> [flags]")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, name := range commandOrder {
-		fmt.Fprintf(w, "  %-8s %s\n", name, cmds[name].summary)
+		fmt.Fprintf(w, "  %-9s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprint(w, "\nRun 'kubectl formspec <command> --help' for a command's flags.\n"+exitCodes)
 }
 
 // exitCodes ends every usage text.
 const exitCodes = `
-Exit status: 0 when all is well; 1 when trace finds something not Ready, or
-diff --exit-code finds a change; 2 for a usage mistake; 3 when the command
-could not find out (the API server cannot be reached, an object cannot be read).
+Exit status: 0 when all is well; 1 when trace finds something not Ready,
+diff --exit-code finds a change, or takeover prepare finds an object at a
+Workspace's child's name that is not the Workspace's; 2 for a usage
+mistake; 3 when the command could not find out or do its work (the API
+server cannot be reached, an object cannot be read or written, a takeover
+roll stopped).
 `
 
 // runVersion is "kubectl formspec version".

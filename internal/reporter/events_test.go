@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -332,5 +334,41 @@ func TestEventsDeduplicatedLimitedAndClean(t *testing.T) {
 	}
 	if diff := cmp.Diff(1.0, testutil.ToFloat64(r.m.events.WithLabelValues("rate_limited"))); diff != "" {
 		t.Errorf("rate-limited events (-want, +got):\n%s", diff)
+	}
+}
+
+// TestChildNotCreatedEventNamesTheChild feeds the status the workspace
+// hook answers for a ConfigMap it could not create (the golden fixture's)
+// to the reporter: the Warning Event it records carries the Degraded
+// message whole, so that `kubectl events` names the object in the way and
+// how to see its owner.
+func TestChildNotCreatedEventNamesTheChild(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "workspace", "sync", "configmap-not-created", "response.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Status struct {
+			Phase      string             `json:"phase"`
+			Conditions []metav1.Condition `json:"conditions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		t.Fatal(err)
+	}
+	prev := &observation.WorkspaceStatus{Phase: v1alpha1.PhaseReady}
+	cur := &observation.WorkspaceStatus{Phase: resp.Status.Phase, Conditions: resp.Status.Conditions}
+	evs := workspaceEvents(workspaceRef(&wsEntry{name: types.NamespacedName{Namespace: "team-a", Name: "acme"}}), new(factsOf(prev)), factsOf(cur), cur)
+	if diff := cmp.Diff([]string{"Warning " + v1alpha1.ReasonChildNotCreated}, reasons(evs)); diff != "" {
+		t.Fatalf("events (-want, +got):\n%s", diff)
+	}
+	note := evs[0].note
+	for _, want := range []string{"ConfigMap team-a/acme-config", "kubectl get configmap acme-config -n team-a"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the Event's note does not say %q: %q", want, note)
+		}
+	}
+	if len(note) > maxNote || strings.HasSuffix(note, "…") {
+		t.Errorf("the Event's note (%d bytes) is cut at the API's limit of %d: %q", len(note), maxNote, note)
 	}
 }

@@ -153,6 +153,11 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 	}
 
 	e.install = readInstall(t, root, newTestCA(t, "formspec-hooks-ca"), randomToken(t))
+	for _, p := range e.install.policies {
+		if _, err := e.c.Apply(p, fieldManager); err != nil {
+			t.Fatalf("cannot apply %v %s: %v", p["kind"], objName(p), err)
+		}
+	}
 	e.namespace(t, str(field(e.install.deployment, "metadata", "namespace")))
 	for _, s := range e.install.secrets {
 		if _, err := e.c.Create(s); err != nil {
@@ -183,6 +188,9 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 			"--reporter-url=http://127.0.0.1:" + strconv.Itoa(reporterPort),
 			"--shutdown-delay=0",
 			"--log-level=debug",
+			// A child that cannot be created makes its Workspace Degraded
+			// after seconds, not the default minute.
+			"--child-create-grace=3s",
 		}
 		for _, name := range serverFileNames {
 			args = append(args, "--"+name+"="+files[name])

@@ -40,6 +40,17 @@ import (
 //     the ReplicaSet cannot create pods (ReplicaFailure True, FailedCreate,
 //     with the quota's refusal as its message).
 //   - DatastoreNotInjected: the Workspace lists a datastore no claim serves.
+//   - ChildNotCreated: a Deployment with the Workspace's name exists
+//     before it, owned by nobody (its own selector, which is immutable), or
+//     controlled by another object (a ConfigMap standing in for another
+//     tool's object); Metacontroller's apply of the workspace's Deployment
+//     onto it fails, and once the Workspace is Degraded (the hook's grace
+//     is a few seconds here) the Deployment must be exactly as it was made:
+//     not adopted, not relabelled, not overwritten. The same for a Service
+//     nobody owns, which Metacontroller's apply would overwrite but for
+//     the install's admission policy (deploy/hooks/children-admission-policy.yaml).
+//     The hook never sees the object (missing.go); the message names the
+//     child it could not create.
 func testDegradedEvents(t *testing.T, e *env) {
 	const ns, className = "e2e-degraded", "e2e-degraded"
 	e.namespace(t, ns)
@@ -52,6 +63,9 @@ func testDegradedEvents(t *testing.T, e *env) {
 		// workspace's Deployment status, as the deployment controller
 		// would.
 		deploymentCondition map[string]any
+		// inTheWay, when set, is created before the Workspace, with its
+		// name, and must stay exactly as it was created.
+		inTheWay func(t *testing.T, name string) controlplane.Object
 	}{
 		"classless": {
 			reason: v1alpha1.ReasonClusterClassNotFound,
@@ -81,6 +95,35 @@ func testDegradedEvents(t *testing.T, e *env) {
 			deploymentCondition: map[string]any{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
 				"message": `pods "quota-5d9f7c8b6d-x2x7q" is forbidden: exceeded quota: compute, requested: cpu=1, used: cpu=4, limited: cpu=4`},
 		},
+		"unowned": {
+			reason:   v1alpha1.ReasonChildNotCreated,
+			create:   func(t *testing.T, name string) { e.apply(t, newWorkspace(ns, name, className)) },
+			inTheWay: func(t *testing.T, name string) controlplane.Object { return e.someonesDeployment(t, ns, name, nil) },
+		},
+		"unowned-service": {
+			reason: v1alpha1.ReasonChildNotCreated,
+			create: func(t *testing.T, name string) { e.apply(t, newWorkspace(ns, name, className)) },
+			inTheWay: func(t *testing.T, name string) controlplane.Object {
+				svc, err := e.c.Create(controlplane.Object{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app": "someones-" + name}},
+					"spec": map[string]any{"selector": map[string]any{"app": "someones-" + name}, "ports": []any{map[string]any{"port": 8080}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return svc
+			},
+		},
+		"foreign": {
+			reason: v1alpha1.ReasonChildNotCreated,
+			create: func(t *testing.T, name string) { e.apply(t, newWorkspace(ns, name, className)) },
+			inTheWay: func(t *testing.T, name string) controlplane.Object {
+				owner, err := e.c.Create(controlplane.Object{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name + "-release", "namespace": ns}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				md := owner["metadata"].(map[string]any)
+				return e.someonesDeployment(t, ns, name, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": md["name"], "uid": md["uid"], "controller": true})
+			},
+		},
 		"unbound": {
 			reason: v1alpha1.ReasonDatastoreNotInjected,
 			create: func(t *testing.T, name string) {
@@ -91,8 +134,12 @@ func testDegradedEvents(t *testing.T, e *env) {
 		},
 	}
 	for name, tc := range cases {
-		t.Run(tc.reason, func(t *testing.T) {
+		t.Run(tc.reason+"/"+name, func(t *testing.T) {
 			t.Parallel()
+			var inTheWay controlplane.Object
+			if tc.inTheWay != nil {
+				inTheWay = tc.inTheWay(t, name)
+			}
 			tc.create(t, name)
 			if tc.deploymentCondition != nil {
 				e.eventually(t, "Deployment "+ns+"/"+name+" rolled out", func() error { return e.runDeployment(ns, name) })
@@ -118,6 +165,12 @@ func testDegradedEvents(t *testing.T, e *env) {
 			want := eventShape{Type: corev1.EventTypeWarning, Reason: tc.reason, UID: string(ws.UID), Note: message}
 			if got := shapeOfEvent(ev); got != want {
 				t.Errorf("Event on Workspace %s/%s:\n got %+v\nwant %+v", ns, name, got, want)
+			}
+			if inTheWay != nil {
+				if what := inTheWay["kind"].(string) + " " + ns + "/" + name; !strings.Contains(message, what) {
+					t.Errorf("the Degraded message does not name the %s: %q", what, message)
+				}
+				e.untouched(t, inTheWay)
 			}
 		})
 	}
@@ -253,6 +306,43 @@ func (e *env) stallDeployment(t *testing.T, ns, name string, cond map[string]any
 type statusOnly struct {
 	metav1.ObjectMeta `json:"metadata"`
 	Status            v1alpha1.WorkspaceStatus `json:"status"`
+}
+
+// someonesDeployment creates a Deployment that is not a Workspace's: its
+// own labels and selector, and owner as its controller (nil: none).
+func (e *env) someonesDeployment(t *testing.T, ns, name string, owner map[string]any) controlplane.Object {
+	t.Helper()
+	labels := map[string]any{"app": "someones-" + name}
+	md := map[string]any{"name": name, "namespace": ns, "labels": labels}
+	if owner != nil {
+		md["ownerReferences"] = []any{owner}
+	}
+	dep, err := e.c.Create(controlplane.Object{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": md, "spec": map[string]any{
+		"replicas": 1, "selector": map[string]any{"matchLabels": labels},
+		"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "registry.example/app:1"}}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dep
+}
+
+// untouched checks, once the Workspace whose name it has is Degraded, that
+// an object in the way is as it was made: neither adopted, relabelled nor
+// overwritten.
+func (e *env) untouched(t *testing.T, made controlplane.Object) {
+	t.Helper()
+	md := made["metadata"].(map[string]any)
+	ns, name := md["namespace"].(string), md["name"].(string)
+	now, err := e.c.Get(made["apiVersion"].(string), made["kind"].(string), ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nmd := now["metadata"].(map[string]any)
+	if nmd["resourceVersion"] != md["resourceVersion"] || fmt.Sprint(nmd["ownerReferences"]) != fmt.Sprint(md["ownerReferences"]) || fmt.Sprint(nmd["labels"]) != fmt.Sprint(md["labels"]) {
+		t.Errorf("%s %s/%s was changed: resourceVersion %v → %v, owners %v → %v, labels %v → %v", made["kind"], ns, name,
+			md["resourceVersion"], nmd["resourceVersion"], md["ownerReferences"], nmd["ownerReferences"], md["labels"], nmd["labels"])
+	}
 }
 
 // workspaceStatus reads a Workspace's metadata and status.

@@ -34,6 +34,9 @@ type install struct {
 	controllers []controlplane.Object
 	// secrets are the Secrets the install needs but does not contain.
 	secrets []controlplane.Object
+	// policies are the install's admission policies and their bindings,
+	// unchanged.
+	policies []controlplane.Object
 }
 
 // readInstall reads the objects of the documented install that the
@@ -68,6 +71,8 @@ func readInstall(t *testing.T, root string, ca *testCA, token string) install {
 					}
 				case "CompositeController", "DecoratorController":
 					in.controllers = append(in.controllers, obj)
+				case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+					in.policies = append(in.policies, obj)
 				}
 			}
 		}

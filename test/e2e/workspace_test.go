@@ -20,7 +20,8 @@ import (
 // them takes seconds, and each case works in its own namespaces and
 // ClusterClasses, so the cases run in parallel. Then, one after the other
 // because each restarts Metacontroller, a wrong token and a wrong CA must
-// get no answer from the hooks.
+// get no answer from the hooks, and the children of the original operator,
+// made while Metacontroller is stopped, are taken over.
 func TestMetacontroller(t *testing.T) {
 	e := startEnv(t)
 	t.Run("cases", func(t *testing.T) {
@@ -34,6 +35,8 @@ func TestMetacontroller(t *testing.T) {
 	})
 	t.Run("WrongToken", func(t *testing.T) { testWrongToken(t, e) })
 	t.Run("WrongCA", func(t *testing.T) { testWrongCA(t, e) })
+	// It stops Metacontroller while the original operator's world is made.
+	t.Run("Takeover", func(t *testing.T) { testTakeover(t, e) })
 	// Each of those started Metacontroller from its subtest, which stopped
 	// it when it ended: run it again, from this test, with the install
 	// put right, for the cleanup.

@@ -421,6 +421,8 @@ func objects(namespace, fullname string, networkPolicy, pdb bool, extra ...strin
 		"Deployment/"+namespace+"/"+fullname,
 		"Service/"+namespace+"/"+fullname,
 		"Service/"+namespace+"/"+fullname+"-metrics",
+		"ValidatingAdmissionPolicy/formspec-workspace-children",
+		"ValidatingAdmissionPolicyBinding/formspec-workspace-children",
 	)
 	if networkPolicy {
 		objs = append(objs, "NetworkPolicy/"+namespace+"/"+fullname)

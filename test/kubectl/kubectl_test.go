@@ -60,6 +60,7 @@ func TestPlugin(t *testing.T) {
 	t.Run("DiffChanges", func(t *testing.T) { testDiffChanges(t, p, w) })
 	t.Run("DiffCredentialsFrom010", func(t *testing.T) { testDiffCredentialsFrom010(t, p, w) })
 	t.Run("DiffErrors", func(t *testing.T) { testDiffErrors(t, p) })
+	t.Run("TakeoverPrepare", func(t *testing.T) { testTakeoverPrepare(t, p, w) })
 	// Last, over everything the others printed and asked for.
 	t.Run("NoSecretData", func(t *testing.T) { testNoSecretData(t, p, w) })
 }

@@ -20,6 +20,14 @@ const (
 	// wake controller then has the interceptor refuse further ones with
 	// 503 until the workspace is ready. The reporter removes it.
 	AnnotationWakeOverflow = "formspec.dev/wake-overflow"
+	// AnnotationTakeover set to TakeoverHold keeps the children of the
+	// original FormSpec operator as they are (docs/migrating.md): the
+	// hooks take them over, rolling the workspace's pods once, when it is
+	// removed. `kubectl formspec takeover prepare` sets it, `takeover
+	// roll` removes it a few workspaces at a time.
+	AnnotationTakeover = "formspec.dev/takeover"
+	// TakeoverHold is the value of AnnotationTakeover that holds.
+	TakeoverHold = "hold"
 )
 
 // ArtifactHashPattern is the one spelling of an artifact hash the reporter
@@ -53,6 +61,12 @@ const (
 	// LabelClusterClass names the workspace's class on every child (not on
 	// its pods, so that a class change alone does not roll them).
 	LabelClusterClass = "formspec.dev/cluster-class"
+	// LabelManagedBy set to ManagedBy marks every child the hooks render
+	// (and their pods): a child without it was made by someone else, the
+	// original operator's being taken over (docs/migrating.md).
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of LabelManagedBy on the hooks' children.
+	ManagedBy = "formspec-hooks"
 	// LabelNodeType is the node label a class's nodeType selects.
 	LabelNodeType = "formspec.dev/node-type"
 	// NodeLabelPrefix starts every node label the reporter passes on to
@@ -173,6 +187,14 @@ const (
 	ReasonRollingOut            = "RollingOut"
 	ReasonWaitingForCredentials = "WaitingForCredentials"
 	ReasonRolloutComplete       = "RolloutComplete"
+	// ReasonTakeoverHeld: the original operator's children are kept as
+	// they are while the Workspace carries formspec.dev/takeover: hold.
+	ReasonTakeoverHeld = "TakeoverHeld"
+	// ReasonTakingOver: the original operator's children are being taken
+	// over (their pods roll once; the rest goes once the new pods run).
+	ReasonTakingOver = "TakingOver"
+	// ReasonCreating: a child the hook asks for is not observed yet.
+	ReasonCreating = "Creating"
 
 	// Reasons of Degraded: True.
 	ReasonClusterClassNotFound     = "ClusterClassNotFound"
@@ -180,6 +202,12 @@ const (
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonReplicaFailure           = "ReplicaFailure"
 	ReasonDatastoreNotInjected     = "DatastoreNotInjected"
+	// ReasonChildNotCreated: a child the hook asks for (the workspace's
+	// Deployment, Service or ConfigMap) is still not there a grace period
+	// after a sync first asked for it: its create failed. The message
+	// names it and the likely causes: an object of that name the
+	// workspace does not own, a quota, an admission rejection.
+	ReasonChildNotCreated = "ChildNotCreated"
 )
 
 // Datastore injection states in WorkspaceStatus.Datastores.

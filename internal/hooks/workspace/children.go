@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -46,13 +47,13 @@ func (m childMeta) object(ws *v1alpha1.Workspace, name string) metav1.ObjectMeta
 // labels are the labels on every child and pod of a workspace.
 func labels(ws *v1alpha1.Workspace) map[string]string {
 	return map[string]string{
-		"app.kubernetes.io/name":       "formspec-resource",
-		"app.kubernetes.io/instance":   ws.Name,
-		"app.kubernetes.io/component":  "workspace",
-		"app.kubernetes.io/part-of":    "formspec",
-		"app.kubernetes.io/managed-by": "formspec-hooks",
-		v1alpha1.LabelWorkspace:        ws.Name,
-		v1alpha1.LabelClusterClass:     ws.Spec.ClusterClass,
+		"app.kubernetes.io/name":      "formspec-resource",
+		"app.kubernetes.io/instance":  ws.Name,
+		"app.kubernetes.io/component": "workspace",
+		"app.kubernetes.io/part-of":   "formspec",
+		v1alpha1.LabelManagedBy:       v1alpha1.ManagedBy,
+		v1alpha1.LabelWorkspace:       ws.Name,
+		v1alpha1.LabelClusterClass:    ws.Spec.ClusterClass,
 	}
 }
 
@@ -86,21 +87,37 @@ func hashData(data map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func buildService(ws *v1alpha1.Workspace, m childMeta) *corev1.Service {
+// buildService renders the workspace's Service. kept, when set, is the
+// port the observed Service has (observedPort).
+func buildService(ws *v1alpha1.Workspace, m childMeta, kept *portView) *corev1.Service {
+	port := corev1.ServicePort{Name: "http", Port: servicePort, TargetPort: intstr.FromString("http"), Protocol: corev1.ProtocolTCP}
+	if kept != nil {
+		port.Name, port.Port = kept.Name, kept.Port
+	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: m.object(ws, ws.Name),
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: m.selector.MatchLabels,
-			Ports: []corev1.ServicePort{{
-				Name:       "http",
-				Port:       servicePort,
-				TargetPort: intstr.FromString("http"),
-				Protocol:   corev1.ProtocolTCP,
-			}},
+			Ports:    []corev1.ServicePort{port},
 		},
 	}
+}
+
+// observedPort is the one TCP port of the observed Service, when it has
+// exactly one: its name and number stay. Clients dial the number, and
+// kube-proxy knows a port's endpoints by its name: a Service whose port is
+// renamed has no endpoints under the new name until the EndpointSlice
+// follows, a second or so in which every new connection is refused. The
+// hooks' own Service keeps what it has; one of the original operator's
+// keeps the port its clients use (takeover.go). The target is always the
+// pods' http port, which every pod the hooks render names.
+func observedPort(svc *serviceView) *portView {
+	if svc == nil || len(svc.Spec.Ports) != 1 || cmp.Or(svc.Spec.Ports[0].Protocol, corev1.ProtocolTCP) != corev1.ProtocolTCP {
+		return nil
+	}
+	return &svc.Spec.Ports[0]
 }
 
 func buildHPA(ws *v1alpha1.Workspace, s scaling, m childMeta) *autoscalingv2.HorizontalPodAutoscaler {

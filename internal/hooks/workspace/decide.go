@@ -45,7 +45,16 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &desired{status: h.status(o, bindings, stop), children: children}, nil
+		return &desired{status: h.status(o, bindings, stop, takeoverOf(o, bindings), nil), children: children}, nil
+	}
+	t := takeoverOf(o, bindings)
+	if t != nil && t.held != "" {
+		// The original operator's children stay as they are (takeover.go).
+		children, err := frozen(o, freeze{keepObservedReplicas: true})
+		if err != nil {
+			return nil, err
+		}
+		return &desired{status: h.status(o, bindings, nil, t, nil), children: children}, nil
 	}
 
 	var observedReplicas *int32
@@ -58,24 +67,33 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 	if err != nil {
 		return nil, err
 	}
+	selector, carry := deploymentSelector(o, meta.selector)
 	deployment, err := h.buildDeployment(o.ws, o.class, podInputs{
 		scaling:      s,
 		bindings:     bindings,
 		configHash:   hashData(configMap.Data),
 		artifactHash: artifactHash(o),
 		meta:         meta,
+		selector:     selector,
+		carry:        carry,
 	})
 	if err != nil {
 		return nil, err
 	}
-	children := []any{configMap, deployment, buildService(o.ws, meta)}
+	children := []any{configMap, deployment, buildService(o.ws, meta, o.servicePort)}
 	if s.hpa {
 		children = append(children, buildHPA(o.ws, s, meta))
 	}
 	if pdb := buildPDB(o.ws, s, meta); pdb != nil {
 		children = append(children, pdb)
 	}
-	return &desired{status: h.status(o, bindings, nil), children: children}, nil
+	if t != nil {
+		if children, err = t.settle(o, children, carry, meta.selector.MatchLabels); err != nil {
+			return nil, err
+		}
+	}
+	a := h.judgeMissing(o)
+	return &desired{status: h.status(o, bindings, nil, t, a), children: children, resync: a.resync}, nil
 }
 
 // decideFinalize tears the workspace down in order: first the HPA goes and
@@ -84,7 +102,7 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 // is observed the workspace is finalized. Credentials Secrets are the
 // claims' attachments, not the workspace's children, and stay.
 func (h *Hooks) decideFinalize(o *observed) (*desired, error) {
-	d := &desired{status: h.status(o, bindingsFor(o.ws, o.claims), nil), children: []any{}}
+	d := &desired{status: h.status(o, bindingsFor(o.ws, o.claims), nil, nil, nil), children: []any{}}
 	if o.children.count() == 0 {
 		d.finalized = true
 		return d, nil

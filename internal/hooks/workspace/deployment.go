@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -27,6 +28,10 @@ type podInputs struct {
 	artifactHash string
 	// meta is what the workspace's children share.
 	meta childMeta
+	// selector is the Deployment's selector, and carry the labels every
+	// pod carries for it (deploymentSelector).
+	selector *metav1.LabelSelector
+	carry    map[string]string
 }
 
 // revisionHistoryLimit is how many old ReplicaSets, their pods gone, a
@@ -68,6 +73,10 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 			podLabels[k] = v
 		}
 	}
+	// The selector's labels win over everything: a pod without them would
+	// not be the Deployment's (the original operator's own selector, kept
+	// through its takeover, may use any label).
+	maps.Copy(podLabels, d.carry)
 
 	annotations := maps.Clone(pod.Annotations)
 	if annotations == nil {
@@ -124,7 +133,7 @@ func (h *Hooks) buildDeployment(ws *v1alpha1.Workspace, class *v1alpha1.ClusterC
 		ObjectMeta: d.meta.object(ws, ws.Name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas:             ptr.To(d.scaling.replicas),
-			Selector:             d.meta.selector,
+			Selector:             cmp.Or(d.selector, d.meta.selector),
 			RevisionHistoryLimit: ptr.To(revisionHistoryLimit),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},

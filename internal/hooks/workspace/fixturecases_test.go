@@ -311,7 +311,7 @@ func cases() []fixture {
 		add("customize", "with-datastores", obj{"controller": controller(), "parent": parent("standard", 1, nil, obj{"datastores": []obj{{"name": "orders-db"}}}, nil)})
 		add("customize", "class-only", obj{"controller": controller(), "parent": parent("standard", 1, nil, nil, nil)})
 	}
-	return fs
+	return append(fs, takeoverCases()...)
 }
 
 // claim is a ResourceClaim for this workspace as the resourceclaim hook

@@ -3,6 +3,7 @@ package workspace
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/formspec/formspec-hooks/internal/codec"
 
@@ -27,6 +28,9 @@ type freeze struct {
 	// keepObservedReplicas sets each Deployment's spec.replicas to the
 	// count it was observed with.
 	keepObservedReplicas bool
+	// only, when set, keeps only the children it accepts, by kind and
+	// name.
+	only func(kind, name string) bool
 }
 
 // frozen returns the observed children as they were last applied, in a
@@ -42,22 +46,37 @@ func frozen(o *observed, f freeze) ([]any, error) {
 	var out []any
 	add := func(obj any) { out = append(out, obj) }
 	// The kinds in the order of their keys.
-	freezeEach(c.ConfigMaps, add, nil)
-	freezeEach(c.Deployments, add, func(d *appsv1.Deployment) *int32 {
+	freezeEach(pick(c.ConfigMaps, "ConfigMap", f.only), add, nil)
+	freezeEach(pick(c.Deployments, "Deployment", f.only), add, func(d *appsv1.Deployment) *int32 {
 		if f.keepObservedReplicas {
 			return d.Spec.Replicas
 		}
 		return f.replicas
 	})
 	if !f.dropHPAs {
-		freezeEach(c.HPAs, add, nil)
+		freezeEach(pick(c.HPAs, "HorizontalPodAutoscaler", f.only), add, nil)
 	}
-	freezeEach(c.PDBs, add, nil)
-	freezeEach(c.Services, add, nil)
+	freezeEach(pick(c.PDBs, "PodDisruptionBudget", f.only), add, nil)
+	freezeEach(pick(c.Services, "Service", f.only), add, nil)
 	if out == nil {
 		out = []any{}
 	}
 	return out, nil
+}
+
+// pick is the children of one kind that only accepts (all without it),
+// by their keys "namespace/name".
+func pick[T any](children map[string]*T, kind string, only func(kind, name string) bool) map[string]*T {
+	if only == nil {
+		return children
+	}
+	out := map[string]*T{}
+	for key, c := range children {
+		if _, name, _ := strings.Cut(key, "/"); only(kind, name) {
+			out[key] = c
+		}
+	}
+	return out
 }
 
 // freezeEach adds each child of one kind, by name. replicas, when set,

@@ -91,7 +91,7 @@ func TestFreezeWithoutBody(t *testing.T) {
 	if len(resp.Children) != 0 {
 		t.Errorf("no children observed: got %d children, want none", len(resp.Children))
 	}
-	withChild := &Request{Parent: parent, Children: Children{ConfigMaps: map[string]*present{"n/a-config": {}}}}
+	withChild := &Request{Parent: parent, Children: Children{ConfigMaps: map[string]*childView{"n/a-config": {}}}}
 	if _, err := h.Sync(t.Context(), withChild); err == nil {
 		t.Error("children observed but no body kept: got no error, want one")
 	}

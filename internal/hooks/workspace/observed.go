@@ -122,19 +122,54 @@ type ParentMeta struct {
 // workspace CompositeController declares (compositecontrollers/workspace.yaml),
 // each by "namespace/name". A kind Metacontroller sends but the controller
 // does not declare cannot occur. A sync reads little of them: the
-// Deployment's replicas and status (deploymentView) and whether the others
-// exist; the rest of each child is skipped, not decoded. A child that is
-// not a JSON object makes the request a broken one.
+// Deployment's replicas, selector and status (deploymentView), and of the
+// others that they exist and whether the hooks made them; the rest of each
+// child is skipped, not decoded. A child that is not a JSON object makes
+// the request a broken one.
 type Children struct {
 	Deployments map[string]*deploymentView `json:"Deployment.apps/v1"`
-	Services    map[string]*present        `json:"Service.v1"`
-	ConfigMaps  map[string]*present        `json:"ConfigMap.v1"`
-	HPAs        map[string]*present        `json:"HorizontalPodAutoscaler.autoscaling/v2"`
-	PDBs        map[string]*present        `json:"PodDisruptionBudget.policy/v1"`
+	Services    map[string]*serviceView    `json:"Service.v1"`
+	ConfigMaps  map[string]*childView      `json:"ConfigMap.v1"`
+	HPAs        map[string]*childView      `json:"HorizontalPodAutoscaler.autoscaling/v2"`
+	PDBs        map[string]*childView      `json:"PodDisruptionBudget.policy/v1"`
 }
 
-// present is an observed child of which a sync reads only that it exists.
-type present struct{}
+// childView is an observed child of which a sync reads that it exists
+// and whether the hooks made it.
+type childView struct {
+	Metadata struct {
+		Labels managedLabel `json:"labels"`
+	} `json:"metadata"`
+}
+
+// serviceView is an observed Service as far as a sync reads it: whether
+// the hooks made it, and what it selects (takeover.go).
+type serviceView struct {
+	Metadata struct {
+		Labels managedLabel `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		Selector map[string]string `json:"selector"`
+		Ports    []portView        `json:"ports"`
+	} `json:"spec"`
+}
+
+// portView is a port of an observed Service as far as a sync reads it.
+type portView struct {
+	Name     string          `json:"name"`
+	Port     int32           `json:"port"`
+	Protocol corev1.Protocol `json:"protocol"`
+}
+
+// managedLabel is the one label of a child's labels that a sync reads:
+// LabelManagedBy, ManagedBy on every child the hooks render. A child
+// without it is the original operator's, labelled for Metacontroller by
+// kubectl formspec takeover prepare (takeover.go).
+type managedLabel struct {
+	ManagedBy string `json:"app.kubernetes.io/managed-by"`
+}
+
+func (l managedLabel) ours() bool { return l.ManagedBy == v1alpha1.ManagedBy }
 
 // wholeChildren are the observed children decoded in full, for freezing
 // them. The keys are those of Children (TestRequestKeys).
@@ -169,14 +204,19 @@ func (r *Request) whole() (*wholeChildren, error) {
 // its replicas, the hashes on its pod template, and its status.
 type deploymentView struct {
 	Metadata struct {
-		Name       string `json:"name"`
-		Namespace  string `json:"namespace"`
-		Generation int64  `json:"generation"`
+		Name       string       `json:"name"`
+		Namespace  string       `json:"namespace"`
+		Generation int64        `json:"generation"`
+		Labels     managedLabel `json:"labels"`
 	} `json:"metadata"`
 	Spec struct {
 		Replicas *int32 `json:"replicas"`
+		// Selector is immutable, so a sync sends it back as it is
+		// (takeover.go).
+		Selector *metav1.LabelSelector `json:"selector"`
 		Template struct {
 			Metadata struct {
+				Labels      map[string]string `json:"labels"`
 				Annotations map[string]string `json:"annotations"`
 			} `json:"metadata"`
 		} `json:"template"`
@@ -207,11 +247,16 @@ func (v *deploymentView) deployment() *appsv1.Deployment {
 	for _, c := range v.Status.Conditions {
 		conditions = append(conditions, appsv1.DeploymentCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
 	}
+	var labels map[string]string
+	if m := v.Metadata.Labels.ManagedBy; m != "" {
+		labels = map[string]string{v1alpha1.LabelManagedBy: m}
+	}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: v.Metadata.Name, Namespace: v.Metadata.Namespace, Generation: v.Metadata.Generation},
+		ObjectMeta: metav1.ObjectMeta{Name: v.Metadata.Name, Namespace: v.Metadata.Namespace, Generation: v.Metadata.Generation, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: v.Spec.Replicas,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: v.Spec.Template.Metadata.Annotations}},
+			Selector: v.Spec.Selector,
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: v.Spec.Template.Metadata.Labels, Annotations: v.Spec.Template.Metadata.Annotations}},
 		},
 		Status: appsv1.DeploymentStatus{
 			ObservedGeneration:  v.Status.ObservedGeneration,
@@ -309,6 +354,14 @@ type observed struct {
 	// hasService and hasHPA say whether the workspace's own Service and
 	// HPA are observed.
 	hasService, hasHPA bool
+	// legacy are the observed children the hooks did not make, the
+	// original operator's being taken over (takeover.go), by kind and name.
+	legacy []childRef
+	// serviceOurs: the observed Service is the hooks' and selects as
+	// theirs do, or there is none.
+	serviceOurs bool
+	// servicePort is the observed Service's one TCP port (observedPort).
+	servicePort *portView
 
 	// children are every observed child, as far as a sync reads them.
 	children *Children
@@ -348,6 +401,9 @@ func observe(req *Request) *observed {
 	}
 	o.hasService = req.Children.Services[name] != nil
 	o.hasHPA = req.Children.HPAs[name] != nil
+	o.legacy = legacyChildren(&req.Children)
+	o.serviceOurs = serviceOurs(ws, &req.Children)
+	o.servicePort = observedPort(req.Children.Services[name])
 	return o
 }
 

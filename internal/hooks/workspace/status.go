@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -22,8 +23,9 @@ type problem struct {
 // status computes the workspace status from what was observed: the
 // children as they are, the related claims, and the class lookup. It never
 // looks at what this sync is about to ask for, so it cannot claim progress
-// that has not happened.
-func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *v1alpha1.WorkspaceStatus {
+// that has not happened. a, for a sync that asks for the workspace's
+// children, judges those not observed (missing.go); nil otherwise.
+func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem, t *takeover, a *absence) *v1alpha1.WorkspaceStatus {
 	ws := o.ws
 	st := &v1alpha1.WorkspaceStatus{ObservedGeneration: ws.Generation}
 	dep := o.deployment
@@ -41,7 +43,15 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 	}
 
 	ready := readyCondition(dep)
-	progressing := progressingCondition(dep, bindings)
+	var missing []childRef
+	var missingProblem *problem
+	if a != nil {
+		missing, missingProblem = a.missing, a.problem
+	}
+	progressing := progressingCondition(dep, bindings, missing)
+	if t != nil {
+		progressing = t.progressing(progressing, ws)
+	}
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAsExpected, Message: "no problems observed"}
 	if ws.DeletionTimestamp != nil {
 		// During teardown only the teardown matters: a missing credential
@@ -50,7 +60,7 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem) *
 		progressing = metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTerminating, Message: "scaling down, then removing the workspace's children"}
 		bindings, dep = nil, nil
 	}
-	if p := firstProblem(classProblem, dep, bindings); p != nil {
+	if p := firstProblem(cmp.Or(classProblem, missingProblem), dep, bindings); p != nil {
 		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, p.reason, p.message
 	}
 	st.Conditions = h.conditions(ws, ready, progressing, degraded)
@@ -110,15 +120,23 @@ func readyCondition(dep *appsv1.Deployment) metav1.Condition {
 	return c
 }
 
-// progressingCondition is True while the Deployment is created or rolls
-// out, and while a claim the workspace expects is still being verified:
-// its credentials will roll the pods once more when they arrive.
-func progressingCondition(dep *appsv1.Deployment, bindings []binding) metav1.Condition {
+// progressingCondition is True while the workspace's children are
+// created (missing: those a sync asks for and does not observe) or its
+// Deployment rolls out, and while a claim the workspace expects is still
+// being verified: its credentials will roll the pods once more when they
+// arrive.
+func progressingCondition(dep *appsv1.Deployment, bindings []binding, missing []childRef) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue}
 	waiting := waitingFor(bindings)
 	switch {
 	case dep == nil:
-		c.Reason, c.Message = "Creating", "creating the workspace's Deployment"
+		c.Reason, c.Message = v1alpha1.ReasonCreating, "creating the workspace's Deployment"
+	case len(missing) > 0:
+		names := make([]string, len(missing))
+		for i, r := range missing {
+			names[i] = r.String()
+		}
+		c.Reason, c.Message = v1alpha1.ReasonCreating, "creating the workspace's "+strings.Join(names, ", ")
 	case deadlineExceeded(dep):
 		c.Status = metav1.ConditionFalse
 		c.Reason = v1alpha1.ReasonProgressDeadlineExceeded

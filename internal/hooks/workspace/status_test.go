@@ -159,7 +159,7 @@ func TestStatusPhase(t *testing.T) {
 			if tc.classMissing {
 				cp = classMissing(o)
 			}
-			st := h.status(o, tc.bindings, cp)
+			st := h.status(o, tc.bindings, cp, nil, nil)
 			if st.Phase != tc.wantPhase {
 				t.Errorf("%s\nphase: got %q, want %q", tc.reason, st.Phase, tc.wantPhase)
 			}
@@ -207,7 +207,7 @@ func TestPhasePrecedence(t *testing.T) {
 			if tc.deleted {
 				ws.DeletionTimestamp = &deletion
 			}
-			got := h.status(&observed{ws: ws, deployment: tc.dep}, tc.bindings, nil).Phase
+			got := h.status(&observed{ws: ws, deployment: tc.dep}, tc.bindings, nil, nil, nil).Phase
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nphase: -want, +got:\n%s", tc.reason, diff)
 			}
@@ -291,7 +291,7 @@ func TestStatusArtifactHash(t *testing.T) {
 			h := New(Config{Now: func() time.Time { return clock }})
 			ws := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 2, CreationTimestamp: created},
 				Status: v1alpha1.WorkspaceStatus{ArtifactHash: tc.previous}}
-			got := h.status(&observed{ws: ws, deployment: tc.dep}, nil, nil).ArtifactHash
+			got := h.status(&observed{ws: ws, deployment: tc.dep}, nil, nil, nil, nil).ArtifactHash
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nstatus.artifactHash: -want, +got:\n%s", tc.reason, diff)
 			}

@@ -77,6 +77,13 @@ func TestCustomize(t *testing.T) {
 				if r.Resource == "resourceclaims" && (r.Namespace != "team-a" || r.LabelSelector == nil) {
 					t.Errorf("%s\nclaims rule must select every claim in the workspace's namespace: %+v", tc.reason, r)
 				}
+				// Metacontroller maps every write of a related kind to its
+				// parents by going through all of them: a rule for a kind
+				// written as often as the children's would make every such
+				// write cost a pass over the fleet (missing.go).
+				if r.Resource != "clusterclasses" && r.Resource != "resourceclaims" {
+					t.Errorf("%s\nrule for %s: only ClusterClasses and ResourceClaims may be related: %+v", tc.reason, r.Resource, r)
+				}
 			}
 		})
 	}

@@ -8,7 +8,10 @@
 // A sync or finalize goes one way through three files: observed.go decodes
 // the request (once, and each child only as far as it is read), decide.go
 // turns what was observed into what is desired (one value), and encode.go
-// turns that into the response the transport encodes.
+// turns that into the response the transport encodes. Two files serve
+// decide.go: missing.go tells a child whose create failed from one not
+// created yet, and takeover.go takes over the children of the original
+// FormSpec operator.
 package workspace
 
 import (
@@ -47,6 +50,10 @@ type Config struct {
 	Reports observation.Sink
 	// Now is the clock for condition transitions (default time.Now).
 	Now func() time.Time
+	// ChildCreateGrace is how long a child the hook asks for may go
+	// unobserved before the workspace is Degraded, ChildNotCreated
+	// (missing.go; default DefaultChildCreateGrace).
+	ChildCreateGrace time.Duration
 }
 
 // Hooks serves the Workspace hooks for one configuration.
@@ -71,6 +78,9 @@ func New(cfg Config) *Hooks {
 	cfg.ResourceImage = cmp.Or(cfg.ResourceImage, Defaults.ResourceImage)
 	if cfg.Now == nil {
 		cfg.Now = Defaults.Now
+	}
+	if cfg.ChildCreateGrace <= 0 {
+		cfg.ChildCreateGrace = DefaultChildCreateGrace
 	}
 	cfg.Reports = observation.OrDiscard(cfg.Reports)
 	return &Hooks{cfg: cfg}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/formspec/formspec-hooks/cmd/kubectl-formspec/internal/live"
+	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/hooks/metacontroller"
 	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
 	"github.com/formspec/formspec-hooks/internal/render"
@@ -53,6 +55,15 @@ const (
 	Create = "create"
 	Update = "update"
 	Delete = "delete"
+	// InTheWay: an object of the child's kind and name that is not the
+	// workspace's child exists, and Metacontroller's apply onto it would
+	// fail: the child is not created and the Workspace turns Degraded,
+	// ChildNotCreated. Child.Owner says whose it is, Child.Error why the
+	// apply fails.
+	InTheWay = "in the way"
+	// TakeOver: such an object exists and the apply would succeed,
+	// overwriting it and making it the workspace's child.
+	TakeOver = "take over"
 )
 
 // Options configure a diff.
@@ -79,7 +90,14 @@ type Result struct {
 	Name      string  `json:"name"`
 	Outcome   string  `json:"outcome"`
 	Children  []Child `json:"children,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	// Held: the Workspace carries formspec.dev/takeover: hold, and the
+	// children are what would happen once it is released (kubectl
+	// formspec takeover roll); until then nothing changes.
+	Held bool `json:"held,omitempty"`
+	// Degraded is the reason and message of the Degraded condition the
+	// hook would write, when it would write one.
+	Degraded string `json:"degraded,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Child is one child an apply would change.
@@ -89,6 +107,11 @@ type Child struct {
 	Action string `json:"action"`
 	// Fields are the fields an update changes.
 	Fields []Field `json:"fields,omitempty"`
+	// Owner, for InTheWay and TakeOver, says whose the object at the
+	// child's name is.
+	Owner string `json:"owner,omitempty"`
+	// Error, for InTheWay, is the API server's refusal of the apply.
+	Error string `json:"error,omitempty"`
 }
 
 // Run compares every Workspace in namespace ("" for all namespaces),
@@ -137,12 +160,21 @@ func (d *differ) workspace(ctx context.Context, ws *unstructured.Unstructured, o
 		res.Outcome = Terminating
 		return res
 	}
-	children, err := d.compare(ctx, ws, observed)
+	if ws.GetAnnotations()[v1alpha1.AnnotationTakeover] == v1alpha1.TakeoverHold {
+		// What a held workspace becomes is the question before its
+		// release: answer it as if released (docs/migrating.md).
+		ws = ws.DeepCopy()
+		annotations := ws.GetAnnotations()
+		delete(annotations, v1alpha1.AnnotationTakeover)
+		ws.SetAnnotations(annotations)
+		res.Held = true
+	}
+	children, degraded, err := d.compare(ctx, ws, observed)
 	if err != nil {
 		res.Outcome, res.Error = Failed, err.Error()
 		return res
 	}
-	res.Children, res.Outcome = children, Unchanged
+	res.Children, res.Outcome, res.Degraded = children, Unchanged, degraded
 	for _, c := range children {
 		res.Outcome = Changed
 		if c.Kind == "Deployment" && c.Action == Update && rolls(c.Fields) {
@@ -161,11 +193,12 @@ func rolls(fields []Field) bool {
 }
 
 // compare asks the hook for the workspace's children and compares each
-// with what is live.
-func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]Child, error) {
-	desired, err := d.desired(ctx, ws, observed)
+// with what is live; it also returns the Degraded reason and message the
+// hook would write, if any.
+func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]Child, string, error) {
+	desired, degraded, err := d.desired(ctx, ws, observed)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	liveByKey := map[string]*unstructured.Unstructured{}
 	for _, o := range observed {
@@ -180,13 +213,19 @@ func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, obs
 			// Metacontroller waits for a child being deleted to go.
 			continue
 		}
+		if current == nil {
+			c, err := d.create(ctx, ws, obj)
+			if err != nil {
+				return nil, "", err
+			}
+			out = append(out, c)
+			continue
+		}
 		applied, err := d.dryRunApply(ctx, ws, obj)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		switch {
-		case current == nil:
-			out = append(out, Child{Kind: obj.GetKind(), Name: obj.GetName(), Action: Create})
 		default:
 			if fields := Fields(sanitize(current).Object, sanitize(applied).Object); len(fields) > 0 {
 				out = append(out, Child{Kind: obj.GetKind(), Name: obj.GetName(), Action: Update, Fields: fields})
@@ -203,27 +242,28 @@ func (d *differ) compare(ctx context.Context, ws *unstructured.Unstructured, obs
 	slices.SortFunc(out, func(a, b Child) int {
 		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), strings.Compare(a.Name, b.Name))
 	})
-	return out, nil
+	return out, degraded, nil
 }
 
 // desired builds the request Metacontroller would send for ws and returns
-// the children the sync hook answers.
-func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+// the children the sync hook answers, and the reason and message of the
+// Degraded condition it answers when that is True.
+func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, observed []*unstructured.Unstructured) ([]*unstructured.Unstructured, string, error) {
 	parent, err := json.Marshal(ws.Object)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	hooks := workspace.New(d.opts.Hooks)
 	custom, err := hooks.Customize(ctx, &metacontroller.CustomizeRequest{Parent: parent})
 	if err != nil {
-		return nil, fmt.Errorf("customize hook: %w", err)
+		return nil, "", fmt.Errorf("customize hook: %w", err)
 	}
 	related, err := d.related.objects(ctx, custom.RelatedResources)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := d.hashes.apply(ctx, related); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	children := metacontroller.ObjectMap{}
 	// Metacontroller sends every declared child kind, empty or not.
@@ -233,30 +273,65 @@ func (d *differ) desired(ctx context.Context, ws *unstructured.Unstructured, obs
 	for _, o := range observed {
 		raw, err := json.Marshal(o.Object)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		children[metacontroller.Key(o.GetAPIVersion(), o.GetKind())][metacontroller.Name(o.GetNamespace(), o.GetName())] = raw
 	}
 	resp, err := render.Sync(ctx, d.opts.Hooks, &metacontroller.CompositeRequest{Parent: parent, Children: children, Related: related})
 	if err != nil {
-		return nil, fmt.Errorf("sync hook: %w", err)
+		return nil, "", fmt.Errorf("sync hook: %w", err)
 	}
 	out := make([]*unstructured.Unstructured, 0, len(resp.Children))
 	for _, c := range resp.Children {
 		raw, err := json.Marshal(c)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(raw); err != nil {
-			return nil, fmt.Errorf("sync hook answered a child that is not an object: %w", err)
+			return nil, "", fmt.Errorf("sync hook answered a child that is not an object: %w", err)
 		}
 		if obj.GetNamespace() == "" {
 			obj.SetNamespace(ws.GetNamespace())
 		}
 		out = append(out, obj)
 	}
-	return out, nil
+	var degraded string
+	if st, ok := resp.Status.(*v1alpha1.WorkspaceStatus); ok {
+		if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+			degraded = c.Reason + ": " + c.Message
+		}
+	}
+	return out, degraded, nil
+}
+
+// create is what Metacontroller's apply of a child it does not observe
+// would do. Usually it creates it; but an object of that kind and name
+// that is not the workspace's child may be in the way, which the hooks
+// cannot see (docs/workspaces.md), and this tells whose it is and what the
+// apply would do to it: fail (Metacontroller retries, the Workspace turns
+// Degraded, ChildNotCreated), or succeed, overwriting and adopting it.
+func (d *differ) create(ctx context.Context, ws, obj *unstructured.Unstructured) (Child, error) {
+	c := Child{Kind: obj.GetKind(), Name: obj.GetName(), Action: Create}
+	cr, ok := childResource(obj)
+	if !ok {
+		return c, fmt.Errorf("the sync hook answered a %s %s, which the workspace controller does not declare", obj.GetAPIVersion(), obj.GetKind())
+	}
+	other, err := d.opts.Dynamic.Resource(cr.Resource).Namespace(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err := d.dryRunApply(ctx, ws, obj)
+		return c, err
+	case err != nil:
+		return c, fmt.Errorf("cannot read %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	c.Owner = live.Owner(other)
+	if _, err := d.dryRunApply(ctx, ws, obj); err != nil {
+		c.Action, c.Error = InTheWay, err.Error()
+		return c, nil
+	}
+	c.Action = TakeOver
+	return c, nil
 }
 
 // dryRunApply applies obj as Metacontroller would, labelled and owned as

@@ -26,9 +26,15 @@ func Print(w io.Writer, results []Result) error {
 		case Failed:
 			outcome += ": " + r.Error
 		}
+		if r.Held {
+			outcome += " once released (formspec.dev/takeover: hold; kubectl formspec takeover roll)"
+		}
 		fmt.Fprintf(&b, "%-*s   %s\n", width, r.Namespace+"/"+r.Name, outcome)
+		if r.Degraded != "" {
+			fmt.Fprintf(&b, "  degraded: %s\n", r.Degraded)
+		}
 		for _, c := range r.Children {
-			fmt.Fprintf(&b, "  %s/%s: %s\n", c.Kind, c.Name, actionText(c.Action))
+			fmt.Fprintf(&b, "  %s/%s: %s\n", c.Kind, c.Name, actionText(c))
 			for _, f := range c.Fields {
 				fmt.Fprintf(&b, "    %s: %s → %s\n", f.Path, f.Live, f.Desired)
 			}
@@ -54,8 +60,12 @@ func Print(w io.Writer, results []Result) error {
 	return err
 }
 
-func actionText(action string) string {
-	switch action {
+func actionText(c Child) string {
+	switch c.Action {
+	case InTheWay:
+		return fmt.Sprintf("cannot be created: an object of this name is in the way, %s; the apply fails (%s), and the Workspace turns Degraded, ChildNotCreated, until it is moved", c.Owner, c.Error)
+	case TakeOver:
+		return fmt.Sprintf("would overwrite the object of this name that is not the workspace's (%s) and make it the workspace's child", c.Owner)
 	case Create:
 		return "would be created"
 	case Delete:

@@ -91,3 +91,19 @@ func isWorkspace(ref *metav1.OwnerReference) bool {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
 	return err == nil && gv.Group == v1alpha1.Group && ref.Kind == "Workspace"
 }
+
+// Owner says whose obj is, for a person deciding what to do with an
+// object at the name of a workspace's child that is not that child:
+// "no controller owns it", or the controller's kind, name and apiVersion.
+// The Workspace hooks cannot tell (Metacontroller shows them no such
+// object); the plugin, with the user's credentials, can.
+func Owner(obj *unstructured.Unstructured) string {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	switch {
+	case ref == nil:
+		return "no controller owns it"
+	case isWorkspace(ref) && obj.GetLabels()[ControllerUIDLabel] != string(ref.UID):
+		return fmt.Sprintf("controlled by Workspace %s but without the %s label Metacontroller selects its children by, so Metacontroller releases it (the original operator's, not prepared: kubectl formspec takeover prepare)", ref.Name, ControllerUIDLabel)
+	}
+	return fmt.Sprintf("controlled by %s %s (%s)", ref.Kind, ref.Name, ref.APIVersion)
+}
