@@ -27,7 +27,7 @@ RUN go run ./internal/imagefs/rootfs /rootfs
 # created by WORKDIR after USER, is the one directory it may write
 # besides /tmp.
 FROM scratch
-ARG VERSION=0.2.0
+ARG VERSION=0.3.0-dev
 ARG REVISION=
 LABEL org.opencontainers.image.title="formspec-hooks" \
       org.opencontainers.image.revision="${REVISION}" \
