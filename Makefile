@@ -269,9 +269,9 @@ test-upgrade: k8s-binaries node-binaries test-dist
 # claims, their children made as that operator made them) following
 # docs/migrating.md, while a client calls every running workspace's
 # Service; root and METACONTROLLER_BIN, minutes. See docs/testing.md.
-test-takeover: k8s-binaries node-binaries
+test-takeover: k8s-binaries node-binaries test-dist
 	@if [ -z "$$METACONTROLLER_BIN" ]; then echo "note: METACONTROLLER_BIN is not set, so the takeover test skips: it runs Metacontroller in a pod; see docs/testing.md"; fi
-	cd test/node && FORMSPEC_TAKEOVER=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
+	cd test/node && FORMSPEC_DIST=$(TEST_DIST) FORMSPEC_TAKEOVER=1 FORMSPEC_FLEET_WORKSPACES=$(FLEET_WORKSPACES) \
 		$(GO) test -count=1 -timeout 60m -v -run '^TestTakeover$$' .
 
 # node-binaries builds the kubelet, kube-proxy, kube-scheduler and CoreDNS
