@@ -43,7 +43,7 @@ func TestRotation(t *testing.T) {
 		t.Skip(EnvMetacontrollerBin + " not set: rotation without restarting Metacontroller needs Metacontroller; see docs/testing.md")
 	}
 	RequirePrerequisites(t)
-	repo, tag, _ := strings.Cut(HooksImage, ":")
+	repo, tag, _ := strings.Cut(hooksImage(t), ":")
 	chart := filepath.Join(controlplane.RepoRoot(t), chartDir)
 	// Valid two days, renewed within one: an upgrade that asks for renewal
 	// within two renews it now.

@@ -52,7 +52,7 @@ const (
 func TestDirectiveStorm(t *testing.T) {
 	mcBin := requireSuite(t, EnvStorm, "test-storm")
 	root := controlplane.RepoRoot(t)
-	repo, tag, _ := strings.Cut(HooksImage, ":")
+	repo, tag, _ := strings.Cut(hooksImage(t), ":")
 	values := fmt.Sprintf(`defaultVersion: %s
 image:
   repository: %s

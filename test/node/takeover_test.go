@@ -112,7 +112,7 @@ func TestTakeover(t *testing.T) {
 	// 3. Install the chart and Metacontroller: every Workspace held, its
 	// children its own, nothing rolled.
 	f.helm = c.newHelmRelease(t)
-	repo, tag, _ := strings.Cut(HooksImage, ":")
+	repo, tag, _ := strings.Cut(hooksImage(t), ":")
 	f.helm.install(t, c, chart, fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, tag)+plainHTTPClusterControl)
 	f.chart, f.resync = chart, resyncPeriod(t, chart, "workspace")
 	f.admin = c.startClusterControl(t)
