@@ -20,6 +20,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/internal/buildinfo"
 	"github.com/formspec/formspec-hooks/internal/cliflag"
+	"github.com/formspec/formspec-hooks/internal/handoff"
 	"github.com/formspec/formspec-hooks/internal/httpserve"
 	"github.com/formspec/formspec-hooks/internal/reporter"
 	"github.com/formspec/formspec-hooks/internal/weburl"
@@ -56,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	var (
 		cfg          reporter.Config
 		def          = reporter.Defaults
-		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
+		listen       = fs.String("listen", handoff.DefaultAddr, "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
 		healthAddr   = fs.String("health-listen", "", "address of a listener for /healthz and /readyz alone, with connection caps of its own, for the kubelet's probes (the install sets :8182); empty: none")
 		shutdownWait = fs.Duration("shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
