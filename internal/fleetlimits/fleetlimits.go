@@ -24,9 +24,10 @@ type Limits struct {
 // BytesPerWorkspace is what one tracked workspace is charged, with its
 // share of the other bounds. BenchmarkMemory in internal/reporter, medians
 // of five runs (docs/reporter.md): a workspace with a 1.7 KiB status holds
-// 2.4 KiB of heap and 3.7 KiB resident; a remembered claim 0.2 KiB of heap
-// and a deletion waiting for Cluster Control 0.6 KiB. A workspace with two
-// claims and half a deletion (the ratios below) is 3.1 KiB of live heap;
+// 2.3–2.4 KiB of heap and 3.6 KiB resident; a remembered claim 0.22 KiB of
+// heap and a deletion waiting for Cluster Control 0.54 KiB. A workspace
+// with two claims and half a deletion (the ratios below) is 3.1 KiB of
+// live heap;
 // twice that, for the garbage collector's room at GOGC=100, is 6.3 KiB,
 // and the rest of the 8 KiB is for what the benchmark does not hold: the
 // workspace's pods, its entry in the watch of Workspaces, reports in
@@ -35,10 +36,11 @@ const BytesPerWorkspace = 8 << 10
 
 // BaselineShare and BaselineMin are what the derivation keeps of the
 // limit for the process itself: the binary, the runtime, the client-go
-// caches and buffers, the metrics. The reporter with nothing tracked is
-// 33 MiB resident (BenchmarkMemory with no workspaces); a quarter of a
+// caches and buffers, the metrics. The reporter binary starts at 25 MiB
+// resident (the benchmark's test process at 33 MiB); a quarter of a
 // larger limit also leaves the headroom a heap near the runtime's limit
-// needs.
+// needs. Filled to the bounds this derives, BenchmarkMemory's process
+// peaks at 55 MiB of 64 Mi, 90 of 128 and 156 of 256.
 const (
 	BaselineShare = 4 // one in four
 	BaselineMin   = 32 << 20
