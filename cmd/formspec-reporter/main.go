@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		v    int
 	}{{"max-workspaces", cfg.MaxWorkspaces}, {"max-tombstones", cfg.MaxTombstones}, {"max-pods", cfg.MaxPods}, {"max-claims", cfg.MaxClaims}, {"max-nodes", cfg.MaxNodes}} {
 		if f.v < 0 {
-			return cliflag.Usagef(fs, "--%s=%d: want 0 (derived from the memory limit) or more", f.name, f.v)
+			return cliflag.Usagef(fs, "--%s=%d: want 0 (the default) or more", f.name, f.v)
 		}
 	}
 	mem := memlimit.Read(os.DirFS("/"))
