@@ -146,7 +146,7 @@ func TestRetryAndDropPolicy(t *testing.T) {
 			if diff := cmp.Diff(tc.want, log.get()); diff != "" {
 				t.Errorf("%s\nevents (-want, +got):\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.wantDropped, testutil.ToFloat64(r.m.dropped.WithLabelValues(dropRejected))); diff != "" {
+			if diff := cmp.Diff(tc.wantDropped, testutil.ToFloat64(r.m.dropped.WithLabelValues(dropRejected, ""))); diff != "" {
 				t.Errorf("%s\ndropped{reason=rejected} (-want, +got):\n%s", tc.reason, diff)
 			}
 		})

@@ -82,7 +82,7 @@ func (r *Reporter) run(ctx context.Context, l endpointLoop) {
 		case sent, rejected:
 			attempt = 0
 			if res.outcome == rejected && c.body != nil {
-				r.m.dropped.WithLabelValues(dropRejected).Inc()
+				r.m.drop(dropRejected)
 			}
 			if l.every != nil {
 				wait = l.every()

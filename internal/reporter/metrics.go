@@ -47,6 +47,24 @@ type metrics struct {
 	resyncs            prometheus.Counter
 }
 
+// dropBounds names the bound each *_limit drop reason is a drop at, the
+// bound label of formspec_reporter_dropped_observations_total: the
+// formspec_reporter_limit series, and the --max-* flag, to raise. A
+// directive beyond --max-workspaces is a drop at the workspaces bound;
+// autoscales is the fixed maxAutoScales of one workspace.
+var dropBounds = map[string]string{
+	dropWorkspaceLimit: "workspaces",
+	dropDirectiveLimit: "workspaces",
+	dropTombstoneLimit: "tombstones",
+	dropNodeLimit:      "nodes",
+	dropPodLimit:       "pods",
+	dropClaimLimit:     "claims",
+	dropAutoScaleLimit: "autoscales",
+}
+
+// drop counts an observation or report dropped for reason.
+func (m *metrics) drop(reason string) { m.dropped.WithLabelValues(reason, dropBounds[reason]).Inc() }
+
 // waitingGauge is formspec_reporter_directives_waiting for one action.
 func waitingGauge(st *state, action string, f func(counts) int) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -78,8 +96,8 @@ func newMetrics(st *state, files []credential, writer *atomic.Bool) *metrics {
 		}, []string{"endpoint"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_reporter_dropped_observations_total",
-			Help: "Observations or reports dropped, by reason (workspace_limit, tombstone_limit, node_limit, pod_limit, claim_limit, directive_limit, invalid, rejected).",
-		}, []string{"reason"}),
+			Help: "Observations or reports dropped, by reason (workspace_limit, tombstone_limit, node_limit, pod_limit, claim_limit, directive_limit, autoscale_limit, invalid, rejected) and, for a drop at a bound, the bound (workspaces, tombstones, nodes, pods, claims, autoscales; as in formspec_reporter_limit).",
+		}, []string{"reason", "bound"}),
 		observations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_reporter_observations_total",
 			Help: "Observations received from the hook server, by kind.",
@@ -147,7 +165,7 @@ func newMetrics(st *state, files []credential, writer *atomic.Bool) *metrics {
 	}
 	// Pre-create the drop series so a dashboard shows 0, not "no data".
 	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropAutoScaleLimit, dropInvalid, dropRejected} {
-		m.dropped.WithLabelValues(r)
+		m.dropped.WithLabelValues(r, dropBounds[r])
 	}
 	for _, r := range []string{refuseInvalid, refuseInvalidHash, refuseForeignNamespace, refuseUnknownWorkspace} {
 		m.directivesRefused.WithLabelValues(r)

@@ -88,10 +88,10 @@ func New(cfg Config) (*Reporter, error) {
 		// Metacontroller resyncs every claim at least this often, so a
 		// claim unseen for longer is gone.
 		claimStale: time.Hour,
-	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
+	}, func(reason string) { r.m.drop(reason) })
 	r.m = newMetrics(r.st, files, &r.writer)
 	r.m.reg.MustRegister(announcePlainHTTP(r.log, cfg, u))
-	r.waker = newWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
+	r.waker = newWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.drop(reason) })
 	r.wm = newWakeMetrics(r.m.reg, r.waker)
 	if cfg.InterceptorAdminURL != "" {
 		if r.interceptors, err = newInterceptorPoller(cfg.InterceptorAdminURL, min(cfg.RequestTimeout, time.Second)); err != nil {
@@ -125,7 +125,7 @@ func (r *Reporter) Registry() *prometheus.Registry { return r.m.reg }
 // Observe applies one observation from the hook server.
 func (r *Reporter) Observe(obs observation.Observation) error {
 	if err := obs.Validate(); err != nil {
-		r.m.dropped.WithLabelValues(dropInvalid).Inc()
+		r.m.drop(dropInvalid)
 		return err
 	}
 	now := r.cfg.now()

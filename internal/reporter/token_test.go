@@ -186,7 +186,7 @@ func TestTokenFileAppearsLater(t *testing.T) {
 	if diff := cmp.Diff("Bearer s3cret", got[len(got)-1]); diff != "" {
 		t.Errorf("Authorization once the token file exists: -want, +got:\n%s", diff)
 	}
-	if diff := cmp.Diff(0.0, testutil.ToFloat64(r.m.dropped.WithLabelValues(dropRejected))); diff != "" {
+	if diff := cmp.Diff(0.0, testutil.ToFloat64(r.m.dropped.WithLabelValues(dropRejected, ""))); diff != "" {
 		t.Errorf("dropped{reason=rejected}: -want, +got:\n%s", diff)
 	}
 	if diff := cmp.Diff(1, strings.Count(logs.String(), "without a bearer token")); diff != "" {
