@@ -210,6 +210,18 @@ func TestReporterPolicy(t *testing.T) {
 			t.Errorf("the reporter can get a Workspace (got %v); it needs patch, list and watch only", err)
 		}
 	})
+	t.Run("ListClaimsForTheSummary", func(t *testing.T) {
+		// The claims summary is written from a watch of every claim;
+		// nothing needs a get, nor any write.
+		if _, err := reporter.Do(http.MethodGet, "/apis/formspec.dev/v1alpha1/resourceclaims?limit=1", nil); err != nil {
+			t.Errorf("the reporter cannot list ResourceClaims for the claims summary: %v", err)
+		}
+		_, err := reporter.Get("formspec.dev/v1alpha1", "ResourceClaim", "team-a", "any")
+		var apiErr *controlplane.APIError
+		if !(errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden) {
+			t.Errorf("the reporter can get a ResourceClaim (got %v); it needs list and watch only", err)
+		}
+	})
 	t.Run("Lease", func(t *testing.T) {
 		lease := func(ns, name string) map[string]any {
 			return map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
