@@ -409,3 +409,17 @@ func TestClaimOf(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimMoves: a claim edited to name another workspace leaves the
+// summary of the one it named before.
+func TestClaimMoves(t *testing.T) {
+	c := newCluster(t,
+		workspaceObject("shop", nil, "orders"), workspaceObject("blog", nil, "orders"),
+		claimObject("orders", "shop", "orders", granted, "h1"))
+	c.leader.Store(true)
+	c.waitAnnotation("shop", summary("orders", "orders", granted, "h1"))
+	c.waitAnnotation("blog", summary())
+	c.put(claimsResource, claimObject("orders", "blog", "orders", granted, "h1"))
+	c.waitAnnotation("blog", summary("orders", "orders", granted, "h1"))
+	c.waitAnnotation("shop", summary())
+}
