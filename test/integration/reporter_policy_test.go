@@ -23,18 +23,7 @@ import (
 // to another Lease, is refused, whether RBAC or the policy refuses it. The same changes by another user pass,
 // so the policy narrows the reporter only.
 func TestReporterPolicy(t *testing.T) {
-	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
-	admin := cp.Client()
-	if err := admin.InstallCRDs(crdFiles(t)...); err != nil {
-		t.Fatalf("cannot install deploy/crds: %v", err)
-	}
-	ensureNamespace(t, admin, "formspec-system")
-	ensureNamespace(t, admin, "team-a")
-	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
-		if _, err := admin.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
-			t.Fatalf("cannot apply deploy/reporter/%s: %v", f, err)
-		}
-	}
+	cp, admin := startWithReporter(t, "serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml")
 	ws := controlplane.Object{
 		"apiVersion": "formspec.dev/v1alpha1", "kind": "Workspace",
 		"metadata": map[string]any{"name": "shop", "namespace": "team-a",
@@ -291,4 +280,23 @@ func TestReporterPolicy(t *testing.T) {
 			t.Errorf("the reporter can delete Events; it needs create and patch only")
 		}
 	})
+}
+
+// startWithReporter starts an API server with the CRDs, the namespaces
+// formspec-system and team-a, and files of deploy/reporter applied.
+func startWithReporter(t *testing.T, files ...string) (*controlplane.ControlPlane, *controlplane.Client) {
+	t.Helper()
+	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
+	admin := cp.Client()
+	if err := admin.InstallCRDs(crdFiles(t)...); err != nil {
+		t.Fatalf("cannot install deploy/crds: %v", err)
+	}
+	ensureNamespace(t, admin, "formspec-system")
+	ensureNamespace(t, admin, "team-a")
+	for _, f := range files {
+		if _, err := admin.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
+			t.Fatalf("cannot apply deploy/reporter/%s: %v", f, err)
+		}
+	}
+	return cp, admin
 }
