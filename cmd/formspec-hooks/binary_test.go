@@ -63,20 +63,31 @@ func TestServeBinaryAnswersFixtures(t *testing.T) {
 		t.Skip("-short: not building and starting the server binary")
 	}
 	bin := filepath.Join(buildBinaries(t), "formspec-hooks")
-	ports := freePorts(t, 2)
-	listen, metrics := ports[0], ports[1]
-	binaries.Start(t, bin, append([]string{"serve"}, runFlags(t, listen, metrics)...)...)
 	client := &http.Client{Timeout: 10 * time.Second}
-	testsync.WaitFor(t, "the server to be ready", func() bool {
-		resp, err := client.Get("http://" + metrics + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	// One server for each set of a fixture's serve-flags, started with
+	// RUN_FLAGS and those.
+	start := func(flags string) (listen string) {
+		ports := freePorts(t, 2)
+		listen, metrics := ports[0], ports[1]
+		binaries.Start(t, bin, append(append([]string{"serve"}, runFlags(t, listen, metrics)...), strings.Fields(flags)...)...)
+		testsync.WaitFor(t, "the server to be ready", func() bool {
+			resp, err := client.Get("http://" + metrics + "/readyz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+		return listen
+	}
+	listen := start("")
+	listenFor := map[string]string{"": listen}
 
 	for _, fc := range fixtureCases(t) {
+		if listenFor[fc.flags] == "" {
+			listenFor[fc.flags] = start(fc.flags)
+		}
+		listen := listenFor[fc.flags]
 		body, err := os.ReadFile(filepath.Join(fc.dir, "request.json"))
 		if err != nil {
 			t.Fatal(err)

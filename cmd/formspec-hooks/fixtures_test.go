@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/hooks/decision"
+	"github.com/formspec/formspec-hooks/internal/hooks/workspace"
 	"github.com/formspec/formspec-hooks/internal/server"
 )
 
@@ -46,6 +49,59 @@ func fixtureConfig() hookConfig {
 type fixtureCase struct {
 	dir  string
 	path string // the URL path it is posted to
+	// flags are the serve flags of its serve-flags file, if any.
+	flags string
+}
+
+// fixtureFlagsFile, in a fixture's folder, holds serve flags the case is
+// answered with beside fixtureConfig's: a case of a mode the install
+// does not run by default (--workspace-claims=related). Only the flags
+// fixtureConfigWith applies may be given; the node tests post to the
+// installed server only the cases without one.
+const fixtureFlagsFile = "serve-flags"
+
+// fixtureConfigWith is fixtureConfig with the serve flags of a
+// serve-flags file applied.
+func fixtureConfigWith(t testing.TB, flags string) hookConfig {
+	t.Helper()
+	cfg := fixtureConfig()
+	if flags == "" {
+		return cfg
+	}
+	var f serveFlags
+	set := newServeFlagSet(&f)
+	if err := set.Parse(strings.Fields(flags)); err != nil {
+		t.Fatalf("%s %q: %v", fixtureFlagsFile, flags, err)
+	}
+	set.Visit(func(fl *flag.Flag) {
+		if fl.Name != "workspace-claims" {
+			t.Fatalf("%s: --%s is not applied to fixtures; only --workspace-claims is", fixtureFlagsFile, fl.Name)
+		}
+	})
+	src, err := workspace.ParseClaimsSource(f.workspaceClaims)
+	if err != nil {
+		t.Fatalf("%s: %v", fixtureFlagsFile, err)
+	}
+	cfg.workspaceClaims = src
+	return cfg
+}
+
+// fixtureHandlers answers each fixture case with the handler of its
+// flags, one handler per set of flags.
+type fixtureHandlers struct {
+	t  testing.TB
+	by map[string]http.Handler
+}
+
+func newFixtureHandlers(t testing.TB) *fixtureHandlers {
+	return &fixtureHandlers{t: t, by: map[string]http.Handler{}}
+}
+
+func (h *fixtureHandlers) For(fc fixtureCase) http.Handler {
+	if h.by[fc.flags] == nil {
+		h.by[fc.flags] = hookHandler(h.t, fixtureConfigWith(h.t, fc.flags), server.Config{})
+	}
+	return h.by[fc.flags]
 }
 
 func fixtureCases(t *testing.T) []fixtureCase {
@@ -62,7 +118,11 @@ func fixtureCases(t *testing.T) []fixtureCase {
 	for _, r := range requests {
 		dir := filepath.Dir(r)
 		rel, _ := filepath.Rel(fixturesDir, filepath.Dir(dir))
-		out = append(out, fixtureCase{dir: dir, path: "/v1/" + filepath.ToSlash(rel)})
+		flags, err := os.ReadFile(filepath.Join(dir, fixtureFlagsFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		out = append(out, fixtureCase{dir: dir, path: "/v1/" + filepath.ToSlash(rel), flags: strings.TrimSpace(string(flags))})
 	}
 	return out
 }
@@ -98,8 +158,9 @@ func post(h http.Handler, path string, body []byte, header http.Header) *httptes
 // TestFixtures posts every fixture request through the real HTTP handler and
 // compares the answer with its golden response.
 func TestFixtures(t *testing.T) {
-	h := fixtureHandler(t)
+	handlers := newFixtureHandlers(t)
 	for _, fc := range fixtureCases(t) {
+		h := handlers.For(fc)
 		name, _ := filepath.Rel(fixturesDir, fc.dir)
 		t.Run(filepath.ToSlash(name), func(t *testing.T) {
 			body, err := os.ReadFile(filepath.Join(fc.dir, "request.json"))
@@ -145,8 +206,9 @@ func normalize(t *testing.T, raw []byte) []byte {
 // byte-identical with the same ETag, and that ETag in If-None-Match gets a
 // 304 with no body.
 func TestFixturesDeterministic(t *testing.T) {
-	h := fixtureHandler(t)
+	handlers := newFixtureHandlers(t)
 	for _, fc := range fixtureCases(t) {
+		h := handlers.For(fc)
 		body, err := os.ReadFile(filepath.Join(fc.dir, "request.json"))
 		if err != nil {
 			t.Fatal(err)

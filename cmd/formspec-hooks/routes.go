@@ -22,6 +22,7 @@ func hookRoutes(cfg hookConfig) []server.Route {
 		ControlClusterURL: cfg.controlClusterURL,
 		Reports:           sink,
 		ChildCreateGrace:  cfg.childCreateGrace,
+		Claims:            cfg.workspaceClaims,
 	})
 	ds := datastore.New(datastore.Options{Logger: cfg.logger, Decisions: cfg.decisions})
 	rc := resourceclaim.New(resourceclaim.Options{Logger: cfg.logger, Decisions: cfg.decisions, Reports: sink, Claims: cfg.claims})

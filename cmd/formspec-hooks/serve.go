@@ -43,6 +43,8 @@ type hookConfig struct {
 	claims claims.Options
 	// childCreateGrace is --child-create-grace.
 	childCreateGrace time.Duration
+	// workspaceClaims is --workspace-claims.
+	workspaceClaims workspace.ClaimsSource
 }
 
 // serveFlags are the serve command's flags, parsed.
@@ -58,6 +60,7 @@ type serveFlags struct {
 	authTokenFile                            string
 	acceptV1Grants                           bool
 	childCreateGrace                         time.Duration
+	workspaceClaims                          string
 	shutdownDelay, shutdownTimeout           time.Duration
 	pprof                                    bool
 	logging                                  *cliflag.Logging
@@ -86,6 +89,7 @@ func newServeFlagSet(f *serveFlags) *flag.FlagSet {
 	fs.StringVar(&f.tlsClientCAFile, "tls-client-ca-file", "", "require client certificates signed by these CAs (mTLS; reloaded when it changes)")
 	fs.StringVar(&f.authTokenFile, "auth-token-file", "", "require a bearer token from this file, one per line (re-read when it changes)")
 	fs.DurationVar(&f.childCreateGrace, "child-create-grace", workspace.Defaults.ChildCreateGrace, "how long a workspace's Deployment, Service or ConfigMap may stay missing after a sync asked for it before the Workspace is Degraded with reason ChildNotCreated (its create failed: an object of that name the workspace does not own, a quota or an admission rejection)")
+	fs.StringVar(&f.workspaceClaims, "workspace-claims", string(workspace.Defaults.Claims), "where the Workspace hooks learn about a workspace's ResourceClaims: summary (the formspec.dev/claims annotation the elected reporter writes, which the install's admission policy lets no one else write) or related (every claim of the namespace, which makes Metacontroller test every Workspace on each claim write; for installs without the reporter or that policy) (docs/claims.md)")
 	fs.BoolVar(&f.acceptV1Grants, "accept-v1-grants", false, "accept ResourceClaims signed in the original operator's v1 format for every Datastore, as a Datastore's spec.grantPolicy.acceptV1Signatures does for its own; v1 binds no namespace, so only while moving from that operator (docs/claims.md)")
 	fs.DurationVar(&f.shutdownDelay, "shutdown-delay", server.Defaults.ShutdownDelay, "how long /readyz fails before the listener closes")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
@@ -123,6 +127,10 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	image, version, err := workspace.ParseImage(f.resourceImage, f.defaultVersion)
 	if err != nil {
 		return cliflag.Usagef(fs, "%w", err)
+	}
+	claimsSource, err := workspace.ParseClaimsSource(f.workspaceClaims)
+	if err != nil {
+		return cliflag.Usagef(fs, "--workspace-claims: %w", err)
 	}
 	if err := checkURL("--reporter-url", f.reporterURL, true); err != nil {
 		return cliflag.Usagef(fs, "%w", err)
@@ -245,6 +253,7 @@ func runServe(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		decisions:         cfg.Metrics,
 		claims:            claims.Options{AcceptV1: f.acceptV1Grants},
 		childCreateGrace:  f.childCreateGrace,
+		workspaceClaims:   claimsSource,
 	}
 	if f.acceptV1Grants {
 		logger.Warn("--accept-v1-grants: ResourceClaims signed as v1, which binds no namespace, are granted for every Datastore; sign them again as v2 and drop the flag (docs/claims.md)")

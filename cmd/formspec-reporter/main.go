@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -19,6 +20,8 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/internal/buildinfo"
+	"github.com/formspec/formspec-hooks/internal/claimsummary"
+	"github.com/formspec/formspec-hooks/internal/claimsync"
 	"github.com/formspec/formspec-hooks/internal/cliflag"
 	"github.com/formspec/formspec-hooks/internal/fleetlimits"
 	"github.com/formspec/formspec-hooks/internal/handoff"
@@ -101,6 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.Float64Var(&cfg.IdleBudget.Share, "idle-budget-share", def.IdleBudget.Share, "most of the workspaces that may be scaling to zero at once, from 0 to 1, at least one workspace; idle directives past it wait")
 	fs.DurationVar(&cfg.IdleBudget.MinInterval, "idle-min-interval", def.IdleBudget.MinInterval, "least time between two idles of one workspace; an idle directive sooner waits")
 	electLeader := fs.Bool("leader-elect", true, "elect, through a Lease, the one reporter among the replicas that writes directives, so that the budget holds for the install; false: this reporter writes as if alone")
+	writeClaims := fs.Bool("write-claims-summary", true, "on the elected reporter, write onto each Workspace with datastores the summary of its ResourceClaims (annotation "+claimsummary.Annotation+"), which the workspace hook reads under its default --workspace-claims=summary; false for hooks run with --workspace-claims=related")
+	claimsQPS := fs.Float64("claims-summary-qps", 50, "Kubernetes API calls per second (after a burst of twice as many) for writing claims summaries; the rest of the reporter's calls keep client-go's default rate")
 	fs.StringVar(&cfg.LeaseNamespace, "lease-namespace", "", "namespace of the Lease "+reporter.LeaseName+" (default: the pod's namespace, or the kubeconfig's)")
 	if err := cliflag.Parse(fs, args, stdout); err != nil {
 		return err
@@ -160,7 +165,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		log.Warn("--listen is not a loopback address: anyone who can reach it can post observations and read directives, without authentication", "listen", *listen)
 	}
 
-	kube, namespace, err := kubeClients(*kubeconfig, cfg.Reporter)
+	if !(*claimsQPS > 0) {
+		return cliflag.Usagef(fs, "--claims-summary-qps=%v: want more than 0", *claimsQPS)
+	}
+	kube, restCfg, namespace, err := kubeClients(*kubeconfig, cfg.Reporter)
 	switch {
 	case errors.Is(err, rest.ErrNotInCluster):
 		log.Warn("no kubeconfig and not in a pod: directives and Events are not written to the cluster")
@@ -200,6 +208,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		func(ctx context.Context) error { return httpserve.Serve(ctx, localLn, rep.LocalHandler(), serving) },
 		func(ctx context.Context) error { return httpserve.Serve(ctx, opsLn, rep.OpsHandler(), serving) },
 	}
+	if *writeClaims && cfg.Kube != nil {
+		cw, err := claimsWriter(restCfg, *claimsQPS, rep, log)
+		if err != nil {
+			_ = localLn.Close()
+			_ = opsLn.Close()
+			return err
+		}
+		parts = append(parts, func(ctx context.Context) error { cw.Run(ctx); return nil })
+	}
 	attrs := []any{"listen", localLn.Addr().String(), "metrics", opsLn.Addr().String()}
 	if *healthAddr != "" {
 		probeLn, err := net.Listen("tcp", *healthAddr)
@@ -227,7 +244,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 // pod's service-account token when path is empty, and returns the
 // namespace to hold the directive Lease in: the pod's, or the
 // kubeconfig's.
-func kubeClients(path, name string) (*reporter.KubeClients, string, error) {
+func kubeClients(path, name string) (*reporter.KubeClients, *rest.Config, string, error) {
 	var cfg *rest.Config
 	var namespace string
 	var err error
@@ -242,22 +259,37 @@ func kubeClients(path, name string) (*reporter.KubeClients, string, error) {
 		namespace = strings.TrimSpace(string(b))
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot configure the kubernetes client: %w", err)
+		return nil, nil, "", fmt.Errorf("cannot configure the kubernetes client: %w", err)
 	}
 	cfg.UserAgent = "formspec-reporter/" + name
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
+		return nil, nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
 	}
 	ev, err := eventsv1.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
+		return nil, nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
 	}
 	co, err := coordinationv1.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
+		return nil, nil, "", fmt.Errorf("cannot build the kubernetes client: %w", err)
 	}
-	return &reporter.KubeClients{Dynamic: dyn, Events: ev, Leases: co}, namespace, nil
+	return &reporter.KubeClients{Dynamic: dyn, Events: ev, Leases: co}, cfg, namespace, nil
+}
+
+// claimsWriter builds the claims summary writer, on a client of its own:
+// a claim granted to each of a fleet's workspaces is a write per
+// workspace, which client-go's default 5 calls a second would spread over
+// many minutes, and which must not queue the directive writes behind it.
+func claimsWriter(cfg *rest.Config, qps float64, rep *reporter.Reporter, log *slog.Logger) (*claimsync.Writer, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(qps), int(2*qps)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
+	}
+	return claimsync.New(claimsync.Config{Dynamic: dyn, Leader: rep.Writing, FieldManager: reporter.FieldManager,
+		Registerer: rep.Registry(), Logger: log})
 }
 
 // podNamespaceFile is where a pod's service-account volume (the

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -133,7 +134,10 @@ func ByDatastore(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) map[s
 
 // For summarises claims for ws: for each distinct datastore entry, the
 // claim Best picks among those naming ws and that datastore. claims may
-// hold any claims; those of other workspaces are ignored.
+// hold any claims; those of other workspaces are ignored. A ready claim
+// whose status names another Secret than its own, or no credentialsHash,
+// was not written by the resourceclaim hook; it is summarised as Pending,
+// so that what For writes always passes Parse.
 func For(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) Summary {
 	byStore := ByDatastore(ws, claims)
 	s := Summary{Claims: []Claim{}}
@@ -151,7 +155,7 @@ func For(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) Summary {
 		}
 		e := Claim{Name: c.Name, Datastore: v1alpha1.DatastoreClaimRef{Name: ref.Name, Namespace: ns}, State: StatePending}
 		switch {
-		case Ready(c):
+		case Ready(c) && c.Status.Binding.Name == c.Name+SecretSuffix && c.Status.CredentialsHash != "":
 			e.State = StateReady
 			e.SecretName = c.Status.Binding.Name
 			e.CredentialsHash = c.Status.CredentialsHash
@@ -205,8 +209,12 @@ func Parse(value string) (Summary, error) {
 	if err := dec.Decode(&s); err != nil {
 		return Summary{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return Summary{}, fmt.Errorf("%w: text after the JSON value", ErrInvalid)
+	}
+	if s.Claims == nil {
+		// null, {} or {"claims":null}: Encode always writes the list.
+		return Summary{}, fmt.Errorf("%w: no claims list", ErrInvalid)
 	}
 	if len(s.Claims) > MaxClaims {
 		return Summary{}, fmt.Errorf("%w: %d claims, at most %d", ErrInvalid, len(s.Claims), MaxClaims)

@@ -53,6 +53,9 @@ func Render(ctx context.Context, w io.Writer, cfg workspace.Config, docs []json.
 	if err != nil {
 		return err
 	}
+	// The claims render verified come to the hook as related objects: no
+	// reporter summarises them here.
+	cfg.Claims = workspace.ClaimsRelated
 	req := renderRequest(in)
 	resp, err := Sync(ctx, cfg, req)
 	if err != nil {

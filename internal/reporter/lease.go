@@ -32,6 +32,11 @@ func (cfg Config) elects() bool {
 	return cfg.Kube != nil && cfg.Kube.Dynamic != nil && cfg.Kube.Leases != nil && cfg.LeaseNamespace != ""
 }
 
+// Writing reports whether this reporter writes now: it holds the Lease,
+// or there is none to hold. What else only the elected reporter writes
+// (claims summaries) follows it.
+func (r *Reporter) Writing() bool { return r.writer.Load() }
+
 // runElection campaigns for the Lease until ctx ends, and keeps r.writer
 // true while this reporter holds it.
 func (r *Reporter) runElection(ctx context.Context) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/claimsummary"
 	"github.com/formspec/formspec-hooks/internal/hooks/resourceclaim"
 	"github.com/formspec/formspec-hooks/internal/testkit/claimstest"
 )
@@ -253,6 +254,7 @@ func (e *env) waitForInjected(t testing.TB, ns, name, what string, ds *v1alpha1.
 	e.waitForWorkspace(t, ns, name, what, injectionOf(claimName, envPrefix),
 		[]v1alpha1.WorkspaceDatastoreStatus{{Name: ds.Name, Claim: claimName, State: v1alpha1.DatastoreInjected, SecretName: claimName + resourceclaim.SecretSuffix}},
 		cond{Type: v1alpha1.ConditionDegraded, Status: "False", Reason: "AsExpected"})
+	e.checkSummary(t, ns, name, claimName, claimsummary.StateReady)
 }
 
 // waitForNotInjected waits until a workspace injects no credentials, says
@@ -262,6 +264,38 @@ func (e *env) waitForNotInjected(t testing.TB, ns, name, what string, ds *v1alph
 	e.waitForWorkspace(t, ns, name, what, injection{},
 		[]v1alpha1.WorkspaceDatastoreStatus{{Name: ds.Name, Claim: claimName, State: v1alpha1.DatastoreDenied}},
 		cond{Type: v1alpha1.ConditionDegraded, Status: "True", Reason: "DatastoreNotInjected"})
+	e.checkSummary(t, ns, name, claimName, claimsummary.StateDenied)
+}
+
+// checkSummary checks where the workspace's view of claimName came from,
+// once the workspace shows it. With the hooks reading the claims summary,
+// the Workspace carries one that says claimName is in state: the
+// reporter wrote it before the hook could act on it. With claims related
+// instead, the reporter (run with --write-claims-summary=false) wrote
+// none.
+func (e *env) checkSummary(t testing.TB, ns, name, claimName, state string) {
+	t.Helper()
+	ws, err := e.workspace(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := ws.Annotations[claimsummary.Annotation]
+	if e.claimsRelated {
+		if ok {
+			t.Errorf("Workspace %s/%s carries a claims summary, which no one should write with the claims related: %s", ns, name, v)
+		}
+		return
+	}
+	s, err := claimsummary.Parse(v)
+	if !ok || err != nil {
+		t.Fatalf("Workspace %s/%s: no claims summary the hook could have read (present %v): %v", ns, name, ok, err)
+	}
+	for _, c := range s.Claims {
+		if c.Name == claimName && c.State == state {
+			return
+		}
+	}
+	t.Errorf("Workspace %s/%s: claims summary %s does not show claim %s %s", ns, name, v, claimName, state)
 }
 
 // waitForWorkspace waits until a workspace's pod template has wantIn, its

@@ -90,6 +90,10 @@ type env struct {
 	// reporterPort is where the hook server hands observations over; no
 	// reporter listens there unless a test starts one.
 	reporterPort int
+	// claimsRelated is set when the hook server relates claims to their
+	// Workspaces (--workspace-claims=related) instead of reading the
+	// summary the reporter writes.
+	claimsRelated bool
 }
 
 // envConfig changes what startEnvWith starts; its zero value is the
@@ -107,6 +111,10 @@ type envConfig struct {
 	// editController, when set, may change each controller definition
 	// before it is applied.
 	editController func(t *testing.T, obj controlplane.Object)
+	// claimsRelated runs the hook server with --workspace-claims=related:
+	// Metacontroller hands each Workspace the claims of its namespace, and
+	// no claims summary is read.
+	claimsRelated bool
 }
 
 // startEnv brings up the control plane, installs the CRDs, creates the
@@ -144,7 +152,7 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 	mcCRDs := controlplane.MetacontrollerCRDs(t)
 
 	cp := controlplane.Start(t)
-	e := &env{cp: cp, c: cp.Client(), dir: t.TempDir()}
+	e := &env{cp: cp, c: cp.Client(), dir: t.TempDir(), claimsRelated: cfg.claimsRelated}
 	if err := e.c.InstallCRDs(mcCRDs); err != nil {
 		t.Fatalf("cannot install Metacontroller's CRDs: %v", err)
 	}
@@ -194,6 +202,9 @@ func startEnvWith(t *testing.T, cfg envConfig) *env {
 		}
 		for _, name := range serverFileNames {
 			args = append(args, "--"+name+"="+files[name])
+		}
+		if cfg.claimsRelated {
+			args = append(args, "--workspace-claims=related")
 		}
 		e.hooks = controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: e.dir, LogLines: 200}, bin, append(args, cfg.hookArgs...)...)
 	}

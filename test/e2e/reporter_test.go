@@ -235,6 +235,18 @@ func (ri reporterInstall) start(t *testing.T, e *env, ccAddr string, metricsPort
 	return p
 }
 
+// startClaimsReporter starts the reporter as the install runs it beside
+// the hook server, with args added, against a reference Cluster Control
+// that holds no directives. The workspace hook reads each Workspace's
+// claims from the summary the elected reporter writes onto it (unless
+// the hooks run with --workspace-claims=related), so every test in which
+// a workspace receives credentials runs one.
+func (e *env) startClaimsReporter(t *testing.T, args ...string) *controlplane.Process {
+	t.Helper()
+	cc := startClusterControl(t)
+	return e.installReporter(t).start(t, e, cc.addr, controlplane.FreePorts(t, 1)[0], append([]string{"--log-level=debug"}, args...)...)
+}
+
 // eventFor checks for an Event with reason about the named object, found
 // the way `kubectl events --for <kind>/<name>` finds it: through the core
 // v1 Events API, by the involved object's kind, apiVersion and name. With

@@ -322,6 +322,9 @@ type sample struct {
 	// reporterHeap is the reporter's Go heap in use, in bytes;
 	// reporterDropped the observations it dropped at one of its bounds.
 	reporterHeap, reporterDropped float64
+	// summaryWrites are the reporter's patches of claims summaries, every
+	// result; the API server counts them among the others' writes too.
+	summaryWrites float64
 }
 
 // delta is what happened between two samples.
@@ -336,12 +339,14 @@ type delta struct {
 	cc           map[string]traffic
 	handoffs     float64
 	mc           mcHooks
+	// summaryWrites are the reporter's patches of claims summaries.
+	summaryWrites float64
 }
 
 func (s sample) since(prev sample) delta {
 	d := delta{seconds: s.at.Sub(prev.at).Seconds(), cpu: map[string]float64{}, hooks: map[string]float64{},
 		api: map[apiKey]float64{}, apiServerCPU: s.apiServerCPU - prev.apiServerCPU, cc: map[string]traffic{},
-		handoffs: s.handoffs - prev.handoffs, hookBytes: s.hookBytes - prev.hookBytes,
+		handoffs: s.handoffs - prev.handoffs, hookBytes: s.hookBytes - prev.hookBytes, summaryWrites: s.summaryWrites - prev.summaryWrites,
 		mc: mcHooks{calls: s.mc.calls - prev.mc.calls, seconds: s.mc.seconds - prev.mc.seconds, handshakes: s.mc.handshakes - prev.mc.handshakes}}
 	for k, v := range s.procs {
 		d.cpu[k] = v.cpu - prev.procs[k].cpu

@@ -422,6 +422,7 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 			}
 			s.reporterHeap = first(families, "go_memstats_heap_inuse_bytes")
 			s.reporterDropped = sum(families, "formspec_reporter_dropped_observations_total")
+			s.summaryWrites = sum(families, "formspec_reporter_claims_summary_writes_total")
 		}
 		return s
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // TestMetacontroller runs every end-to-end case against one control plane,
-// hook server and Metacontroller, installed as deploy/ installs them (TLS
-// and a bearer token) and with Metacontroller's server-side apply: starting
+// hook server, reporter and Metacontroller, installed as deploy/ installs
+// them (TLS and a bearer token; the reporter writing the claims summaries
+// the workspace hook reads) and with Metacontroller's server-side apply: starting
 // them takes seconds, and each case works in its own namespaces and
 // ClusterClasses, so the cases run in parallel. Then, one after the other
 // because each restarts Metacontroller, a wrong token and a wrong CA must
@@ -24,6 +25,7 @@ import (
 // made while Metacontroller is stopped, are taken over.
 func TestMetacontroller(t *testing.T) {
 	e := startEnv(t)
+	e.startClaimsReporter(t)
 	t.Run("cases", func(t *testing.T) {
 		t.Run("WorkspaceLifecycle", func(t *testing.T) { t.Parallel(); testWorkspaceLifecycle(t, e) })
 		t.Run("AutoScaling", func(t *testing.T) { t.Parallel(); testAutoScaling(t, e) })
@@ -41,6 +43,20 @@ func TestMetacontroller(t *testing.T) {
 	// it when it ended: run it again, from this test, with the install
 	// put right, for the cleanup.
 	e.restartMetacontroller(t, func() {})
+}
+
+// TestClaimsRelated runs the credentials cases with the hook server
+// relating the claims of a namespace to each Workspace
+// (--workspace-claims=related), and a reporter that writes no claims
+// summary: a workspace still receives its credentials when its claim is
+// granted, loses them when it is revoked, and rolls when they rotate,
+// from the claims Metacontroller hands it.
+func TestClaimsRelated(t *testing.T) {
+	e := startEnvWith(t, envConfig{claimsRelated: true})
+	e.startClaimsReporter(t, "--write-claims-summary=false")
+	t.Run("Credentials", func(t *testing.T) { t.Parallel(); testCredentials(t, e) })
+	t.Run("GrantRevocation", func(t *testing.T) { t.Parallel(); testRevocation(t, e) })
+	t.Run("CredentialsRotation", func(t *testing.T) { t.Parallel(); testRotation(t, e) })
 }
 
 // deploymentShape is what the lifecycle case checks of the Deployment.

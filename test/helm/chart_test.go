@@ -402,7 +402,9 @@ func reporterObjects(namespace string) []string {
 		"RoleBinding/" + namespace + "/formspec-reporter-lease",
 		"ServiceAccount/" + namespace + "/formspec-reporter",
 		"ValidatingAdmissionPolicy/formspec-reporter-workspace-annotations",
+		"ValidatingAdmissionPolicy/formspec-workspace-claims-summary",
 		"ValidatingAdmissionPolicyBinding/formspec-reporter-workspace-annotations",
+		"ValidatingAdmissionPolicyBinding/formspec-workspace-claims-summary",
 	}
 }
 
@@ -468,7 +470,7 @@ func baseArgs(listen string) []any {
 		"serve", "--listen=" + listen, "--metrics-listen=:9090", "--health-listen=:8081",
 		"--resource-image=formahub/formspec-resource", "--default-version=" + workspaceVersion,
 		"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181",
-		"--log-level=info", "--log-format=json",
+		"--workspace-claims=summary", "--log-level=info", "--log-format=json",
 	}
 }
 
@@ -600,6 +602,7 @@ func noReporterSummary() summary {
 	delete(s.EndpointConfigs, "formspec-workspace-pods")
 	s.HookArgs = slices.Clone(s.HookArgs)
 	s.HookArgs[slices.Index(s.HookArgs, any("--reporter-url=http://127.0.0.1:8181"))] = "--reporter-url="
+	s.HookArgs[slices.Index(s.HookArgs, any("--workspace-claims=summary"))] = "--workspace-claims=related"
 	s.Volumes = []any{"tls=formspec-hooks-tls", "token=formspec-hooks-token"}
 	metrics := s.ServicePorts["formspec-hooks-metrics"].([]any)
 	s.ServicePorts["formspec-hooks-metrics"] = metrics[:1]

@@ -181,6 +181,18 @@ var valueCases = map[string]struct {
 		values: required + "claims: {acceptV1Grants: true}",
 		want:   []expect{{"Deployment", "spec.template.spec.containers[hooks].args", append(secureArgs("tokens"), "--accept-v1-grants")}},
 	},
+	"ClaimsRelated": {
+		reason: "claims.workspaceClaims related relates the claims even with the reporter, which then writes no summary; summary with it is the default (every other case).",
+		values: required + "claims: {workspaceClaims: related}",
+		want: []expect{
+			{"Deployment", "spec.template.spec.containers[hooks].args", func() []any {
+				args := secureArgs("tokens")
+				args[slices.Index(args, any("--workspace-claims=summary"))] = "--workspace-claims=related"
+				return args
+			}()},
+			{"Deployment", "spec.template.spec.containers[reporter].args", reporterArgs("info", "json", "--write-claims-summary=false")},
+		},
+	},
 	"ReporterExtraArgs": {
 		reason: "reporter.extraArgs come last on the reporter's command line.",
 		values: required + "reporter: {extraArgs: [--node-health-interval=30s]}",
@@ -267,7 +279,7 @@ var valueCases = map[string]struct {
 		values: "resourceImage: registry.example.com/formspec-resource:2.0.1",
 		want: []expect{{"Deployment", "spec.template.spec.containers[hooks].args", []any{
 			"serve", "--listen=:8443", "--metrics-listen=:9090", "--health-listen=:8081", "--resource-image=registry.example.com/formspec-resource:2.0.1",
-			"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181", "--log-level=info", "--log-format=json",
+			"--cluster-control-url=$(CONTROL_CLUSTER_URL)", "--reporter-url=http://127.0.0.1:8181", "--workspace-claims=summary", "--log-level=info", "--log-format=json",
 			"--tls-cert-file=/var/run/formspec/tls/tls.crt", "--tls-key-file=/var/run/formspec/tls/tls.key", "--auth-token-file=/var/run/formspec/token/tokens",
 		}}},
 	},

@@ -87,19 +87,25 @@ func TestWakeOnRequestOn(t *testing.T) {
 	}
 }
 
-// TestWakeOnRequestNeedsReporter: without the reporter nothing would wake
-// a workspace, so the chart refuses the combination.
-func TestWakeOnRequestNeedsReporter(t *testing.T) {
+// TestNeedsReporter: what only the reporter does cannot be asked for
+// without it, so the chart refuses the combination: nothing would wake a
+// workspace on request, and no claims summary would be written, so no
+// workspace would get its credentials.
+func TestNeedsReporter(t *testing.T) {
 	chrt, err := loader.Load(chartDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	vals, err := chartutil.ReadValues([]byte(required + "reporter: {enabled: false}\nwakeOnRequest: {enabled: true}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = renderErr(t, chrt, vals)
-	if want := "wakeOnRequest.enabled needs reporter.enabled"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("render: got %v, want an error containing %q", err, want)
+	for values, want := range map[string]string{
+		"wakeOnRequest: {enabled: true}":     "wakeOnRequest.enabled needs reporter.enabled",
+		"claims: {workspaceClaims: summary}": "claims.workspaceClaims=summary needs reporter.enabled",
+	} {
+		vals, err := chartutil.ReadValues([]byte(required + "reporter: {enabled: false}\n" + values))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := renderErr(t, chrt, vals); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("render with %s: got %v, want an error containing %q", values, err, want)
+		}
 	}
 }

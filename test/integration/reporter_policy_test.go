@@ -23,18 +23,7 @@ import (
 // to another Lease, is refused, whether RBAC or the policy refuses it. The same changes by another user pass,
 // so the policy narrows the reporter only.
 func TestReporterPolicy(t *testing.T) {
-	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
-	admin := cp.Client()
-	if err := admin.InstallCRDs(crdFiles(t)...); err != nil {
-		t.Fatalf("cannot install deploy/crds: %v", err)
-	}
-	ensureNamespace(t, admin, "formspec-system")
-	ensureNamespace(t, admin, "team-a")
-	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"} {
-		if _, err := admin.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
-			t.Fatalf("cannot apply deploy/reporter/%s: %v", f, err)
-		}
-	}
+	cp, admin := startWithReporter(t, "serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml")
 	ws := controlplane.Object{
 		"apiVersion": "formspec.dev/v1alpha1", "kind": "Workspace",
 		"metadata": map[string]any{"name": "shop", "namespace": "team-a",
@@ -210,6 +199,18 @@ func TestReporterPolicy(t *testing.T) {
 			t.Errorf("the reporter can get a Workspace (got %v); it needs patch, list and watch only", err)
 		}
 	})
+	t.Run("ListClaimsForTheSummary", func(t *testing.T) {
+		// The claims summary is written from a watch of every claim;
+		// nothing needs a get, nor any write.
+		if _, err := reporter.Do(http.MethodGet, "/apis/formspec.dev/v1alpha1/resourceclaims?limit=1", nil); err != nil {
+			t.Errorf("the reporter cannot list ResourceClaims for the claims summary: %v", err)
+		}
+		_, err := reporter.Get("formspec.dev/v1alpha1", "ResourceClaim", "team-a", "any")
+		var apiErr *controlplane.APIError
+		if !(errors.As(err, &apiErr) && apiErr.Code == http.StatusForbidden) {
+			t.Errorf("the reporter can get a ResourceClaim (got %v); it needs list and watch only", err)
+		}
+	})
 	t.Run("Lease", func(t *testing.T) {
 		lease := func(ns, name string) map[string]any {
 			return map[string]any{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -279,4 +280,23 @@ func TestReporterPolicy(t *testing.T) {
 			t.Errorf("the reporter can delete Events; it needs create and patch only")
 		}
 	})
+}
+
+// startWithReporter starts an API server with the CRDs, the namespaces
+// formspec-system and team-a, and files of deploy/reporter applied.
+func startWithReporter(t *testing.T, files ...string) (*controlplane.ControlPlane, *controlplane.Client) {
+	t.Helper()
+	cp := controlplane.Start(t, controlplane.WithoutControllerManager())
+	admin := cp.Client()
+	if err := admin.InstallCRDs(crdFiles(t)...); err != nil {
+		t.Fatalf("cannot install deploy/crds: %v", err)
+	}
+	ensureNamespace(t, admin, "formspec-system")
+	ensureNamespace(t, admin, "team-a")
+	for _, f := range files {
+		if _, err := admin.ApplyYAMLFile(filepath.Join(controlplane.RepoRoot(t), "deploy", "reporter", f), fieldManager, false); err != nil {
+			t.Fatalf("cannot apply deploy/reporter/%s: %v", f, err)
+		}
+	}
+	return cp, admin
 }

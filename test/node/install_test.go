@@ -301,8 +301,15 @@ func (c *Cluster) checkFixtures(t *testing.T, base string, client *http.Client, 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	skipped := 0
 	for _, req := range requests {
 		dir := filepath.Dir(req)
+		if _, err := os.Stat(filepath.Join(dir, "serve-flags")); err == nil {
+			// A case of a mode the install does not run (serve-flags);
+			// cmd/formspec-hooks answers it with those flags.
+			skipped++
+			continue
+		}
 		rel, _ := filepath.Rel(fixtures, filepath.Dir(dir))
 		path := "/v1/" + filepath.ToSlash(rel)
 		body, err := os.ReadFile(req)
@@ -325,7 +332,7 @@ func (c *Cluster) checkFixtures(t *testing.T, base string, client *http.Client, 
 			t.Errorf("POST %s (%s): -want, +got:\n%s", path, dir, diff)
 		}
 	}
-	t.Logf("%d fixtures answered through Service %s/%s (%s)", len(requests), hooksNamespace, hooksName, base)
+	t.Logf("%d fixtures answered through Service %s/%s (%s); %d of other serve flags left out", len(requests)-skipped, hooksNamespace, hooksName, base, skipped)
 }
 
 // post POSTs a JSON body, with token as a bearer token unless it is empty,

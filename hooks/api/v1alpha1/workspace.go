@@ -195,6 +195,11 @@ const (
 	ReasonTakingOver = "TakingOver"
 	// ReasonCreating: a child the hook asks for is not observed yet.
 	ReasonCreating = "Creating"
+	// ReasonWaitingForClaimsSummary: the workspace has spec.datastores and
+	// the reporter has not written its claims summary (the
+	// formspec.dev/claims annotation) yet; its children are kept as they
+	// are until it does.
+	ReasonWaitingForClaimsSummary = "WaitingForClaimsSummary"
 
 	// Reasons of Degraded: True.
 	ReasonClusterClassNotFound     = "ClusterClassNotFound"
@@ -202,6 +207,9 @@ const (
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	ReasonReplicaFailure           = "ReplicaFailure"
 	ReasonDatastoreNotInjected     = "DatastoreNotInjected"
+	// ReasonInvalidClaimsSummary: the workspace's formspec.dev/claims
+	// annotation does not parse; its children are kept as they are.
+	ReasonInvalidClaimsSummary = "InvalidClaimsSummary"
 	// ReasonChildNotCreated: a child the hook asks for (the workspace's
 	// Deployment, Service or ConfigMap) is still not there a grace period
 	// after a sync first asked for it: its create failed. The message

@@ -1,13 +1,17 @@
 package workspace
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/claimsummary"
 )
 
 func claimObj(name, ws, store, storeNS string, gen, observedGen int64, ready, denied bool) *v1alpha1.ResourceClaim {
@@ -103,7 +107,7 @@ func TestBindingsFor(t *testing.T) {
 			for _, b := range bindingsFor(ws, tc.claims) {
 				got = append(got, b.status)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := gocmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nbindingsFor: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
@@ -139,5 +143,51 @@ func TestClaimsInSkipsBroken(t *testing.T) {
 	got := claimsIn(related)
 	if len(got) != 1 || got[0].Name != "good" {
 		t.Errorf("claimsIn: got %d claims (%v), want only the good one", len(got), got)
+	}
+}
+
+// TestSummaryRoundTrip shows that the hook reaches the same decision about
+// every datastore entry from the reporter's summary of the claims as from
+// the claims themselves: for claim sets drawn at random (of this
+// workspace and another, for its datastores and others, ready, denied,
+// pending or going away, one datastore written twice), bindingsFor over
+// the summary's claims equals bindingsFor over the claims.
+func TestSummaryRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(48, 2))
+	stores := []string{"db", "cache", "logs", "gone"}
+	for i := range 500 {
+		ws := &v1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "team-a"}}
+		for _, s := range stores[:rng.IntN(len(stores))] {
+			ref := v1alpha1.DatastoreRef{Name: s}
+			if rng.IntN(4) == 0 {
+				ref.Namespace = "shared"
+			}
+			ws.Spec.Datastores = append(ws.Spec.Datastores, ref)
+		}
+		if n := len(ws.Spec.Datastores); n > 0 && rng.IntN(3) == 0 {
+			twice := ws.Spec.Datastores[rng.IntN(n)]
+			twice.Namespace = cmp.Or(twice.Namespace, "team-a")
+			ws.Spec.Datastores = append(ws.Spec.Datastores, twice)
+		}
+		var claims []*v1alpha1.ResourceClaim
+		for j := range rng.IntN(8) {
+			storeNS := []string{"", "team-a", "shared"}[rng.IntN(3)]
+			ready, denied := rng.IntN(2) == 0, rng.IntN(3) == 0
+			c := claimObj(fmt.Sprintf("c%d-%d", j, rng.IntN(100)), []string{"acme", "acme", "globex"}[rng.IntN(3)],
+				stores[rng.IntN(len(stores))], storeNS, 1, 1, ready, denied && !ready)
+			if rng.IntN(8) == 0 {
+				c.DeletionTimestamp = &metav1.Time{}
+			}
+			claims = append(claims, c)
+		}
+		want := bindingsFor(ws, claims)
+		summary, err := claimsummary.Parse(claimsummary.Encode(claimsummary.For(ws, claims)))
+		if err != nil {
+			t.Fatalf("set %d: the summary does not parse: %v", i, err)
+		}
+		got := bindingsFor(ws, summary.ResourceClaims(ws))
+		if diff := gocmp.Diff(want, got, gocmp.AllowUnexported(binding{})); diff != "" {
+			t.Fatalf("set %d (workspace %+v, %d claims): bindings from the summary differ, -related, +summary:\n%s", i, ws.Spec.Datastores, len(claims), diff)
+		}
 	}
 }

@@ -32,8 +32,8 @@ type desired struct {
 // decideSync computes what a sync asks for. An error is a bug, never a
 // decision about the user's workspace.
 func (h *Hooks) decideSync(o *observed) (*desired, error) {
-	bindings := bindingsFor(o.ws, o.claims)
-	if stop := cmp.Or(o.invalidSpec, classMissing(o)); stop != nil {
+	bindings := o.bindings()
+	if stop := cmp.Or(o.invalidSpec, classMissing(o), o.summaryProblem); stop != nil {
 		// Without a spec it can read or without its class, the hook does not
 		// know the workspace's shape. Deleting the children would take a
 		// running workspace down because of a slip elsewhere, so they are
@@ -46,6 +46,16 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 			return nil, err
 		}
 		return &desired{status: h.status(o, bindings, stop, takeoverOf(o, bindings), nil), children: children}, nil
+	}
+	if o.claimsKept() {
+		// No summary yet, and a Deployment runs: which credentials its pods
+		// should mount is not known, so nothing changes until the reporter
+		// says (Progressing, WaitingForClaimsSummary).
+		children, err := frozen(o, freeze{keepObservedReplicas: true})
+		if err != nil {
+			return nil, err
+		}
+		return &desired{status: h.status(o, bindings, nil, takeoverOf(o, bindings), nil), children: children}, nil
 	}
 	t := takeoverOf(o, bindings)
 	if t != nil && t.held != "" {
@@ -102,7 +112,7 @@ func (h *Hooks) decideSync(o *observed) (*desired, error) {
 // is observed the workspace is finalized. Credentials Secrets are the
 // claims' attachments, not the workspace's children, and stay.
 func (h *Hooks) decideFinalize(o *observed) (*desired, error) {
-	d := &desired{status: h.status(o, bindingsFor(o.ws, o.claims), nil, nil, nil), children: []any{}}
+	d := &desired{status: h.status(o, o.bindings(), nil, nil, nil), children: []any{}}
 	if o.children.count() == 0 {
 		d.finalized = true
 		return d, nil

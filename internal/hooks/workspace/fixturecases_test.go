@@ -306,11 +306,14 @@ func cases() []fixture {
 		p["spec"].(obj)["pod"] = obj{"tolerations": []obj{{"key": "dedicated", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": "abc"}}}
 		add("sync", "invalid-spec", request(p, children(kids...), related(class(premium)), false))
 	}
-	// Customize: the class and, with datastores, the namespace's claims.
+	// Customize: the class and, with datastores, the namespace's claims
+	// (related mode: serve-flags), or the class alone (summary mode).
 	{
 		add("customize", "with-datastores", obj{"controller": controller(), "parent": parent("standard", 1, nil, obj{"datastores": []obj{{"name": "orders-db"}}}, nil)})
+		add("customize", "summary-with-datastores", obj{"controller": controller(), "parent": parent("standard", 1, nil, obj{"datastores": []obj{{"name": "orders-db"}}}, nil)})
 		add("customize", "class-only", obj{"controller": controller(), "parent": parent("standard", 1, nil, nil, nil)})
 	}
+	fs = append(fs, summaryCases()...)
 	return append(fs, takeoverCases()...)
 }
 

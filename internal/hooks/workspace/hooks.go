@@ -17,6 +17,7 @@ import (
 // the reporter → answer (encode.go).
 func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.CompositeResponse, error) {
 	o := observe(req)
+	h.claimsOf(o, req)
 	d, err := h.decideSync(o)
 	if err != nil {
 		return nil, err
@@ -29,6 +30,7 @@ func (h *Hooks) Sync(_ context.Context, req *Request) (*metacontroller.Composite
 // the reporter once nothing is left.
 func (h *Hooks) Finalize(_ context.Context, req *Request) (*metacontroller.CompositeResponse, error) {
 	o := observe(req)
+	h.claimsOf(o, req)
 	d, err := h.decideFinalize(o)
 	if err != nil {
 		return nil, err
@@ -59,7 +61,9 @@ type customizeSpec struct {
 }
 
 // Customize asks Metacontroller to show sync the workspace's ClusterClass
-// and the ResourceClaims in its namespace.
+// and, in related mode (ClaimsRelated), the ResourceClaims in its
+// namespace. In summary mode the claims reach sync on the Workspace
+// itself (claims.go).
 func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeRequest) (*metacontroller.CustomizeResponse, error) {
 	var parent struct {
 		Metadata struct {
@@ -84,7 +88,7 @@ func (h *Hooks) Customize(_ context.Context, req *metacontroller.CustomizeReques
 			Names:      []string{spec.ClusterClass},
 		})
 	}
-	if len(spec.Datastores) > 0 {
+	if len(spec.Datastores) > 0 && h.cfg.Claims == ClaimsRelated {
 		// Claims are found by what they say (spec.workspace), not by name,
 		// so ask for all of them in the namespace and match in sync.
 		rules = append(rules, metacontroller.RelatedResourceRule{

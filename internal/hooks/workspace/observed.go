@@ -346,7 +346,11 @@ type observed struct {
 	// and nothing may be built from it.
 	invalidSpec *problem
 	class       *v1alpha1.ClusterClass
-	claims      []*v1alpha1.ResourceClaim
+	// claims are the workspace's claims as the configured ClaimsSource
+	// tells them (claims.go); summary says whether there were any to tell.
+	claims         []*v1alpha1.ResourceClaim
+	summary        summaryState
+	summaryProblem *problem
 
 	// deployment is the workspace's Deployment as far as deploymentView
 	// reads it.
@@ -394,7 +398,6 @@ func observe(req *Request) *observed {
 			o.class = &v1alpha1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Name: c.Metadata.Name}, Spec: c.Spec}
 		}
 	}
-	o.claims = claimsIn(req.Related.ResourceClaims)
 	name := metacontroller.Name(ws.Namespace, ws.Name)
 	if dep := req.Children.Deployments[name]; dep != nil {
 		o.deployment = dep.deployment()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/claimsummary"
 	"github.com/formspec/formspec-hooks/internal/conditions"
 )
 
@@ -41,6 +42,9 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem, t
 	for _, b := range bindings {
 		st.Datastores = append(st.Datastores, b.status)
 	}
+	if o.claimsKept() {
+		st.Datastores = ws.Status.Datastores
+	}
 
 	ready := readyCondition(dep)
 	var missing []childRef
@@ -51,6 +55,9 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem, t
 	progressing := progressingCondition(dep, bindings, missing)
 	if t != nil {
 		progressing = t.progressing(progressing, ws)
+	}
+	if o.summary == summaryAbsent && dep != nil {
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, v1alpha1.ReasonWaitingForClaimsSummary, waitingForSummaryMessage
 	}
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAsExpected, Message: "no problems observed"}
 	if ws.DeletionTimestamp != nil {
@@ -159,7 +166,11 @@ func progressingCondition(dep *appsv1.Deployment, bindings []binding, missing []
 func waitingFor(bindings []binding) []string {
 	var out []string
 	for _, b := range bindings {
-		if b.status.State == v1alpha1.DatastorePending {
+		switch {
+		case b.status.State != v1alpha1.DatastorePending:
+		case b.status.Claim == "":
+			out = append(out, fmt.Sprintf("%s: no claims summary (annotation %s) yet", b.ref.Name, claimsummary.Annotation))
+		default:
 			out = append(out, fmt.Sprintf("%s: rclaim %q is not verified yet", b.ref.Name, b.status.Claim))
 		}
 	}

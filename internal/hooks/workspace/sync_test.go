@@ -54,17 +54,19 @@ func TestArtifactHash(t *testing.T) {
 }
 
 func TestCustomize(t *testing.T) {
-	h := New(Config{})
 	cases := map[string]struct {
 		reason    string
+		claims    ClaimsSource
 		spec      string
 		wantRules int
 	}{
-		"ClassOnly":      {reason: "Without datastores only the class is related.", spec: `{"clusterClass":"gold"}`, wantRules: 1},
-		"WithDatastores": {reason: "Datastores add the namespace's claims.", spec: `{"clusterClass":"gold","datastores":[{"name":"db"}]}`, wantRules: 2},
+		"ClassOnly":             {reason: "Without datastores only the class is related.", claims: ClaimsRelated, spec: `{"clusterClass":"gold"}`, wantRules: 1},
+		"WithDatastores":        {reason: "Datastores add the namespace's claims.", claims: ClaimsRelated, spec: `{"clusterClass":"gold","datastores":[{"name":"db"}]}`, wantRules: 2},
+		"SummaryWithDatastores": {reason: "In summary mode no claim is related: the summary comes on the Workspace.", spec: `{"clusterClass":"gold","datastores":[{"name":"db"}]}`, wantRules: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			h := New(Config{Claims: tc.claims})
 			parent := json.RawMessage(`{"apiVersion":"formspec.dev/v1alpha1","kind":"Workspace","metadata":{"name":"acme","namespace":"team-a"},"spec":` + tc.spec + `}`)
 			resp, err := h.Customize(context.Background(), &metacontroller.CustomizeRequest{Parent: parent})
 			if err != nil {

@@ -54,6 +54,9 @@ type Config struct {
 	// unobserved before the workspace is Degraded, ChildNotCreated
 	// (missing.go; default Defaults.ChildCreateGrace).
 	ChildCreateGrace time.Duration
+	// Claims is where the hooks learn about a workspace's ResourceClaims
+	// (claims.go; default ClaimsSummary).
+	Claims ClaimsSource
 }
 
 // Hooks serves the Workspace hooks for one configuration.
@@ -75,12 +78,16 @@ var Defaults = Config{
 	// (they lag by milliseconds), short enough that a person still waits
 	// for the workspace to come up.
 	ChildCreateGrace: time.Minute,
+	// The reporter's summary: relating claims makes Metacontroller test
+	// every Workspace on each claim write (claims.go).
+	Claims: ClaimsSummary,
 }
 
 // New returns the Workspace hooks for cfg, its zero fields taken from
 // Defaults; Reports may stay nil (nothing is reported).
 func New(cfg Config) *Hooks {
 	cfg.ResourceImage = cmp.Or(cfg.ResourceImage, Defaults.ResourceImage)
+	cfg.Claims = cmp.Or(cfg.Claims, Defaults.Claims)
 	if cfg.Now == nil {
 		cfg.Now = Defaults.Now
 	}
