@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 	"k8s.io/client-go/dynamic"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -251,7 +252,24 @@ func (cfg Config) withDefaults() Config {
 		cfg.sleep = sleep
 	}
 	if cfg.rand == nil {
-		cfg.rand = defaultRand
+		cfg.rand = ccclient.DefaultRand
 	}
 	return cfg
 }
+
+// ParseClusterControlURL checks cfg.ClusterControlURL, naming it name in
+// its errors, with ccclient.ParseURL: while a TokenFile is set, plain
+// http:// to a host off the loopback is refused unless InsecureHTTP says
+// so. formspec-reporter checks its flags with it before starting, so that
+// a mistake is a usage error; New checks again.
+func (cfg Config) ParseClusterControlURL(name string) (*url.URL, error) {
+	return ccclient.ParseURL(name, cfg.ClusterControlURL, cfg.TokenFile != "", cfg.InsecureHTTP)
+}
+
+// ErrPlainHTTP is a Cluster Control URL that would carry the bearer token
+// across a network in clear (ccclient.ErrPlainHTTP).
+var ErrPlainHTTP = ccclient.ErrPlainHTTP
+
+// ErrTokenFile is wrapped by New's error when Config.TokenFile exists but
+// cannot be read (ccclient.ErrTokenFile).
+var ErrTokenFile = ccclient.ErrTokenFile

@@ -73,7 +73,7 @@ func TestDirectives(t *testing.T) {
 			st := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
 			st.observeWorkspace(tc.ws, t0)
 			p, _ := st.next()
-			st.finish(p, sent, t0)
+			st.done(p, true, t0)
 			st.setDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Second))
 			var wantWrites []ccapi.Directive
 			if tc.wantWrite {

@@ -147,3 +147,5 @@ func cond(typ corev1.NodeConditionType, status corev1.ConditionStatus) corev1.No
 func wsStatus(name, phase, hash string) *observation.WorkspaceStatus {
 	return &observation.WorkspaceStatus{Namespace: "ns", Name: name, Phase: phase, ArtifactHash: hash}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 )
 
 // Run reports until ctx ends. The loops are independent, so a slow
@@ -39,7 +40,7 @@ type call struct {
 	body         []byte
 	key          string
 	out          any
-	done         func(result)
+	done         func(ccclient.Result)
 }
 
 // endpointLoop is one of the reporter's conversations with Cluster Control.
@@ -69,7 +70,7 @@ func (r *Reporter) run(ctx context.Context, l endpointLoop) {
 		if !ok {
 			return
 		}
-		res := r.cc.do(ctx, c.method, c.path, c.body, c.key, c.out)
+		res := r.cc.Do(ctx, c.method, c.path, c.body, c.key, c.out)
 		if ctx.Err() != nil {
 			return
 		}
@@ -78,17 +79,17 @@ func (r *Reporter) run(ctx context.Context, l endpointLoop) {
 			c.done(res)
 		}
 		var wait time.Duration
-		switch res.outcome {
-		case sent, rejected:
+		switch res.Outcome {
+		case ccclient.Sent, ccclient.Rejected:
 			attempt = 0
-			if res.outcome == rejected && c.body != nil {
+			if res.Outcome == ccclient.Rejected && c.body != nil {
 				r.m.dropped.WithLabelValues(dropRejected).Inc()
 			}
 			if l.every != nil {
 				wait = l.every()
 			}
-		case retry:
-			wait = r.backoff.delay(attempt, res.retryAfter)
+		case ccclient.Retry:
+			wait = r.backoff.Delay(attempt, res.RetryAfter)
 			attempt++
 		}
 		if wait > 0 && r.cfg.sleep(ctx, wait) != nil {
@@ -105,8 +106,8 @@ func (r *Reporter) runWorkspaceSender(ctx context.Context) {
 		next: func(ctx context.Context) (call, bool) {
 			for {
 				if p, ok := r.st.next(); ok {
-					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.body, key: p.key,
-						done: func(res result) { r.st.finish(p, res.outcome, r.cfg.now()) }}, true
+					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.body, key: ccclient.IdempotencyKey(p.body),
+						done: func(res ccclient.Result) { r.finished(p, res) }}, true
 				}
 				select {
 				case <-ctx.Done():
@@ -118,11 +119,21 @@ func (r *Reporter) runWorkspaceSender(ctx context.Context) {
 	})
 }
 
+// finished tells the state how sending p went: a report to retry goes to
+// the back of the queue, one sent or rejected for good is done.
+func (r *Reporter) finished(p pendingReport, res ccclient.Result) {
+	if res.Outcome == ccclient.Retry {
+		r.st.requeue(p)
+		return
+	}
+	r.st.done(p, res.Outcome == ccclient.Sent, r.cfg.now())
+}
+
 // runNodeHealth sends a fresh node report every interval. A failed report is
 // not resent: the next one, built from newer state, replaces it, sooner than
 // the interval when the backoff allows.
 func (r *Reporter) runNodeHealth(ctx context.Context) {
-	every := func() time.Duration { return jitter(r.cfg.NodeHealthInterval, r.cfg.rand) }
+	every := func() time.Duration { return ccclient.Jitter(r.cfg.NodeHealthInterval, r.cfg.rand) }
 	r.run(ctx, endpointLoop{
 		endpoint: endpointNodeHealth,
 		first:    every(),
@@ -134,7 +145,7 @@ func (r *Reporter) runNodeHealth(ctx context.Context) {
 				r.log.Error("cannot encode node health", "err", err)
 				return call{}, false
 			}
-			return call{method: http.MethodPost, path: ccapi.PathNodeHealth, body: body, key: idempotencyKey(body)}, ctx.Err() == nil
+			return call{method: http.MethodPost, path: ccapi.PathNodeHealth, body: body, key: ccclient.IdempotencyKey(body)}, ctx.Err() == nil
 		},
 	})
 }
@@ -145,11 +156,11 @@ func (r *Reporter) runNodeHealth(ctx context.Context) {
 func (r *Reporter) runDeployStatus(ctx context.Context) {
 	r.run(ctx, endpointLoop{
 		endpoint: endpointDeployStatus,
-		every:    func() time.Duration { return jitter(r.cfg.DeployStatusInterval, r.cfg.rand) },
+		every:    func() time.Duration { return ccclient.Jitter(r.cfg.DeployStatusInterval, r.cfg.rand) },
 		next: func(ctx context.Context) (call, bool) {
 			ds := new(ccapi.DeployStatus)
-			return call{method: http.MethodGet, path: ccapi.PathDeployStatus, out: ds, done: func(res result) {
-				if res.outcome != sent {
+			return call{method: http.MethodGet, path: ccapi.PathDeployStatus, out: ds, done: func(res ccclient.Result) {
+				if res.Outcome != ccclient.Sent {
 					return
 				}
 				if r.st.setDirectives(ds.Directives, r.cfg.now()) {
@@ -165,7 +176,7 @@ func (r *Reporter) runDeployStatus(ctx context.Context) {
 // ResyncInterval (jittered).
 func (r *Reporter) runResync(ctx context.Context) {
 	for {
-		if r.cfg.sleep(ctx, jitter(r.cfg.ResyncInterval, r.cfg.rand)) != nil {
+		if r.cfg.sleep(ctx, ccclient.Jitter(r.cfg.ResyncInterval, r.cfg.rand)) != nil {
 			return
 		}
 		if n := r.st.resync(r.cfg.now()); n > 0 {
@@ -176,9 +187,9 @@ func (r *Reporter) runResync(ctx context.Context) {
 }
 
 // record counts a call and logs a failure, rate-limited per endpoint.
-func (r *Reporter) record(endpoint string, res result) {
-	r.m.sends.WithLabelValues(endpoint, res.label()).Inc()
-	if res.outcome == sent {
+func (r *Reporter) record(endpoint string, res ccclient.Result) {
+	r.m.sends.WithLabelValues(endpoint, res.Label()).Inc()
+	if res.Outcome == ccclient.Sent {
 		r.m.lastSuccess.WithLabelValues(endpoint).Set(float64(r.cfg.now().UnixNano()) / 1e9)
 		return
 	}
@@ -187,11 +198,11 @@ func (r *Reporter) record(endpoint string, res result) {
 		return
 	}
 	action := "will retry"
-	if res.outcome == rejected {
+	if res.Outcome == ccclient.Rejected {
 		action = "dropped"
 	}
-	r.log.Warn("cluster control call failed", "endpoint", endpoint, "status", res.status,
-		"action", action, "retryAfter", res.retryAfter, "suppressed", held, "err", res.err)
+	r.log.Warn("cluster control call failed", "endpoint", endpoint, "status", res.Status,
+		"action", action, "retryAfter", res.RetryAfter, "suppressed", held, "err", res.Err)
 }
 
 // warnNoToken logs that calls go out without a bearer token, at most once

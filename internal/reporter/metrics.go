@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -56,16 +57,7 @@ func waitingGauge(st *state, action string, f func(counts) int) prometheus.Colle
 	}, func() float64 { return float64(f(st.counts())) })
 }
 
-// credential is a credentials file the reporter reads, watched by the
-// formspec_reporter_credentials_file_ok gauge.
-type credential interface {
-	// Name identifies the file; never secret.
-	Name() string
-	// Err is nil while the file loads.
-	Err() error
-}
-
-func newMetrics(st *state, files []credential, writer *atomic.Bool) *metrics {
+func newMetrics(st *state, files []ccclient.Credential, writer *atomic.Bool) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -26,7 +26,6 @@ type pendingReport struct {
 	consumed  *ccapi.DirectiveConsumed
 	autoScale *ccapi.AutoScale
 	body      []byte
-	key       string
 }
 
 // next takes the oldest pending report and encodes it. The body is built
@@ -54,7 +53,7 @@ func (s *state) next() (pendingReport, bool) {
 			e.dirty = false
 			continue
 		}
-		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, autoScale: firstAutoScale(e), body: body, key: idempotencyKey(body)}, true
+		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, autoScale: firstAutoScale(e), body: body}, true
 	}
 	// Let the backing array go once drained, so a burst does not pin it.
 	s.queue = nil
@@ -89,28 +88,32 @@ func reportBody(e *wsEntry) ([]byte, error) {
 	return json.Marshal(rep)
 }
 
-// finish records how sending p went.
-func (s *state) finish(p pendingReport, o outcome, now time.Time) {
+// requeue puts p's workspace back at the end of the queue after a send
+// that is to be retried: one report Cluster Control keeps failing on must
+// not hold up every other workspace.
+func (s *state) requeue(p pendingReport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.workspaces[p.workspace]
+	if ok && e.dirty && !e.queued {
+		e.queued = true
+		s.queue = append(s.queue, p.workspace)
+	}
+}
+
+// done records that sending p is over: sent (Cluster Control took it) or
+// rejected for good. Either way this version is done.
+func (s *state) done(p pendingReport, sent bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.workspaces[p.workspace]
 	if !ok {
 		return
 	}
-	if o == retry {
-		// To the back of the queue: one report Cluster Control keeps failing
-		// on must not hold up every other workspace.
-		if e.dirty && !e.queued {
-			e.queued = true
-			s.queue = append(s.queue, p.workspace)
-		}
-		return
-	}
-	// Sent, or rejected for good: either way this version is done.
-	if o == sent && p.consumed != nil && e.consumed != nil && *e.consumed == *p.consumed {
+	if sent && p.consumed != nil && e.consumed != nil && *e.consumed == *p.consumed {
 		e.consumed = nil
 	}
-	if o == sent && p.autoScale != nil && len(e.autoScales) > 0 && e.autoScales[0] == *p.autoScale {
+	if sent && p.autoScale != nil && len(e.autoScales) > 0 && e.autoScales[0] == *p.autoScale {
 		e.autoScales = e.autoScales[1:]
 		if len(e.autoScales) == 0 {
 			e.autoScales = nil

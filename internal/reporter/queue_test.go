@@ -24,27 +24,27 @@ func TestWorkspaceCoalescing(t *testing.T) {
 	p, _ := st.next()
 	// A change while the first report is in flight must survive its ack.
 	st.observeWorkspace(wsStatus("shop", "Degraded", ""), t0.Add(2*time.Second))
-	st.finish(p, sent, t0)
+	st.done(p, true, t0)
 	if got := st.counts().Pending; got != 1 {
 		t.Fatalf("pending after acking an outdated report: got %d, want 1", got)
 	}
 	p2, ok := st.next()
-	if !ok || p2.key == p.key {
-		t.Fatalf("next report: ok=%v, same key as the first=%v", ok, p2.key == p.key)
+	if !ok || string(p2.body) == string(p.body) {
+		t.Fatalf("next report: ok=%v, same body as the first=%v", ok, string(p2.body) == string(p.body))
 	}
-	st.finish(p2, sent, t0)
+	st.done(p2, true, t0)
 	st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "shop"}, t0.Add(3*time.Second))
 	p3, _ := st.next()
 	// A failed send keeps the tombstone, with the same bytes for the retry.
-	st.finish(p3, retry, t0)
+	st.requeue(p3)
 	if got := st.counts().Tombstones; got != 1 {
 		t.Fatalf("tombstones after a failed send: got %d, want 1", got)
 	}
 	p4, _ := st.next()
-	if p4.key != p3.key {
-		t.Errorf("a retried deletion changed its Idempotency-Key")
+	if string(p4.body) != string(p3.body) {
+		t.Errorf("a retried deletion changed its bytes, and so its Idempotency-Key")
 	}
-	st.finish(p4, sent, t0)
+	st.done(p4, true, t0)
 	if diff := cmp.Diff(counts{}, st.counts()); diff != "" {
 		t.Errorf("a delivered deletion should forget the workspace (-want, +got):\n%s", diff)
 	}
@@ -58,7 +58,7 @@ func TestAutoScalesEachReported(t *testing.T) {
 	k := types.NamespacedName{Namespace: "ns", Name: "shop"}
 	st.observeWorkspace(&observation.WorkspaceStatus{Namespace: k.Namespace, Name: k.Name, Phase: "Idle", Idle: true}, t0)
 	p, _ := st.next()
-	st.finish(p, sent, t0)
+	st.done(p, true, t0)
 	wake := ccapi.AutoScale{Action: ccapi.AutoScaleWake, Reason: ccapi.ReasonRequest, At: ccapi.Stamp(t0.Add(time.Second))}
 	idle := ccapi.AutoScale{Action: ccapi.AutoScaleIdle, Reason: ccapi.ReasonInactivity, At: ccapi.Stamp(t0.Add(9 * time.Second))}
 	st.autoScaled(k, wake, t0.Add(time.Second))
@@ -75,12 +75,12 @@ func TestAutoScalesEachReported(t *testing.T) {
 		} else {
 			got = append(got, p.autoScale.Action)
 		}
-		o := sent
 		if i == 0 {
 			// The first send fails: the wake goes again.
-			o = retry
+			st.requeue(p)
+			continue
 		}
-		st.finish(p, o, t0.Add(10*time.Second))
+		st.done(p, true, t0.Add(10*time.Second))
 	}
 	if diff := cmp.Diff([]string{"wake", "wake", "idle"}, got); diff != "" {
 		t.Errorf("reports, by the autoScale each carried: -want, +got:\n%s", diff)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -18,11 +19,11 @@ import (
 // serve LocalHandler and OpsHandler.
 type Reporter struct {
 	cfg     Config
-	cc      *ccClient
+	cc      *ccclient.Client
 	st      *state
 	m       *metrics
 	log     *slog.Logger
-	backoff backoff
+	backoff ccclient.Backoff
 	limiter *logLimiter
 	// events and broadcaster are nil without Kube.
 	events      *eventWriter
@@ -52,28 +53,28 @@ func New(cfg Config) (*Reporter, error) {
 		return nil, err
 	}
 	hc := cfg.HTTPClient
-	var files []credential
+	var files []ccclient.Credential
 	if hc == nil {
-		if hc, files, err = newHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile, cfg.Logger); err != nil {
+		if hc, files, err = ccclient.NewHTTPClient(cfg.CAFile, cfg.ClientCertFile, cfg.ClientKeyFile, cfg.Logger); err != nil {
 			return nil, err
 		}
 	}
-	var tok *fileToken
+	var tok *ccclient.FileToken
 	if cfg.TokenFile != "" {
-		if tok, err = newFileToken(cfg.TokenFile, cfg.Logger); err != nil {
+		if tok, err = ccclient.NewFileToken(cfg.TokenFile, cfg.Logger); err != nil {
 			return nil, fmt.Errorf("%w (%s): %w", ErrTokenFile, cfg.TokenFile, err)
 		}
 		files = append(files, tok)
 	}
 	r := &Reporter{
 		cfg:     cfg,
-		cc:      &ccClient{base: u, http: hc, token: tok, timeout: cfg.RequestTimeout, now: cfg.now},
+		cc:      &ccclient.Client{Base: u, HTTP: hc, Token: tok, Timeout: cfg.RequestTimeout, Now: cfg.now},
 		log:     cfg.Logger,
-		backoff: backoff{base: cfg.BackoffBase, limit: cfg.BackoffMax, rand: cfg.rand},
+		backoff: ccclient.Backoff{Base: cfg.BackoffBase, Limit: cfg.BackoffMax, Rand: cfg.rand},
 		limiter: newLogLimiter(cfg.LogInterval),
 		wake:    make(chan struct{}, 1),
 	}
-	r.cc.noToken = r.warnNoToken
+	r.cc.NoToken = r.warnNoToken
 	r.writer.Store(cfg.Kube != nil && cfg.Kube.Dynamic != nil && !cfg.elects())
 	r.st = newState(limits{
 		workspaces: cfg.MaxWorkspaces,
@@ -90,7 +91,7 @@ func New(cfg Config) (*Reporter, error) {
 		claimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.m = newMetrics(r.st, files, &r.writer)
-	r.m.reg.MustRegister(announcePlainHTTP(r.log, cfg, u))
+	r.m.reg.MustRegister(ccclient.AnnouncePlainHTTP(r.log, u, cfg.TokenFile != ""))
 	r.waker = newWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.wm = newWakeMetrics(r.m.reg, r.waker)
 	if cfg.InterceptorAdminURL != "" {

@@ -20,7 +20,7 @@ func TestResync(t *testing.T) {
 	st.observeWorkspace(wsStatus("blog", "Ready", ""), t0)
 	for range 2 {
 		p, _ := st.next()
-		st.finish(p, sent, t0)
+		st.done(p, true, t0)
 	}
 	st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "blog"}, t0.Add(time.Minute))
 	if got := st.resync(t0.Add(10 * time.Minute)); got != 1 {
@@ -97,7 +97,7 @@ func TestTwoReplicasLeaveClusterControlTheLatest(t *testing.T) {
 			if cur, ok := held[rep.Name]; !ok || !rep.ObservedAt.Before(cur.ObservedAt) {
 				held[rep.Name] = rep
 			}
-			st.finish(p, sent, t0)
+			st.done(p, true, t0)
 		}
 	}
 	// synced is a sync of the replica's hook at the given time.

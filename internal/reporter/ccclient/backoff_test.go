@@ -1,4 +1,4 @@
-package reporter
+package ccclient
 
 import (
 	"net/http"
@@ -27,21 +27,5 @@ func TestParseRetryAfter(t *testing.T) {
 				t.Errorf("%s (-want, +got):\n%s", tc.reason, diff)
 			}
 		})
-	}
-}
-
-func TestLogLimiter(t *testing.T) {
-	l := newLogLimiter(30 * time.Second)
-	type call struct {
-		at       time.Duration
-		wantOK   bool
-		wantHeld int
-	}
-	calls := []call{{0, true, 0}, {time.Second, false, 0}, {10 * time.Second, false, 0}, {31 * time.Second, true, 2}}
-	for _, c := range calls {
-		ok, held := l.allow("ep", t0.Add(c.at))
-		if diff := cmp.Diff(call{c.at, c.wantOK, c.wantHeld}, call{c.at, ok, held}, cmp.AllowUnexported(call{})); diff != "" {
-			t.Errorf("allow at %v (-want, +got):\n%s", c.at, diff)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package reporter
+package ccclient
 
 import (
 	"bytes"
@@ -18,61 +18,65 @@ import (
 	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
-// outcome is what the reporter does after a call to Cluster Control.
-type outcome int
+// Outcome is what the reporter does after a call to Cluster Control.
+type Outcome int
 
 const (
-	// sent: 2xx, the report is done.
-	sent outcome = iota
-	// retry: network error, timeout, 408, 409, 425, 429 or 5xx, or 401/403
+	// Sent: 2xx, the report is done.
+	Sent Outcome = iota
+	// Retry: network error, timeout, 408, 409, 425, 429 or 5xx, or 401/403
 	// to a call sent without a token because the token file has not
 	// appeared yet; the report is kept and retried after a backoff.
-	retry
-	// rejected: any other 4xx; retrying the same bytes cannot succeed, so
+	Retry
+	// Rejected: any other 4xx; retrying the same bytes cannot succeed, so
 	// the report is dropped and counted.
-	rejected
+	Rejected
 )
 
-// result describes one call.
-type result struct {
-	outcome    outcome
-	status     int           // 0 for a network error
-	retryAfter time.Duration // from Retry-After, 429 and 503 only
-	err        error
+// Result describes one call.
+type Result struct {
+	Outcome    Outcome
+	Status     int           // 0 for a network error
+	RetryAfter time.Duration // from Retry-After, 429 and 503 only
+	Err        error
 }
 
-// label is the result label of the sends metric.
-func (r result) label() string {
+// Label is the result label of the sends metric.
+func (r Result) Label() string {
 	switch {
-	case r.outcome == sent:
+	case r.Outcome == Sent:
 		return "ok"
-	case r.status == 0:
+	case r.Status == 0:
 		return "network_error"
-	case r.status == http.StatusTooManyRequests:
+	case r.Status == http.StatusTooManyRequests:
 		return "throttled"
-	case r.status >= 500:
+	case r.Status >= 500:
 		return "server_error"
-	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
+	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
 		// Refused credentials, even when the report is kept because the
 		// token file has not appeared yet.
 		return "rejected"
-	case r.outcome == retry:
+	case r.Outcome == Retry:
 		return "conflict"
 	default:
 		return "rejected"
 	}
 }
 
-// ccClient calls Cluster Control.
-type ccClient struct {
-	base    *url.URL
-	http    *http.Client
-	token   *fileToken
-	timeout time.Duration
-	now     func() time.Time
-	// noToken is told each time a call goes out without a token because
+// Client calls Cluster Control.
+type Client struct {
+	// Base is Cluster Control's URL, every path joined onto it.
+	Base *url.URL
+	HTTP *http.Client
+	// Token is nil when no token file is set: calls carry no
+	// Authorization.
+	Token *FileToken
+	// Timeout bounds one call.
+	Timeout time.Duration
+	Now     func() time.Time
+	// NoToken is told each time a call goes out without a token because
 	// the token file is missing or empty.
-	noToken func(error)
+	NoToken func(error)
 }
 
 // errorBodyLimit bounds how much of an error answer is read for the log:
@@ -148,18 +152,18 @@ func tokenSpans(page, token string) [][2]int {
 // so 8 MiB is tens of thousands of workspaces.
 const responseLimit = 8 << 20
 
-// do sends body (nil for a GET) to path and, on 2xx with out non-nil,
+// Do sends body (nil for a GET) to path and, on 2xx with out non-nil,
 // decodes the answer into out.
-func (c *ccClient) do(ctx context.Context, method, path string, body []byte, idemKey string, out any) result {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+func (c *Client) Do(ctx context.Context, method, path string, body []byte, idemKey string, out any) Result {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base.JoinPath(path).String(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.Base.JoinPath(path).String(), rd)
 	if err != nil {
-		return result{outcome: rejected, err: fmt.Errorf("cannot build request: %w", weburl.RedactError(err))}
+		return Result{Outcome: Rejected, Err: fmt.Errorf("cannot build request: %w", weburl.RedactError(err))}
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -169,8 +173,8 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 		req.Header.Set(ccapi.HeaderIdempotencyKey, idemKey)
 	}
 	anonymous, sentToken := false, ""
-	if c.token != nil {
-		tok, err := c.token.get()
+	if c.Token != nil {
+		tok, err := c.Token.get()
 		switch {
 		case err == nil:
 			req.Header.Set("Authorization", "Bearer "+tok)
@@ -179,63 +183,63 @@ func (c *ccClient) do(ctx context.Context, method, path string, body []byte, ide
 			// The Secret behind the file is optional: call without a token
 			// until it appears, and say so.
 			anonymous = true
-			if c.noToken != nil {
-				c.noToken(err)
+			if c.NoToken != nil {
+				c.NoToken(err)
 			}
 		default:
 			// A token file that cannot be read now may be mid-rotation;
 			// treat it like a network hiccup rather than lose the report.
-			return result{outcome: retry, err: err}
+			return Result{Outcome: Retry, Err: err}
 		}
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		// The client's error quotes the whole URL; only its origin may be
 		// logged (weburl).
-		return result{outcome: retry, err: fmt.Errorf("cannot reach cluster control: %w", weburl.RedactError(err))}
+		return Result{Outcome: Retry, Err: fmt.Errorf("cannot reach cluster control: %w", weburl.RedactError(err))}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 == 2 {
 		if out != nil {
 			if err := json.NewDecoder(io.LimitReader(resp.Body, responseLimit)).Decode(out); err != nil {
-				return result{outcome: retry, status: resp.StatusCode, err: fmt.Errorf("cannot decode answer from cluster control: %w", err)}
+				return Result{Outcome: Retry, Status: resp.StatusCode, Err: fmt.Errorf("cannot decode answer from cluster control: %w", err)}
 			}
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, responseLimit))
-		return result{outcome: sent, status: resp.StatusCode}
+		return Result{Outcome: Sent, Status: resp.StatusCode}
 	}
 	msg := errorBody(resp.Body, sentToken)
-	res := result{status: resp.StatusCode, err: fmt.Errorf("cluster control answered %s: %s", resp.Status, msg)}
+	res := Result{Status: resp.StatusCode, Err: fmt.Errorf("cluster control answered %s: %s", resp.Status, msg)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		res.outcome = retry
-		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		res.Outcome = Retry
+		res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.Now())
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly:
 		// 409 is "a request with this Idempotency-Key is still in flight":
 		// the earlier attempt may yet fail, so try again later.
-		res.outcome = retry
+		res.Outcome = Retry
 	case http.StatusUnauthorized, http.StatusForbidden:
 		// Refused because the token has not been mounted yet: the same
 		// report will be accepted once it is, so keep it rather than drop
 		// a state that may not change again for a long time.
-		res.outcome = rejected
+		res.Outcome = Rejected
 		if anonymous {
-			res.outcome = retry
+			res.Outcome = Retry
 		}
 	default:
 		if resp.StatusCode >= 500 {
-			res.outcome = retry
+			res.Outcome = Retry
 		} else {
-			res.outcome = rejected
+			res.Outcome = Rejected
 		}
 	}
 	return res
 }
 
-// idempotencyKey derives the key from the body: retries of one report share
+// IdempotencyKey derives the key from the body: retries of one report share
 // it, and two different reports (the body carries observedAt and
 // reportedAt) never do.
-func idempotencyKey(body []byte) string {
+func IdempotencyKey(body []byte) string {
 	sum := sha256.Sum256(body)
 	return hex.EncodeToString(sum[:])
 }

@@ -1,4 +1,4 @@
-package reporter
+package ccclient
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 	"github.com/formspec/formspec-hooks/internal/filereload"
 )
 
-// newHTTPClient builds the client towards Cluster Control: optional CA
+// NewHTTPClient builds the client towards Cluster Control: optional CA
 // bundle and client certificate on top of Go's defaults. Both are read
 // under filereload's rules for every new connection, so rotating them needs
 // no restart, and a broken file fails the handshake instead of presenting
 // or trusting stale material. It also returns the files it reads.
-func newHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http.Client, []credential, error) {
+func NewHTTPClient(caFile, certFile, keyFile string, logger *slog.Logger) (*http.Client, []Credential, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	var files []credential
+	var files []Credential
 	if (certFile == "") != (keyFile == "") {
 		return nil, nil, fmt.Errorf("client certificate and key must be given together")
 	}
@@ -90,4 +90,13 @@ func dialTLSWith(base *tls.Config, roots *filereload.Reloader[*x509.CertPool]) f
 		d := &tls.Dialer{Config: cfg}
 		return d.DialContext(ctx, network, addr)
 	}
+}
+
+// Credential is a credentials file the reporter reads, watched by the
+// formspec_reporter_credentials_file_ok gauge.
+type Credential interface {
+	// Name identifies the file; never secret.
+	Name() string
+	// Err is nil while the file loads.
+	Err() error
 }

@@ -1,4 +1,4 @@
-package reporter
+package ccclient
 
 import (
 	"errors"
@@ -15,40 +15,38 @@ import (
 // across a network in clear.
 var ErrPlainHTTP = errors.New("is plain http:// to a host off the loopback, and --token-file is set: the bearer token would cross the network readable by anyone on the path, who could then call Cluster Control as this reporter and forge its directives; use https:// (with --ca-file for a private CA), or accept that with --insecure-http")
 
-// ParseClusterControlURL checks cfg.ClusterControlURL, naming it name in
-// its errors: an http or https URL without user, password, query or
-// fragment (weburl.Parse), and, while a TokenFile is set, not plain
-// http:// to a host off the loopback unless InsecureHTTP says so.
-// formspec-reporter checks its flags with it before starting, so that a
-// mistake is a usage error; New checks again.
+// ParseURL checks a Cluster Control URL, raw, naming it name in its
+// errors: an http or https URL without user, password, query or fragment
+// (weburl.Parse), and, while calls carry a token, not plain http:// to a
+// host off the loopback unless insecure says so.
 //
 // Only the token makes plain HTTP a refusal: it is a credential that
 // outlives the call, and whoever reads it can post reports and, with a
 // path to the reporter, forge the directives that roll and idle
 // workspaces. On the loopback (make run's demo) nothing crosses a network.
-func (cfg Config) ParseClusterControlURL(name string) (*url.URL, error) {
-	u, err := weburl.Parse(name, cfg.ClusterControlURL)
+func ParseURL(name, raw string, token, insecure bool) (*url.URL, error) {
+	u, err := weburl.Parse(name, raw)
 	if err != nil {
 		return nil, err
 	}
-	if plainHTTP(u) && cfg.TokenFile != "" && !cfg.InsecureHTTP {
+	if PlainHTTP(u) && token && !insecure {
 		return nil, fmt.Errorf("%s %w", name, ErrPlainHTTP)
 	}
 	return u, nil
 }
 
-// plainHTTP reports whether calls to u cross a network unencrypted.
-func plainHTTP(u *url.URL) bool {
+// PlainHTTP reports whether calls to u cross a network unencrypted.
+func PlainHTTP(u *url.URL) bool {
 	return u.Scheme == "http" && !weburl.IsLoopback(u)
 }
 
-// announcePlainHTTP warns, once at start, that calls to Cluster Control
+// AnnouncePlainHTTP warns, once at start, that calls to Cluster Control
 // cross a network in clear, and returns the gauge that says so for as
 // long as the process runs: an alert can find every reporter left so.
-func announcePlainHTTP(log *slog.Logger, cfg Config, u *url.URL) prometheus.Collector {
-	insecure := plainHTTP(u)
+func AnnouncePlainHTTP(log *slog.Logger, u *url.URL, token bool) prometheus.Collector {
+	insecure := PlainHTTP(u)
 	switch {
-	case insecure && cfg.TokenFile != "":
+	case insecure && token:
 		log.Warn("--insecure-http: the bearer token goes to Cluster Control in plain HTTP; anyone on the path can read it, report as this reporter and forge directives; use https://",
 			"clusterControl", weburl.Origin(u))
 	case insecure:

@@ -1,4 +1,4 @@
-package reporter
+package ccclient
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"github.com/formspec/formspec-hooks/internal/filereload"
 )
 
-// fileToken is the bearer token for Cluster Control, read from a token file
+// FileToken is the bearer token for Cluster Control, read from a token file
 // (filereload's format, exactly one token) under filereload's rules: re-read
 // when it changes, nothing kept from it once it is broken, so a revoked
 // token is never sent again.
@@ -20,7 +20,7 @@ import (
 // go out without Authorization. A file that exists but cannot be read
 // (permissions, a directory) is a mistake in the pod spec that will not fix
 // itself, and stops the reporter at start.
-type fileToken struct {
+type FileToken struct {
 	tokens *filereload.Tokens
 }
 
@@ -33,8 +33,8 @@ var ErrTokenFile = errors.New("the Cluster Control token file cannot be read")
 // errNoToken is get's answer while the token file is missing or empty.
 var errNoToken = errors.New("no bearer token yet")
 
-func newFileToken(path string, logger *slog.Logger) (*fileToken, error) {
-	t := &fileToken{tokens: filereload.NewTokens(path, filereload.Options{Name: "cluster-control-token", Logger: logger})}
+func NewFileToken(path string, logger *slog.Logger) (*FileToken, error) {
+	t := &FileToken{tokens: filereload.NewTokens(path, filereload.Options{Name: "cluster-control-token", Logger: logger})}
 	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func newFileToken(path string, logger *slog.Logger) (*fileToken, error) {
 // get returns the current token. The check per request (filereload: an
 // inotify look, a stat after a change) is cheap next to the request itself
 // and catches Kubernetes' symlink swap of a mounted Secret.
-func (t *fileToken) get() (string, error) {
+func (t *FileToken) get() (string, error) {
 	tok, err := t.tokens.Single()
 	switch {
 	case err == nil:
@@ -57,13 +57,13 @@ func (t *fileToken) get() (string, error) {
 }
 
 // Name identifies the token file in metrics.
-func (t *fileToken) Name() string { return t.tokens.Name() }
+func (t *FileToken) Name() string { return t.tokens.Name() }
 
 // Err is nil while the token file is usable: holding one token, or missing
 // or empty (the optional Secret is not there yet, and calls go out without
 // a token as documented). A file that is there but cannot be read or holds
 // more than one token is broken.
-func (t *fileToken) Err() error {
+func (t *FileToken) Err() error {
 	if _, err := t.get(); err != nil && !errors.Is(err, errNoToken) {
 		return err
 	}

@@ -1,4 +1,4 @@
-package reporter
+package ccclient
 
 import (
 	"crypto/tls"
@@ -37,9 +37,9 @@ func TestTLSFilesReload(t *testing.T) {
 
 	caFile := serverPKI.CAFile
 	clientCert, clientKey, _ := clientPKI.Issue(t, "reporter-a", 10, x509.ExtKeyUsageClientAuth, time.Unix(1000, 0))
-	client, _, err := newHTTPClient(caFile, clientCert, clientKey, nil)
+	client, _, err := NewHTTPClient(caFile, clientCert, clientKey, nil)
 	if err != nil {
-		t.Fatalf("newHTTPClient: %v", err)
+		t.Fatalf("NewHTTPClient: %v", err)
 	}
 	call := func() string {
 		client.CloseIdleConnections()
@@ -99,7 +99,7 @@ func TestTLSChecksServerName(t *testing.T) {
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	srv.StartTLS()
 	defer srv.Close()
-	client, _, err := newHTTPClient(pki.CAFile, "", "", nil)
+	client, _, err := NewHTTPClient(pki.CAFile, "", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,35 @@
+package reporter
+
+import (
+	"sync"
+	"time"
+)
+
+// logLimiter lets through at most one failure log per key per interval and
+// counts what it held back, so an hour-long outage costs a few hundred log
+// lines, not one per attempt.
+type logLimiter struct {
+	interval time.Duration
+	mu       sync.Mutex
+	last     map[string]time.Time
+	held     map[string]int
+}
+
+func newLogLimiter(interval time.Duration) *logLimiter {
+	return &logLimiter{interval: interval, last: map[string]time.Time{}, held: map[string]int{}}
+}
+
+// allow reports whether a line for key may be logged now, and how many were
+// suppressed since the previous one.
+func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, ok := l.last[key]; ok && now.Sub(last) < l.interval {
+		l.held[key]++
+		return false, 0
+	}
+	l.last[key] = now
+	n := l.held[key]
+	l.held[key] = 0
+	return true, n
+}
