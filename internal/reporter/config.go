@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"k8s.io/client-go/dynamic"
 	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -94,7 +95,7 @@ type Config struct {
 	// workspace's pods down (budget.go): at most a share of the
 	// workspaces in the middle of one at once, and a least interval
 	// between two on one workspace. Past either, a directive waits.
-	RestartBudget, IdleBudget Budget
+	RestartBudget, IdleBudget state.Budget
 
 	// LeaseNamespace is where the Lease is (LeaseName) by which the
 	// reporters of several replicas elect the one that writes directives
@@ -122,6 +123,10 @@ type Config struct {
 	sleep func(ctx context.Context, d time.Duration) error
 	rand  func() float64
 }
+
+// Budget paces one kind of directive that takes a workspace's pods down
+// (state.Budget).
+type Budget = state.Budget
 
 // KubeClients are the reporter's only ways into the Kubernetes API; its
 // RBAC allows nothing else (deploy/reporter).
@@ -152,10 +157,10 @@ func (cfg Config) validate() (*url.URL, error) {
 // validateDefaulted checks the values that may be set wrong, once
 // withDefaults has filled in the rest.
 func (cfg Config) validateDefaulted() error {
-	if err := cfg.RestartBudget.validate("restart budget"); err != nil {
+	if err := cfg.RestartBudget.Validate("restart budget"); err != nil {
 		return err
 	}
-	if err := cfg.IdleBudget.validate("idle budget"); err != nil {
+	if err := cfg.IdleBudget.Validate("idle budget"); err != nil {
 		return err
 	}
 	return cfg.validateLease()

@@ -14,6 +14,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/formspec/formspec-hooks/internal/weburl"
 	"github.com/google/go-cmp/cmp"
@@ -64,7 +65,7 @@ func TestTokenFileAppearsLater(t *testing.T) {
 			t.Errorf("Authorization of call %d before the token file exists: -want, +got:\n%s", i, diff)
 		}
 	}
-	if diff := cmp.Diff(1, r.st.counts().Pending); diff != "" {
+	if diff := cmp.Diff(1, r.st.Counts().Pending); diff != "" {
 		t.Errorf("pending reports while refused for want of a token: -want, +got:\n%s", diff)
 	}
 
@@ -82,7 +83,7 @@ func TestTokenFileAppearsLater(t *testing.T) {
 	if diff := cmp.Diff("Bearer s3cret", got[len(got)-1]); diff != "" {
 		t.Errorf("Authorization once the token file exists: -want, +got:\n%s", diff)
 	}
-	if diff := cmp.Diff(0.0, testutil.ToFloat64(r.m.dropped.WithLabelValues(dropRejected))); diff != "" {
+	if diff := cmp.Diff(0.0, testutil.ToFloat64(r.m.dropped.WithLabelValues(state.DropRejected))); diff != "" {
 		t.Errorf("dropped{reason=rejected}: -want, +got:\n%s", diff)
 	}
 	if diff := cmp.Diff(1, strings.Count(logs.String(), "without a bearer token")); diff != "" {

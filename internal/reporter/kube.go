@@ -7,6 +7,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,33 +31,33 @@ func (r *Reporter) writeDirectives(ctx context.Context) {
 	if !r.writer.Load() {
 		return
 	}
-	plan := r.st.toWrite(r.cfg.now())
-	for _, ref := range plan.refused {
-		r.m.directivesRefused.WithLabelValues(ref.reason).Inc()
+	plan := r.st.ToWrite(r.cfg.now())
+	for _, ref := range plan.Refused {
+		r.m.directivesRefused.WithLabelValues(ref.Reason).Inc()
 		if ok, held := r.limiter.allow(logKeyDirectiveRefused, r.cfg.now()); ok {
-			r.log.Warn("refusing directive", "namespace", ref.d.Namespace, "name", ref.d.Name,
-				"action", ref.d.Action, "reason", ref.reason, "suppressed", held)
+			r.log.Warn("refusing directive", "namespace", ref.Directive.Namespace, "name", ref.Directive.Name,
+				"action", ref.Directive.Action, "reason", ref.Reason, "suppressed", held)
 		}
 	}
-	var evs []event
-	for _, w := range plan.deferred {
-		r.m.directivesDeferred.WithLabelValues(w.d.Action, w.reason).Inc()
-		evs = append(evs, w.event)
+	var evs []state.Event
+	for _, w := range plan.Deferred {
+		r.m.directivesDeferred.WithLabelValues(w.Directive.Action, w.Reason).Inc()
+		evs = append(evs, w.Event)
 	}
 	if r.events != nil {
 		r.events.write(evs)
 	}
-	for _, d := range plan.write {
+	for _, d := range plan.Write {
 		err := r.patchWorkspace(ctx, d)
 		switch {
 		case err == nil:
 			r.m.directiveWrites.WithLabelValues("ok").Inc()
-			r.st.written(d, true, r.cfg.now())
+			r.st.Written(d, true, r.cfg.now())
 		case apierrors.IsNotFound(err):
 			// Not (or no longer) in the cluster: nothing to write, and
 			// asking again will not change that.
 			r.m.directiveWrites.WithLabelValues("not_found").Inc()
-			r.st.written(d, false, r.cfg.now())
+			r.st.Written(d, false, r.cfg.now())
 		default:
 			if ctx.Err() != nil {
 				return

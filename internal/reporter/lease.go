@@ -69,7 +69,7 @@ func (r *Reporter) runElection(ctx context.Context) {
 				if r.writer.Swap(false) {
 					r.log.Info("no longer writing directives: the Lease is lost", "lease", r.cfg.LeaseNamespace+"/"+LeaseName)
 				}
-				r.st.stopWaiting()
+				r.st.StopWaiting()
 			},
 		},
 	})

@@ -10,6 +10,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 )
 
 // Run reports until ctx ends. The loops are independent, so a slow
@@ -83,7 +84,7 @@ func (r *Reporter) run(ctx context.Context, l endpointLoop) {
 		case ccclient.Sent, ccclient.Rejected:
 			attempt = 0
 			if res.Outcome == ccclient.Rejected && c.body != nil {
-				r.m.dropped.WithLabelValues(dropRejected).Inc()
+				r.m.dropped.WithLabelValues(state.DropRejected).Inc()
 			}
 			if l.every != nil {
 				wait = l.every()
@@ -105,8 +106,8 @@ func (r *Reporter) runWorkspaceSender(ctx context.Context) {
 		endpoint: endpointWorkspaceStatus,
 		next: func(ctx context.Context) (call, bool) {
 			for {
-				if p, ok := r.st.next(); ok {
-					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.body, key: ccclient.IdempotencyKey(p.body),
+				if p, ok := r.st.Next(); ok {
+					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.Body, key: ccclient.IdempotencyKey(p.Body),
 						done: func(res ccclient.Result) { r.finished(p, res) }}, true
 				}
 				select {
@@ -121,12 +122,12 @@ func (r *Reporter) runWorkspaceSender(ctx context.Context) {
 
 // finished tells the state how sending p went: a report to retry goes to
 // the back of the queue, one sent or rejected for good is done.
-func (r *Reporter) finished(p pendingReport, res ccclient.Result) {
+func (r *Reporter) finished(p state.PendingReport, res ccclient.Result) {
 	if res.Outcome == ccclient.Retry {
-		r.st.requeue(p)
+		r.st.Requeue(p)
 		return
 	}
-	r.st.done(p, res.Outcome == ccclient.Sent, r.cfg.now())
+	r.st.Done(p, res.Outcome == ccclient.Sent, r.cfg.now())
 }
 
 // runNodeHealth sends a fresh node report every interval. A failed report is
@@ -139,7 +140,7 @@ func (r *Reporter) runNodeHealth(ctx context.Context) {
 		first:    every(),
 		every:    every,
 		next: func(ctx context.Context) (call, bool) {
-			body, err := json.Marshal(r.st.nodeReport(r.cfg.Reporter, r.cfg.now()))
+			body, err := json.Marshal(r.st.NodeReport(r.cfg.Reporter, r.cfg.now()))
 			if err != nil {
 				// Only a type the encoder cannot handle gets here.
 				r.log.Error("cannot encode node health", "err", err)
@@ -163,7 +164,7 @@ func (r *Reporter) runDeployStatus(ctx context.Context) {
 				if res.Outcome != ccclient.Sent {
 					return
 				}
-				if r.st.setDirectives(ds.Directives, r.cfg.now()) {
+				if r.st.SetDirectives(ds.Directives, r.cfg.now()) {
 					r.nudge()
 				}
 				r.writeDirectives(ctx)
@@ -179,7 +180,7 @@ func (r *Reporter) runResync(ctx context.Context) {
 		if r.cfg.sleep(ctx, ccclient.Jitter(r.cfg.ResyncInterval, r.cfg.rand)) != nil {
 			return
 		}
-		if n := r.st.resync(r.cfg.now()); n > 0 {
+		if n := r.st.Resync(r.cfg.now()); n > 0 {
 			r.m.resyncs.Add(float64(n))
 			r.nudge()
 		}

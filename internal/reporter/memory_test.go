@@ -85,7 +85,7 @@ func BenchmarkMemory(b *testing.B) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		c := r.st.counts()
+		c := r.st.Counts()
 		if c.Pending != n+5000 {
 			b.Fatalf("pending %d, want %d (%v)", c.Pending, n+5000, c)
 		}

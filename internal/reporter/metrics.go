@@ -5,6 +5,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -49,15 +50,15 @@ type metrics struct {
 }
 
 // waitingGauge is formspec_reporter_directives_waiting for one action.
-func waitingGauge(st *state, action string, f func(counts) int) prometheus.Collector {
+func waitingGauge(st *state.State, action string, f func(state.Counts) int) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "formspec_reporter_directives_waiting",
 		Help:        "Directives from Cluster Control waiting for their budget now, by action; 0 on a reporter that does not write directives.",
 		ConstLabels: prometheus.Labels{"action": action},
-	}, func() float64 { return float64(f(st.counts())) })
+	}, func() float64 { return float64(f(st.Counts())) })
 }
 
-func newMetrics(st *state, files []ccclient.Credential, writer *atomic.Bool) *metrics {
+func newMetrics(st *state.State, files []ccclient.Credential, writer *atomic.Bool) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -97,22 +98,22 @@ func newMetrics(st *state, files []ccclient.Credential, writer *atomic.Bool) *me
 			Help: "Workspace reports queued by the periodic re-report of unchanged workspaces.",
 		}),
 	}
-	gauge := func(name, help string, f func(counts) int) prometheus.Collector {
+	gauge := func(name, help string, f func(state.Counts) int) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
-			return float64(f(st.counts()))
+			return float64(f(st.Counts()))
 		})
 	}
 	m.reg.MustRegister(
 		m.sends, m.lastSuccess, m.dropped, m.observations, m.events, m.directiveWrites, m.directivesRefused, m.directivesDeferred, m.resyncs,
-		gauge("formspec_reporter_pending_workspaces", "Workspaces with a status report not yet accepted by Cluster Control.", func(c counts) int { return c.Pending }),
-		gauge("formspec_reporter_tracked_workspaces", "Workspaces the reporter holds state for.", func(c counts) int { return c.Workspaces }),
-		gauge("formspec_reporter_tracked_nodes", "Nodes the reporter holds state for.", func(c counts) int { return c.Nodes }),
-		gauge("formspec_reporter_tracked_pods", "Workspace pods the reporter holds placement for.", func(c counts) int { return c.Pods }),
-		gauge("formspec_reporter_tombstones", "Workspace deletions not yet acknowledged by Cluster Control.", func(c counts) int { return c.Tombstones }),
-		gauge("formspec_reporter_tracked_claims", "ResourceClaims the reporter remembers decisions of, to announce changes.", func(c counts) int { return c.Claims }),
-		gauge("formspec_reporter_directives", "Directives from Cluster Control not yet consumed.", func(c counts) int { return c.Directives }),
-		waitingGauge(st, ccapi.ActionRestartRequired, func(c counts) int { return c.WaitingRestarts }),
-		waitingGauge(st, ccapi.ActionIdle, func(c counts) int { return c.WaitingIdles }),
+		gauge("formspec_reporter_pending_workspaces", "Workspaces with a status report not yet accepted by Cluster Control.", func(c state.Counts) int { return c.Pending }),
+		gauge("formspec_reporter_tracked_workspaces", "Workspaces the reporter holds state for.", func(c state.Counts) int { return c.Workspaces }),
+		gauge("formspec_reporter_tracked_nodes", "Nodes the reporter holds state for.", func(c state.Counts) int { return c.Nodes }),
+		gauge("formspec_reporter_tracked_pods", "Workspace pods the reporter holds placement for.", func(c state.Counts) int { return c.Pods }),
+		gauge("formspec_reporter_tombstones", "Workspace deletions not yet acknowledged by Cluster Control.", func(c state.Counts) int { return c.Tombstones }),
+		gauge("formspec_reporter_tracked_claims", "ResourceClaims the reporter remembers decisions of, to announce changes.", func(c state.Counts) int { return c.Claims }),
+		gauge("formspec_reporter_directives", "Directives from Cluster Control not yet consumed.", func(c state.Counts) int { return c.Directives }),
+		waitingGauge(st, ccapi.ActionRestartRequired, func(c state.Counts) int { return c.WaitingRestarts }),
+		waitingGauge(st, ccapi.ActionIdle, func(c state.Counts) int { return c.WaitingIdles }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "formspec_reporter_directive_writer",
 			Help: "1 while this reporter is the one that writes directives (it holds the Lease, or there is none), 0 otherwise.",
@@ -138,14 +139,14 @@ func newMetrics(st *state, files []ccclient.Credential, writer *atomic.Bool) *me
 		}))
 	}
 	// Pre-create the drop series so a dashboard shows 0, not "no data".
-	for _, r := range []string{dropWorkspaceLimit, dropTombstoneLimit, dropNodeLimit, dropPodLimit, dropClaimLimit, dropDirectiveLimit, dropAutoScaleLimit, dropInvalid, dropRejected} {
+	for _, r := range []string{state.DropWorkspaceLimit, state.DropTombstoneLimit, state.DropNodeLimit, state.DropPodLimit, state.DropClaimLimit, state.DropDirectiveLimit, state.DropAutoScaleLimit, state.DropInvalid, state.DropRejected} {
 		m.dropped.WithLabelValues(r)
 	}
-	for _, r := range []string{refuseInvalid, refuseInvalidHash, refuseForeignNamespace, refuseUnknownWorkspace} {
+	for _, r := range []string{state.RefuseInvalid, state.RefuseInvalidHash, state.RefuseForeignNamespace, state.RefuseUnknownWorkspace} {
 		m.directivesRefused.WithLabelValues(r)
 	}
 	for _, a := range []string{ccapi.ActionRestartRequired, ccapi.ActionIdle} {
-		for _, r := range []string{waitBudget, waitInterval} {
+		for _, r := range []string{state.WaitBudget, state.WaitInterval} {
 			m.directivesDeferred.WithLabelValues(a, r)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -20,7 +21,7 @@ import (
 type Reporter struct {
 	cfg     Config
 	cc      *ccclient.Client
-	st      *state
+	st      *state.State
 	m       *metrics
 	log     *slog.Logger
 	backoff ccclient.Backoff
@@ -76,19 +77,19 @@ func New(cfg Config) (*Reporter, error) {
 	}
 	r.cc.NoToken = r.warnNoToken
 	r.writer.Store(cfg.Kube != nil && cfg.Kube.Dynamic != nil && !cfg.elects())
-	r.st = newState(limits{
-		workspaces: cfg.MaxWorkspaces,
-		tombstones: cfg.MaxTombstones,
-		nodes:      cfg.MaxNodes,
-		pods:       cfg.MaxPods,
-		claims:     cfg.MaxClaims,
-		restart:    cfg.RestartBudget,
-		idle:       cfg.IdleBudget,
-		nodeStale:  time.Duration(cfg.NodeStaleIntervals) * cfg.NodeHealthInterval,
-		podStale:   cfg.PodStaleAfter,
+	r.st = state.New(state.Limits{
+		Workspaces: cfg.MaxWorkspaces,
+		Tombstones: cfg.MaxTombstones,
+		Nodes:      cfg.MaxNodes,
+		Pods:       cfg.MaxPods,
+		Claims:     cfg.MaxClaims,
+		Restart:    cfg.RestartBudget,
+		Idle:       cfg.IdleBudget,
+		NodeStale:  time.Duration(cfg.NodeStaleIntervals) * cfg.NodeHealthInterval,
+		PodStale:   cfg.PodStaleAfter,
 		// Metacontroller resyncs every claim at least this often, so a
 		// claim unseen for longer is gone.
-		claimStale: time.Hour,
+		ClaimStale: time.Hour,
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.m = newMetrics(r.st, files, &r.writer)
 	r.m.reg.MustRegister(ccclient.AnnouncePlainHTTP(r.log, u, cfg.TokenFile != ""))
@@ -107,7 +108,7 @@ func New(cfg Config) (*Reporter, error) {
 		case err != nil:
 			return nil, err
 		}
-		r.st.restoreTombstones(ts, cfg.now())
+		r.st.RestoreTombstones(ts, cfg.now())
 	}
 	if k := cfg.Kube; k != nil && k.Events != nil {
 		r.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: k.Events})
@@ -126,30 +127,30 @@ func (r *Reporter) Registry() *prometheus.Registry { return r.m.reg }
 // Observe applies one observation from the hook server.
 func (r *Reporter) Observe(obs observation.Observation) error {
 	if err := obs.Validate(); err != nil {
-		r.m.dropped.WithLabelValues(dropInvalid).Inc()
+		r.m.dropped.WithLabelValues(state.DropInvalid).Inc()
 		return err
 	}
 	now := r.cfg.now()
 	var pending bool
-	var evs []event
+	var evs []state.Event
 	switch {
 	case obs.Workspace != nil:
 		r.m.observations.WithLabelValues("workspace").Inc()
-		pending, evs = r.st.observeWorkspace(obs.Workspace, now)
+		pending, evs = r.st.ObserveWorkspace(obs.Workspace, now)
 		r.waker.observe(obs.Workspace, now)
 	case obs.WorkspaceDeleted != nil:
 		r.m.observations.WithLabelValues("workspace_deleted").Inc()
-		pending, evs = r.st.deleteWorkspace(obs.WorkspaceDeleted, now)
+		pending, evs = r.st.DeleteWorkspace(obs.WorkspaceDeleted, now)
 		r.waker.forget(types.NamespacedName{Namespace: obs.WorkspaceDeleted.Namespace, Name: obs.WorkspaceDeleted.Name})
 	case obs.Node != nil:
 		r.m.observations.WithLabelValues("node").Inc()
-		r.st.observeNode(obs.Node, now)
+		r.st.ObserveNode(obs.Node, now)
 	case obs.Pod != nil:
 		r.m.observations.WithLabelValues("pod").Inc()
-		r.st.observePod(obs.Pod, now)
+		r.st.ObservePod(obs.Pod, now)
 	case obs.Claim != nil:
 		r.m.observations.WithLabelValues("claim").Inc()
-		evs = r.st.observeClaim(obs.Claim, now)
+		evs = r.st.ObserveClaim(obs.Claim, now)
 	}
 	if pending {
 		r.nudge()

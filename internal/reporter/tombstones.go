@@ -6,58 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
-	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/api/observation"
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 )
 
-// tombstone is a deletion Cluster Control has not acknowledged yet, as
-// kept in the tombstone file.
-type tombstone struct {
-	Namespace  string    `json:"namespace"`
-	Name       string    `json:"name"`
-	UID        types.UID `json:"uid,omitempty"`
-	ObservedAt time.Time `json:"observedAt"`
-}
-
-// tombstones lists the unacknowledged deletions, sorted, and a generation
-// that changes whenever the list may have.
-func (s *state) tombstoneList() ([]tombstone, uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []tombstone
-	for _, k := range slices.SortedFunc(maps.Keys(s.workspaces), compareNames) {
-		if e := s.workspaces[k]; e.deleted {
-			out = append(out, tombstone{Namespace: e.name.Namespace, Name: e.name.Name, UID: e.uid, ObservedAt: ccapi.Stamp(e.observedAt)})
-		}
-	}
-	return out, s.tombstoneGen
-}
-
-// restoreTombstones queues the deletions a previous run had not delivered,
-// each with the time it was observed.
-func (s *state) restoreTombstones(ts []tombstone, now time.Time) {
-	for _, t := range ts {
-		if t.Namespace == "" || t.Name == "" {
-			continue
-		}
-		at := t.ObservedAt
-		if at.IsZero() {
-			at = now
-		}
-		s.deleteWorkspace(&observation.WorkspaceRef{Namespace: t.Namespace, Name: t.Name, UID: t.UID}, at)
-	}
-}
-
 // loadTombstones reads the tombstone file; a missing file is an empty list.
-func loadTombstones(path string) ([]tombstone, error) {
+func loadTombstones(path string) ([]state.Tombstone, error) {
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -65,7 +23,7 @@ func loadTombstones(path string) ([]tombstone, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read tombstone file: %w", err)
 	}
-	var ts []tombstone
+	var ts []state.Tombstone
 	if err := json.Unmarshal(raw, &ts); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", errCorruptTombstones, path, err)
 	}
@@ -79,7 +37,7 @@ var errCorruptTombstones = errors.New("cannot decode tombstone file")
 
 // saveTombstones replaces the tombstone file atomically, so a crash
 // mid-write leaves the previous list, never half of one.
-func saveTombstones(path string, ts []tombstone) error {
+func saveTombstones(path string, ts []state.Tombstone) error {
 	raw, err := json.Marshal(ts)
 	if err != nil {
 		return fmt.Errorf("cannot encode tombstones: %w", err)
@@ -126,7 +84,7 @@ func (r *Reporter) saveTombstones() error {
 	}
 	r.tombs.mu.Lock()
 	defer r.tombs.mu.Unlock()
-	ts, gen := r.st.tombstoneList()
+	ts, gen := r.st.TombstoneList()
 	if gen == r.tombs.saved {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -142,7 +143,7 @@ func (w *waker) observe(o *observation.WorkspaceStatus, now time.Time) {
 	e, ok := w.entries[k]
 	if !ok {
 		if len(w.entries) >= w.limit {
-			w.drop(dropWorkspaceLimit)
+			w.drop(state.DropWorkspaceLimit)
 			return
 		}
 		// The reporter has not watched it before: its inactivity counts
@@ -188,7 +189,7 @@ func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf)
 		w.lastIncomplete = now
 	}
 	var steps []wakeStep
-	for _, k := range slices.SortedFunc(maps.Keys(w.entries), compareNames) {
+	for _, k := range slices.SortedFunc(maps.Keys(w.entries), state.CompareNames) {
 		e := w.entries[k]
 		c, listed := snap.routes[routeKey(k)]
 		if c.Concurrency > 0 || (listed && complete && e.countKnown && c.RequestCount != e.count) {
@@ -330,41 +331,4 @@ func (w *waker) tracked() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.entries)
-}
-
-// directive returns the action of the directive Cluster Control holds for
-// a workspace, consumed or not, as of its last answer.
-func (s *state) directive(k types.NamespacedName) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d, ok := s.directives[k]; ok {
-		return d.Action
-	}
-	return s.applied[k].Action
-}
-
-// maxAutoScales bounds the wakes and idles a workspace keeps for Cluster
-// Control while it does not take them.
-const maxAutoScales = 8
-
-// autoScaled queues a report to Cluster Control saying the reporter woke or
-// idled a workspace, and why. It reports false, and queues nothing, for a
-// workspace the state holds no status of: Cluster Control learns of it
-// from its first status, which shows it idle or not.
-func (s *state) autoScaled(k types.NamespacedName, as ccapi.AutoScale, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.workspaces[k]
-	if !ok || e.deleted || e.statusJS == nil {
-		return false
-	}
-	if len(e.autoScales) >= maxAutoScales {
-		// Cluster Control has been away through many wakes and idles:
-		// the oldest matter least.
-		e.autoScales = e.autoScales[1:]
-		s.drop(dropAutoScaleLimit)
-	}
-	e.autoScales = append(e.autoScales, as)
-	s.bump(k, e, now)
-	return true
 }

@@ -8,6 +8,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -113,7 +114,7 @@ func (r *Reporter) runWake(ctx context.Context) {
 					"answered", snap.answered, "interceptors", snap.interceptors, "suppressed", held, "err", err)
 			}
 		}
-		for _, s := range r.waker.decide(snap, r.cfg.now(), r.st.directive) {
+		for _, s := range r.waker.decide(snap, r.cfg.now(), r.st.Directive) {
 			if s.action == actColdStart || s.action == actWakeTimeout {
 				r.carryOut(ctx, s)
 				continue
@@ -136,7 +137,7 @@ func (r *Reporter) runWake(ctx context.Context) {
 func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 	now := r.cfg.now()
 	ref := corev1.ObjectReference{APIVersion: v1alpha1.APIVersion, Kind: "Workspace", Namespace: s.name.Namespace, Name: s.name.Name, UID: s.uid}
-	var evs []event
+	var evs []state.Event
 	switch s.action {
 	case actWake:
 		err := r.patchAnnotations(ctx, s.name, types.JSONPatchType, wakePatch)
@@ -144,9 +145,9 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 		case err == nil:
 			r.wm.wakes.WithLabelValues("woken").Inc()
 			r.waker.woken(s.name)
-			evs = append(evs, event{ref: ref, typ: eventNormal, reason: "Woken", action: "Request",
-				note: fmt.Sprintf("a request for the idle workspace is held by the interceptor (%d held); waking it", s.held)})
-			if r.st.autoScaled(s.name, ccapi.AutoScale{Action: ccapi.AutoScaleWake, Reason: ccapi.ReasonRequest, At: ccapi.Stamp(now)}, now) {
+			evs = append(evs, state.Event{Ref: ref, Type: corev1.EventTypeNormal, Reason: "Woken", Action: "Request",
+				Note: fmt.Sprintf("a request for the idle workspace is held by the interceptor (%d held); waking it", s.held)})
+			if r.st.AutoScaled(s.name, ccapi.AutoScale{Action: ccapi.AutoScaleWake, Reason: ccapi.ReasonRequest, At: ccapi.Stamp(now)}, now) {
 				r.nudge()
 			}
 		case apierrors.IsInvalid(err) || apierrors.IsNotFound(err):
@@ -167,7 +168,7 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 		}
 		r.wm.idles.Inc()
 		r.waker.idled(s.name)
-		if r.st.autoScaled(s.name, ccapi.AutoScale{Action: ccapi.AutoScaleIdle, Reason: ccapi.ReasonInactivity, At: ccapi.Stamp(now)}, now) {
+		if r.st.AutoScaled(s.name, ccapi.AutoScale{Action: ccapi.AutoScaleIdle, Reason: ccapi.ReasonInactivity, At: ccapi.Stamp(now)}, now) {
 			r.nudge()
 		}
 	case actOverflowOn, actOverflowOff:
@@ -183,8 +184,8 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 		r.wm.coldStart.WithLabelValues("answered").Observe(s.took.Seconds())
 	case actWakeTimeout:
 		r.wm.coldStart.WithLabelValues("timeout").Observe(s.took.Seconds())
-		evs = append(evs, event{ref: ref, typ: eventWarning, reason: "WakeTimedOut", action: "Request",
-			note: fmt.Sprintf("the workspace had no ready pod within its class's wake timeout; the interceptor answered the held requests 504 (after %.0fs)", s.took.Seconds())})
+		evs = append(evs, state.Event{Ref: ref, Type: corev1.EventTypeWarning, Reason: "WakeTimedOut", Action: "Request",
+			Note: fmt.Sprintf("the workspace had no ready pod within its class's wake timeout; the interceptor answered the held requests 504 (after %.0fs)", s.took.Seconds())})
 	}
 	if r.events != nil && len(evs) > 0 {
 		r.events.write(evs)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,24 +28,12 @@ import (
 // it has listed them all, and from the hook server's observations until
 // then, or without it (no rights to list Workspaces, no cluster).
 
-// watchedEntry is what the budget knows of one Workspace from the watch.
-type watchedEntry struct {
-	uid   types.UID
-	facts wsFacts
-	pace  pace
-}
-
 // watchedWorkspace is what the watch keeps of a Workspace: the cache holds
 // this, not the object.
 type watchedWorkspace struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	facts wsFacts
-	// hashSince and idleSince are when the field managers owning the
-	// formspec.dev/artifact-binary-hash and formspec.dev/idle annotations
-	// last wrote (managedFields), on the API server's clock: when the
-	// restart or the idle began, at the latest.
-	hashSince, idleSince time.Time
+	seen state.Watched
 }
 
 // DeepCopyObject makes watchedWorkspace a runtime.Object for the cache.
@@ -64,12 +53,16 @@ func watchedOf(u *unstructured.Unstructured) *watchedWorkspace {
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(),
 			ResourceVersion: u.GetResourceVersion()},
-		facts: wsFacts{Milestones: observation.Milestones{
-			Class: class, Phase: phase, ArtifactHash: running,
-			WantedArtifactHash: a[v1alpha1.AnnotationArtifactBinaryHash],
-			Idle:               a[v1alpha1.AnnotationIdle] == "true",
-			Terminating:        u.GetDeletionTimestamp() != nil,
-		}},
+		seen: state.Watched{
+			Name: types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()},
+			UID:  u.GetUID(),
+			Milestones: observation.Milestones{
+				Class: class, Phase: phase, ArtifactHash: running,
+				WantedArtifactHash: a[v1alpha1.AnnotationArtifactBinaryHash],
+				Idle:               a[v1alpha1.AnnotationIdle] == "true",
+				Terminating:        u.GetDeletionTimestamp() != nil,
+			},
+		},
 	}
 	for _, m := range u.GetManagedFields() {
 		if m.FieldsV1 == nil || m.Time == nil {
@@ -84,55 +77,21 @@ func watchedOf(u *unstructured.Unstructured) *watchedWorkspace {
 			continue
 		}
 		if _, ok := fields.Metadata.Annotations["f:"+v1alpha1.AnnotationArtifactBinaryHash]; ok {
-			w.hashSince = latest(w.hashSince, m.Time.Time)
+			w.seen.HashSince = later(w.seen.HashSince, m.Time.Time)
 		}
 		if _, ok := fields.Metadata.Annotations["f:"+v1alpha1.AnnotationIdle]; ok {
-			w.idleSince = latest(w.idleSince, m.Time.Time)
+			w.seen.IdleSince = later(w.seen.IdleSince, m.Time.Time)
 		}
 	}
 	return w
 }
 
-// watchWorkspace records what the watch shows of a Workspace. One first
-// seen began its restart or idle when its annotation was last written;
-// later changes begin them when they are seen.
-func (s *state) watchWorkspace(w *watchedWorkspace, now time.Time) {
-	k := types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.watched[k]
-	switch {
-	case !ok && len(s.watched) >= s.lim.workspaces:
-		s.drop(dropWorkspaceLimit)
-		return
-	case !ok:
-		e = &watchedEntry{}
-		s.watched[k] = e
-		if w.facts.WantedArtifactHash != "" {
-			e.pace.restartAt = w.hashSince
-		}
-		if w.facts.Idle {
-			e.pace.idleAt = w.idleSince
-		}
-	default:
-		e.pace.observe(&e.facts, w.facts, now)
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
 	}
-	e.uid, e.facts = w.UID, w.facts
-}
-
-// unwatchWorkspace forgets a Workspace that is gone.
-func (s *state) unwatchWorkspace(namespace, name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.watched, types.NamespacedName{Namespace: namespace, Name: name})
-}
-
-// watchListed records that the watch has listed every Workspace: the
-// budget counts from it from now on.
-func (s *state) watchListed() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.watchSynced = true
+	return a
 }
 
 // runWatch watches the Workspaces until ctx ends, for the budget. Without
@@ -153,7 +112,7 @@ func (r *Reporter) runWatch(ctx context.Context) {
 	}
 	seen := func(obj any) {
 		if w, ok := obj.(*watchedWorkspace); ok {
-			r.st.watchWorkspace(w, r.cfg.now())
+			r.st.WatchWorkspace(w.seen, r.cfg.now())
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -164,7 +123,7 @@ func (r *Reporter) runWatch(ctx context.Context) {
 				obj = d.Obj
 			}
 			if w, ok := obj.(*watchedWorkspace); ok {
-				r.st.unwatchWorkspace(w.Namespace, w.Name)
+				r.st.UnwatchWorkspace(w.Namespace, w.Name)
 			}
 		},
 	}); err != nil {
@@ -173,7 +132,7 @@ func (r *Reporter) runWatch(ctx context.Context) {
 	}
 	go inf.Run(ctx.Done())
 	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		r.st.watchListed()
+		r.st.WatchListed()
 		r.log.Info("watching Workspaces: the directive budget counts from every Workspace")
 	}
 	<-ctx.Done()

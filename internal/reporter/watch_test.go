@@ -82,11 +82,11 @@ func TestWatchedOf(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := watchedOf(tc.obj)
-			if diff := cmp.Diff(tc.wantFacts, w.facts.Milestones); diff != "" {
+			if diff := cmp.Diff(tc.wantFacts, w.seen.Milestones); diff != "" {
 				t.Errorf("%s\nfacts (-want, +got):\n%s", tc.reason, diff)
 			}
-			if !w.hashSince.Equal(tc.wantHashAt) || !w.idleSince.Equal(tc.wantIdleAt) {
-				t.Errorf("%s\nhash written at %v, idle at %v; want %v, %v", tc.reason, w.hashSince, w.idleSince, tc.wantHashAt, tc.wantIdleAt)
+			if !w.seen.HashSince.Equal(tc.wantHashAt) || !w.seen.IdleSince.Equal(tc.wantIdleAt) {
+				t.Errorf("%s\nhash written at %v, idle at %v; want %v, %v", tc.reason, w.seen.HashSince, w.seen.IdleSince, tc.wantHashAt, tc.wantIdleAt)
 			}
 		})
 	}
@@ -122,14 +122,10 @@ func TestBudgetCountsFromTheWatch(t *testing.T) {
 	cfg.RestartBudget = Budget{Share: 0.1, MinInterval: time.Hour}
 	r := newReporter(t, cfg)
 	runLoops(t, r.runWatch, r.runDeployStatus)
-	testsync.WaitFor(t, "the watch to list the Workspaces", func() bool {
-		r.st.mu.Lock()
-		defer r.st.mu.Unlock()
-		return r.st.watchSynced
-	})
+	testsync.WaitFor(t, "the watch to list the Workspaces", r.st.Listed)
 	cc.SetDirective("team-a", "shop", digest(2))
 	cc.SetDirective("team-a", "wiki", digest(2))
-	testsync.WaitFor(t, "both restarts to wait", func() bool { return r.st.counts().WaitingRestarts == 2 })
+	testsync.WaitFor(t, "both restarts to wait", func() bool { return r.st.Counts().WaitingRestarts == 2 })
 	polls := len(cc.Requests())
 	testsync.WaitFor(t, "more polls", func() bool { return len(cc.Requests()) > polls+3 })
 	if got := patches.patched(); len(got) != 0 {

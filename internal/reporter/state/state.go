@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"cmp"
@@ -11,42 +11,45 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Reasons an observation is dropped, the values of the reason label.
+// Reasons an observation or a report is dropped, the values of the reason
+// label of formspec_reporter_dropped_observations_total.
 const (
-	dropWorkspaceLimit = "workspace_limit"
-	dropTombstoneLimit = "tombstone_limit"
-	dropNodeLimit      = "node_limit"
-	dropPodLimit       = "pod_limit"
-	dropClaimLimit     = "claim_limit"
-	dropDirectiveLimit = "directive_limit"
-	dropAutoScaleLimit = "autoscale_limit"
-	dropInvalid        = "invalid"
-	dropRejected       = "rejected"
+	DropWorkspaceLimit = "workspace_limit"
+	DropTombstoneLimit = "tombstone_limit"
+	DropNodeLimit      = "node_limit"
+	DropPodLimit       = "pod_limit"
+	DropClaimLimit     = "claim_limit"
+	DropDirectiveLimit = "directive_limit"
+	DropAutoScaleLimit = "autoscale_limit"
+	DropInvalid        = "invalid"
+	DropRejected       = "rejected"
 )
 
-// limits bound everything the state holds. None of them depends on how long
+// Limits bound everything the state holds. None of them depends on how long
 // Cluster Control is unreachable: workspace reports are coalesced to one per
 // workspace, tombstones are capped, nodes, pods and claims are latest-state
 // maps that age out.
-type limits struct {
-	workspaces, tombstones, nodes, pods, claims int
-	nodeStale, podStale, claimStale             time.Duration
-	// restart and idle pace the directives that take pods down
+type Limits struct {
+	Workspaces, Tombstones, Nodes, Pods, Claims int
+	// NodeStale, PodStale and ClaimStale are how long a node, a pod or a
+	// claim may go unobserved before it is forgotten.
+	NodeStale, PodStale, ClaimStale time.Duration
+	// Restart and Idle pace the directives that take pods down
 	// (budget.go).
-	restart, idle Budget
+	Restart, Idle Budget
 }
 
-// state is what the reporter knows. Every method takes the lock; none does
+// State is what the reporter knows. Every method takes the lock; none does
 // I/O.
-type state struct {
-	lim  limits
+type State struct {
+	lim  Limits
 	drop func(reason string)
 
 	mu         sync.Mutex
 	workspaces map[types.NamespacedName]*wsEntry
 	// tombstones counts the deleted workspaces in workspaces whose deletion
 	// Cluster Control has not acknowledged yet; tombstoneGen changes with
-	// them, for the tombstone file.
+	// them, for the Tombstone file.
 	tombstones   int
 	tombstoneGen uint64
 	// queue holds the keys of workspaces with an unsent report, oldest
@@ -66,7 +69,7 @@ type state struct {
 	// refused are the directives this reporter will not write, and why
 	// (directives.go); waiting those that wait for their budget
 	// (budget.go).
-	refused map[types.NamespacedName]refusal
+	refused map[types.NamespacedName]Refusal
 	waiting map[types.NamespacedName]waiter
 	// watched are the Workspaces the reporter's watch sees (watch.go);
 	// watchSynced is set once it has listed them all, and the budget
@@ -77,14 +80,16 @@ type state struct {
 	classZero   map[string]bool
 }
 
-func newState(lim limits, drop func(string)) *state {
-	return &state{
+// New returns an empty state bounded by lim; drop is told the reason of
+// every observation or report dropped (the Drop constants).
+func New(lim Limits, drop func(string)) *State {
+	return &State{
 		lim:        lim,
 		drop:       drop,
 		workspaces: map[types.NamespacedName]*wsEntry{},
 		directives: map[types.NamespacedName]ccapi.Directive{},
 		applied:    map[types.NamespacedName]ccapi.Directive{},
-		refused:    map[types.NamespacedName]refusal{},
+		refused:    map[types.NamespacedName]Refusal{},
 		waiting:    map[types.NamespacedName]waiter{},
 		watched:    map[types.NamespacedName]*watchedEntry{},
 		classZero:  map[string]bool{},
@@ -95,24 +100,24 @@ func newState(lim limits, drop func(string)) *state {
 	}
 }
 
-// compareNames orders namespaced names by namespace, then name: what the
+// CompareNames orders namespaced names by namespace, then name: what the
 // state lists, it lists in this order.
-func compareNames(a, b types.NamespacedName) int {
+func CompareNames(a, b types.NamespacedName) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 }
 
-// counts reports the sizes of the state, for metrics and tests.
-type counts struct {
+// Counts reports the sizes of the state, for metrics and tests.
+type Counts struct {
 	Workspaces, Tombstones, Pending, Queue, Directives, Nodes, Pods, Claims int
 	// WaitingRestarts and WaitingIdles are the directives waiting for
 	// their budget.
 	WaitingRestarts, WaitingIdles int
 }
 
-func (s *state) counts() counts {
+func (s *State) Counts() Counts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := counts{Workspaces: len(s.workspaces) - s.tombstones, Tombstones: s.tombstones, Queue: len(s.queue),
+	c := Counts{Workspaces: len(s.workspaces) - s.tombstones, Tombstones: s.tombstones, Queue: len(s.queue),
 		Directives: len(s.directives), Nodes: len(s.nodes), Pods: len(s.pods), Claims: len(s.claims)}
 	for _, e := range s.workspaces {
 		if e.dirty {
@@ -120,7 +125,7 @@ func (s *state) counts() counts {
 		}
 	}
 	for _, w := range s.waiting {
-		if w.d.Action == ccapi.ActionIdle {
+		if w.Directive.Action == ccapi.ActionIdle {
 			c.WaitingIdles++
 		} else {
 			c.WaitingRestarts++
@@ -130,7 +135,7 @@ func (s *state) counts() counts {
 }
 
 // String renders counts for test failure messages.
-func (c counts) String() string {
+func (c Counts) String() string {
 	return fmt.Sprintf("workspaces=%d tombstones=%d pending=%d queue=%d directives=%d nodes=%d pods=%d claims=%d waiting=%d+%d",
 		c.Workspaces, c.Tombstones, c.Pending, c.Queue, c.Directives, c.Nodes, c.Pods, c.Claims, c.WaitingRestarts, c.WaitingIdles)
 }

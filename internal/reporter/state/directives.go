@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"cmp"
@@ -28,7 +28,7 @@ func annotated(d ccapi.Directive, f wsFacts) bool {
 
 // carriedOut is the one rule for when a directive is consumed: a restart
 // once the workspace's pods run the hash (not merely once the annotation is
-// written), idle and wake once the annotation is as asked, since whether
+// Written), idle and wake once the annotation is as asked, since whether
 // the workspace can scale to zero is its class's business.
 func carriedOut(d ccapi.Directive, f wsFacts) bool {
 	if d.Action == ccapi.ActionRestartRequired {
@@ -40,7 +40,7 @@ func carriedOut(d ccapi.Directive, f wsFacts) bool {
 // consume reports the workspace's directive consumed if the workspace has
 // carried it out, and reports whether a report became pending. Called with
 // the lock held.
-func (s *state) consume(k types.NamespacedName, e *wsEntry, now time.Time) bool {
+func (s *State) consume(k types.NamespacedName, e *wsEntry, now time.Time) bool {
 	d, ok := s.directives[k]
 	if !ok || e.deleted || e.statusJS == nil || !carriedOut(d, e.facts) {
 		return false
@@ -61,25 +61,26 @@ func (s *state) consume(k types.NamespacedName, e *wsEntry, now time.Time) bool 
 // that names a workspace this reporter has not seen yet is written once
 // it has.
 const (
-	// refuseInvalid: the directive names no valid workspace or an action
+	// RefuseInvalid: the directive names no valid workspace or an action
 	// this reporter does not know (the contract says to ignore those).
-	refuseInvalid = "invalid"
-	// refuseInvalidHash: a restart whose artifact hash is not "sha256:"
+	RefuseInvalid = "invalid"
+	// RefuseInvalidHash: a restart whose artifact hash is not "sha256:"
 	// and 64 lowercase hex digits (v1alpha1.ArtifactHashPattern).
-	refuseInvalidHash = "invalid_hash"
-	// refuseForeignNamespace: a namespace in which the hook server has
+	RefuseInvalidHash = "invalid_hash"
+	// RefuseForeignNamespace: a namespace in which the hook server has
 	// synced no Workspace.
-	refuseForeignNamespace = "foreign_namespace"
-	// refuseUnknownWorkspace: a Workspace the hook server has not synced
+	RefuseForeignNamespace = "foreign_namespace"
+	// RefuseUnknownWorkspace: a Workspace the hook server has not synced
 	// (or whose deletion it saw), in a namespace it serves.
-	refuseUnknownWorkspace = "unknown_workspace"
+	RefuseUnknownWorkspace = "unknown_workspace"
 )
 
-// refusal is a directive the reporter will not write, and why.
-type refusal struct {
-	d      ccapi.Directive
-	reason string
-	// told is set once the refusal has been counted and logged: each
+// Refusal is a directive the reporter will not write, and why.
+type Refusal struct {
+	Directive ccapi.Directive
+	// Reason is one of the Refuse constants.
+	Reason string
+	// told is set once the Refusal has been counted and logged: each
 	// directive is refused once, not on every poll.
 	told bool
 }
@@ -88,29 +89,29 @@ type refusal struct {
 // whatever the cluster holds, or "".
 func check(d ccapi.Directive) string {
 	if d.Validate() != nil {
-		return refuseInvalid
+		return RefuseInvalid
 	}
 	if d.Action == ccapi.ActionRestartRequired && !v1alpha1.ValidArtifactHash(d.ArtifactHash) {
-		return refuseInvalidHash
+		return RefuseInvalidHash
 	}
 	return ""
 }
 
-// setDirectives replaces the directives with what Cluster Control holds
+// SetDirectives replaces the directives with what Cluster Control holds
 // now. A directive the workspace already carried out is consumed on the
 // spot, which also covers a consumption report that was lost; a directive
 // that is gone is withdrawn, and what it already wrote stays. A directive
 // that fails check is refused and kept out. It reports whether any report
 // became pending.
-func (s *state) setDirectives(ds []ccapi.Directive, now time.Time) bool {
+func (s *State) SetDirectives(ds []ccapi.Directive, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.directives = make(map[types.NamespacedName]ccapi.Directive, len(ds))
-	refused := make(map[types.NamespacedName]refusal)
+	refused := make(map[types.NamespacedName]Refusal)
 	queued := false
 	for _, d := range ds {
-		if len(s.directives)+len(refused) >= s.lim.workspaces {
-			s.drop(dropDirectiveLimit)
+		if len(s.directives)+len(refused) >= s.lim.Workspaces {
+			s.drop(DropDirectiveLimit)
 			break
 		}
 		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
@@ -128,7 +129,7 @@ func (s *state) setDirectives(ds []ccapi.Directive, now time.Time) bool {
 	// The refusals of directives still held, to keep their told marks;
 	// toWrite decides again whether each still applies.
 	for k, d := range s.directives {
-		if r, ok := s.refused[k]; ok && r.d == d {
+		if r, ok := s.refused[k]; ok && r.Directive == d {
 			refused[k] = r
 		}
 	}
@@ -143,32 +144,32 @@ func (s *state) setDirectives(ds []ccapi.Directive, now time.Time) bool {
 
 // refusal returns the refusal of d for reason, told already if this very
 // refusal was. Called with the lock held.
-func (s *state) refusal(k types.NamespacedName, d ccapi.Directive, reason string) refusal {
+func (s *State) refusal(k types.NamespacedName, d ccapi.Directive, reason string) Refusal {
 	r := s.refused[k]
-	return refusal{d: d, reason: reason, told: r.told && r.d == d && r.reason == reason}
+	return Refusal{Directive: d, Reason: reason, told: r.told && r.Directive == d && r.Reason == reason}
 }
 
-// directivePlan is what one poll does with the directives: those to write
+// DirectivePlan is what one poll does with the directives: those to write
 // now, the refusals not reported yet, and the directives that began to
 // wait for their budget.
-type directivePlan struct {
-	write    []ccapi.Directive
-	refused  []refusal
-	deferred []deferral
+type DirectivePlan struct {
+	Write    []ccapi.Directive
+	Refused  []Refusal
+	Deferred []Deferral
 }
 
-// toWrite plans the writes of this poll: the directives not written by
+// ToWrite plans the writes of this poll: the directives not written by
 // this reporter yet and not already there as far as it has seen, for
 // Workspaces it knows, in namespaces it serves, within their budget
 // (budget.go). A Workspace is known once the hook server has synced it or
 // the reporter's watch has seen it (watch.go). The install serves every
 // namespace (Metacontroller's controllers are cluster-wide), so the
 // namespaces this reporter serves are those it knows Workspaces in: a
-// directive for any other is refused as foreign, one for a Workspace it
+// Directive for any other is refused as foreign, one for a Workspace it
 // does not know as unknown, and written once it knows it. Directives are
-// admitted oldest waiting first, then by workspace; each refusal and each
+// admitted oldest waiting first, then by workspace; each Refusal and each
 // wait is reported once.
-func (s *state) toWrite(now time.Time) directivePlan {
+func (s *State) ToWrite(now time.Time) DirectivePlan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	served := map[string]bool{}
@@ -181,7 +182,7 @@ func (s *state) toWrite(now time.Time) directivePlan {
 		served[k.Namespace] = true
 	}
 	u := s.use(now)
-	var plan directivePlan
+	var plan DirectivePlan
 	waiting := make(map[types.NamespacedName]waiter, len(s.waiting))
 	for _, k := range s.inLine(now) {
 		d := s.directives[k]
@@ -197,10 +198,10 @@ func (s *state) toWrite(now time.Time) directivePlan {
 		}
 		switch {
 		case !served[k.Namespace]:
-			s.refused[k] = s.refusal(k, d, refuseForeignNamespace)
+			s.refused[k] = s.refusal(k, d, RefuseForeignNamespace)
 			continue
 		case !known:
-			s.refused[k] = s.refusal(k, d, refuseUnknownWorkspace)
+			s.refused[k] = s.refusal(k, d, RefuseUnknownWorkspace)
 			continue
 		}
 		delete(s.refused, k)
@@ -213,23 +214,23 @@ func (s *state) toWrite(now time.Time) directivePlan {
 			if !ok {
 				w.since = now
 			}
-			w.told = w.told && w.d == d
-			w.d, w.reason = d, reason
+			w.told = w.told && w.Directive == d
+			w.Directive, w.Reason = d, reason
 			if !w.told {
 				w.told = true
-				plan.deferred = append(plan.deferred, deferral{waiter: w, event: event{
-					ref: s.ref(k), typ: eventNormal, reason: deferReason(d), action: "Defer", note: deferNote(d, reason, u, s.lim),
+				plan.Deferred = append(plan.Deferred, Deferral{waiter: w, Event: Event{
+					Ref: s.ref(k), Type: eventNormal, Reason: deferReason(d), Action: "Defer", Note: deferNote(d, reason, u, s.lim),
 				}})
 			}
 			waiting[k] = w
 			continue
 		}
-		plan.write = append(plan.write, d)
+		plan.Write = append(plan.Write, d)
 	}
 	s.waiting = waiting
-	for _, k := range slices.SortedFunc(maps.Keys(s.refused), compareNames) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.refused), CompareNames) {
 		if r := s.refused[k]; !r.told {
-			plan.refused = append(plan.refused, r)
+			plan.Refused = append(plan.Refused, r)
 			r.told = true
 			s.refused[k] = r
 		}
@@ -240,7 +241,7 @@ func (s *state) toWrite(now time.Time) directivePlan {
 // ref is the object reference of a known Workspace, for an Event, with its
 // UID when the hook server or the watch told it. Called with the lock
 // held.
-func (s *state) ref(k types.NamespacedName) corev1.ObjectReference {
+func (s *State) ref(k types.NamespacedName) corev1.ObjectReference {
 	if e, ok := s.workspaces[k]; ok && e.uid != "" {
 		return workspaceRef(e)
 	}
@@ -254,7 +255,7 @@ func (s *state) ref(k types.NamespacedName) corev1.ObjectReference {
 // inLine returns the workspaces with a directive in the order their
 // directives are admitted: those waiting longest first, then by name.
 // Called with the lock held.
-func (s *state) inLine(now time.Time) []types.NamespacedName {
+func (s *State) inLine(now time.Time) []types.NamespacedName {
 	since := func(k types.NamespacedName) time.Time {
 		if w, ok := s.waiting[k]; ok {
 			return w.since
@@ -262,7 +263,7 @@ func (s *state) inLine(now time.Time) []types.NamespacedName {
 		return now
 	}
 	return slices.SortedFunc(maps.Keys(s.directives), func(a, b types.NamespacedName) int {
-		return cmp.Or(since(a).Compare(since(b)), compareNames(a, b))
+		return cmp.Or(since(a).Compare(since(b)), CompareNames(a, b))
 	})
 }
 
@@ -274,19 +275,19 @@ func deferReason(d ccapi.Directive) string {
 	return "RestartDeferred"
 }
 
-// stopWaiting forgets the waiting directives: this reporter no longer
+// StopWaiting forgets the waiting directives: this reporter no longer
 // writes directives (another replica's does).
-func (s *state) stopWaiting() {
+func (s *State) StopWaiting() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.waiting)
 }
 
-// written records that d is on its Workspace, written at now (or that its
+// Written records that d is on its Workspace, written at now (or that its
 // Workspace does not exist, which no retry will change: began is false).
 // Both the hook server's view of the workspace and the watch's learn when
 // it began.
-func (s *state) written(d ccapi.Directive, began bool, now time.Time) {
+func (s *State) Written(d ccapi.Directive, began bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}

@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 
 // bump makes the entry's current state a new version to report and queues
 // it. Called with the lock held.
-func (s *state) bump(k types.NamespacedName, e *wsEntry, now time.Time) {
+func (s *State) bump(k types.NamespacedName, e *wsEntry, now time.Time) {
 	e.version++
 	e.reportedAt, e.dirty = now, true
 	if !e.queued {
@@ -19,18 +19,19 @@ func (s *state) bump(k types.NamespacedName, e *wsEntry, now time.Time) {
 	}
 }
 
-// pendingReport is one workspace report taken for sending.
-type pendingReport struct {
+// PendingReport is one workspace report taken for sending.
+type PendingReport struct {
 	workspace types.NamespacedName
 	version   uint64
 	consumed  *ccapi.DirectiveConsumed
 	autoScale *ccapi.AutoScale
-	body      []byte
+	// Body is the report, as sent: the same bytes for every retry.
+	Body []byte
 }
 
-// next takes the oldest pending report and encodes it. The body is built
+// Next takes the oldest pending report and encodes it. The body is built
 // from fields fixed per version, so a retry sends the same bytes.
-func (s *state) next() (pendingReport, bool) {
+func (s *State) Next() (PendingReport, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for len(s.queue) > 0 {
@@ -49,15 +50,15 @@ func (s *state) next() (pendingReport, bool) {
 		if err != nil {
 			// Only a status the encoder produced a moment ago gets here, so
 			// this is unreachable; drop rather than loop on it.
-			s.drop(dropInvalid)
+			s.drop(DropInvalid)
 			e.dirty = false
 			continue
 		}
-		return pendingReport{workspace: k, version: e.version, consumed: e.consumed, autoScale: firstAutoScale(e), body: body}, true
+		return PendingReport{workspace: k, version: e.version, consumed: e.consumed, autoScale: firstAutoScale(e), Body: body}, true
 	}
 	// Let the backing array go once drained, so a burst does not pin it.
 	s.queue = nil
-	return pendingReport{}, false
+	return PendingReport{}, false
 }
 
 // firstAutoScale is the wake or idle a report of e carries: the oldest not
@@ -88,10 +89,10 @@ func reportBody(e *wsEntry) ([]byte, error) {
 	return json.Marshal(rep)
 }
 
-// requeue puts p's workspace back at the end of the queue after a send
+// Requeue puts p's workspace back at the end of the queue after a send
 // that is to be retried: one report Cluster Control keeps failing on must
 // not hold up every other workspace.
-func (s *state) requeue(p pendingReport) {
+func (s *State) Requeue(p PendingReport) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.workspaces[p.workspace]
@@ -101,9 +102,9 @@ func (s *state) requeue(p pendingReport) {
 	}
 }
 
-// done records that sending p is over: sent (Cluster Control took it) or
+// Done records that sending p is over: sent (Cluster Control took it) or
 // rejected for good. Either way this version is done.
-func (s *state) done(p pendingReport, sent bool, now time.Time) {
+func (s *State) Done(p PendingReport, sent bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.workspaces[p.workspace]

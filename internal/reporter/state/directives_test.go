@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"encoding/json"
@@ -70,26 +70,26 @@ func TestDirectives(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
-			st.observeWorkspace(tc.ws, t0)
-			p, _ := st.next()
-			st.done(p, true, t0)
-			st.setDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Second))
+			st := New(Limits{Workspaces: 10, Tombstones: 10}, func(string) {})
+			st.ObserveWorkspace(tc.ws, t0)
+			p, _ := st.Next()
+			st.Done(p, true, t0)
+			st.SetDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Second))
 			var wantWrites []ccapi.Directive
 			if tc.wantWrite {
 				wantWrites = []ccapi.Directive{tc.directive}
 			}
-			plan := st.toWrite(t0)
-			if diff := cmp.Diff(wantWrites, plan.write); diff != "" {
+			plan := st.ToWrite(t0)
+			if diff := cmp.Diff(wantWrites, plan.Write); diff != "" {
 				t.Errorf("%s\nto write (-want, +got):\n%s", tc.reason, diff)
 			}
-			if len(plan.refused) != 0 {
-				t.Errorf("%s\nrefused: %v", tc.reason, plan.refused)
+			if len(plan.Refused) != 0 {
+				t.Errorf("%s\nrefused: %v", tc.reason, plan.Refused)
 			}
 			var got *ccapi.DirectiveConsumed
-			if p, ok := st.next(); ok {
+			if p, ok := st.Next(); ok {
 				var rep ccapi.WorkspaceStatusReport
-				if err := json.Unmarshal(p.body, &rep); err != nil {
+				if err := json.Unmarshal(p.Body, &rep); err != nil {
 					t.Fatal(err)
 				}
 				got = rep.DirectiveConsumed
@@ -102,7 +102,7 @@ func TestDirectives(t *testing.T) {
 }
 
 // TestDirectiveRefusals checks what the reporter refuses to write: a
-// directive for a Workspace the hook server has not synced, for a
+// Directive for a Workspace the hook server has not synced, for a
 // namespace it serves no Workspace in, or with a malformed hash. Each is
 // refused once, not on every poll, and nothing of it is written; one that
 // waited only for its Workspace to be synced is written once it is.
@@ -116,79 +116,79 @@ func TestDirectiveRefusals(t *testing.T) {
 		// deleted is a workspace whose teardown the reporter saw.
 		deleted    string
 		wantReason string
-		// syncedLater: the workspace is synced after the refusal, and the
+		// syncedLater: the workspace is synced after the Refusal, and the
 		// directive must then be written.
 		syncedLater bool
 	}{
 		"UnknownWorkspace": {
 			reason:      "the hook server has synced no Workspace shop-2 in ns (yet): a forged name, or a workspace synced by the other replica so far",
 			directive:   restart("ns", "shop-2", digest(2)),
-			wantReason:  refuseUnknownWorkspace,
+			wantReason:  RefuseUnknownWorkspace,
 			syncedLater: true,
 		},
 		"UnknownIdle": {
 			reason:     "an idle names a workspace too",
 			directive:  ccapi.Directive{Namespace: "ns", Name: "shop-2", Action: ccapi.ActionIdle},
-			wantReason: refuseUnknownWorkspace,
+			wantReason: RefuseUnknownWorkspace,
 		},
 		"DeletedWorkspace": {
 			reason:     "a workspace whose teardown finished is not one the reporter serves any more",
 			directive:  restart("ns", "gone", digest(2)),
 			deleted:    "gone",
-			wantReason: refuseUnknownWorkspace,
+			wantReason: RefuseUnknownWorkspace,
 		},
 		"ForeignNamespace": {
 			reason:     "no Workspace of kube-system was ever synced: the install does not serve it",
 			directive:  restart("kube-system", "shop", digest(2)),
-			wantReason: refuseForeignNamespace,
+			wantReason: RefuseForeignNamespace,
 		},
 		"ForeignWake": {
 			reason:     "a wake is checked like the rest",
 			directive:  ccapi.Directive{Namespace: "team-b", Name: "blog", Action: ccapi.ActionWake},
-			wantReason: refuseForeignNamespace,
+			wantReason: RefuseForeignNamespace,
 		},
 		"ShortHash": {
 			reason:     "a prefix of a digest is no digest",
 			directive:  restart("ns", "shop", "sha256:9b2c"),
-			wantReason: refuseInvalidHash,
+			wantReason: RefuseInvalidHash,
 		},
 		"UppercaseHash": {
 			reason:     "one spelling per digest: the same binary in capitals would roll the workspace again",
 			directive:  restart("ns", "shop", strings.ToUpper(digest(2))),
-			wantReason: refuseInvalidHash,
+			wantReason: RefuseInvalidHash,
 		},
 		"HashWithoutAlgorithm": {
 			reason:     "the hash says what it is a hash of",
 			directive:  restart("ns", "shop", strings.TrimPrefix(digest(2), "sha256:")),
-			wantReason: refuseInvalidHash,
+			wantReason: RefuseInvalidHash,
 		},
 		"HashWithText": {
 			reason:     "nothing but a digest reaches the pod template",
 			directive:  restart("ns", "shop", digest(2)+"; rm -rf /"),
-			wantReason: refuseInvalidHash,
+			wantReason: RefuseInvalidHash,
 		},
 		"UnknownAction": {
 			reason:     "an action this reporter does not know is not carried out",
 			directive:  ccapi.Directive{Namespace: "ns", Name: "shop", Action: "delete"},
-			wantReason: refuseInvalid,
+			wantReason: RefuseInvalid,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
-			st.observeWorkspace(wsStatus("shop", "Ready", digest(1)), t0)
+			st := New(Limits{Workspaces: 10, Tombstones: 10}, func(string) {})
+			st.ObserveWorkspace(wsStatus("shop", "Ready", digest(1)), t0)
 			if tc.deleted != "" {
-				st.observeWorkspace(wsStatus(tc.deleted, "Ready", digest(1)), t0)
-				st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: tc.deleted}, t0)
+				st.ObserveWorkspace(wsStatus(tc.deleted, "Ready", digest(1)), t0)
+				st.DeleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: tc.deleted}, t0)
 			}
-			want := []refusal{{d: tc.directive, reason: tc.wantReason}}
+			want := []Refusal{{Directive: tc.directive, Reason: tc.wantReason}}
 			for poll := range 3 {
-				st.setDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Duration(poll)*time.Minute))
-				plan := st.toWrite(t0)
-				if len(plan.write) != 0 {
-					t.Errorf("%s\npoll %d wrote %v", tc.reason, poll, plan.write)
+				st.SetDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Duration(poll)*time.Minute))
+				plan := st.ToWrite(t0)
+				if len(plan.Write) != 0 {
+					t.Errorf("%s\npoll %d wrote %v", tc.reason, poll, plan.Write)
 				}
-				if diff := cmp.Diff(want, plan.refused, cmp.AllowUnexported(refusal{}), cmpopts.IgnoreFields(refusal{}, "told"), cmpopts.EquateEmpty()); diff != "" {
+				if diff := cmp.Diff(want, plan.Refused, cmp.AllowUnexported(Refusal{}), cmpopts.IgnoreFields(Refusal{}, "told"), cmpopts.EquateEmpty()); diff != "" {
 					t.Errorf("%s\npoll %d: refused (-want, +got):\n%s", tc.reason, poll, diff)
 				}
 				// Reported once.
@@ -197,9 +197,9 @@ func TestDirectiveRefusals(t *testing.T) {
 			if !tc.syncedLater {
 				return
 			}
-			st.observeWorkspace(wsStatus(tc.directive.Name, "Ready", digest(1)), t0.Add(time.Hour))
-			st.setDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Hour))
-			if diff := cmp.Diff([]ccapi.Directive{tc.directive}, st.toWrite(t0).write); diff != "" {
+			st.ObserveWorkspace(wsStatus(tc.directive.Name, "Ready", digest(1)), t0.Add(time.Hour))
+			st.SetDirectives([]ccapi.Directive{tc.directive}, t0.Add(time.Hour))
+			if diff := cmp.Diff([]ccapi.Directive{tc.directive}, st.ToWrite(t0).Write); diff != "" {
 				t.Errorf("once the workspace is synced: to write (-want, +got):\n%s", diff)
 			}
 		})
@@ -209,25 +209,25 @@ func TestDirectiveRefusals(t *testing.T) {
 // TestDirectiveWrittenOnce checks that a directive is written once, not on
 // every poll, and that withdrawing it writes nothing.
 func TestDirectiveWrittenOnce(t *testing.T) {
-	st := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
-	st.observeWorkspace(wsStatus("shop", "Ready", digest(1)), t0)
+	st := New(Limits{Workspaces: 10, Tombstones: 10}, func(string) {})
+	st.ObserveWorkspace(wsStatus("shop", "Ready", digest(1)), t0)
 	d := ccapi.Directive{Namespace: "ns", Name: "shop", Action: ccapi.ActionIdle}
-	st.setDirectives([]ccapi.Directive{d}, t0)
-	if got := st.toWrite(t0).write; len(got) != 1 {
+	st.SetDirectives([]ccapi.Directive{d}, t0)
+	if got := st.ToWrite(t0).Write; len(got) != 1 {
 		t.Fatalf("first poll: %d to write, want 1", len(got))
 	}
-	st.written(d, true, t0)
-	st.setDirectives([]ccapi.Directive{d}, t0.Add(time.Minute))
-	if got := st.toWrite(t0).write; len(got) != 0 {
+	st.Written(d, true, t0)
+	st.SetDirectives([]ccapi.Directive{d}, t0.Add(time.Minute))
+	if got := st.ToWrite(t0).Write; len(got) != 0 {
 		t.Errorf("second poll wrote again: %v", got)
 	}
-	st.setDirectives(nil, t0.Add(2*time.Minute))
-	if got := st.toWrite(t0).write; len(got) != 0 {
+	st.SetDirectives(nil, t0.Add(2*time.Minute))
+	if got := st.ToWrite(t0).Write; len(got) != 0 {
 		t.Errorf("a withdrawn directive wrote: %v", got)
 	}
 	// Asked again after a withdrawal: written again.
-	st.setDirectives([]ccapi.Directive{d}, t0.Add(3*time.Minute))
-	if got := st.toWrite(t0).write; len(got) != 1 {
+	st.SetDirectives([]ccapi.Directive{d}, t0.Add(3*time.Minute))
+	if got := st.ToWrite(t0).Write; len(got) != 1 {
 		t.Errorf("a directive asked again after its withdrawal: %d to write, want 1", len(got))
 	}
 }

@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"fmt"
@@ -58,7 +58,7 @@ func (b Budget) limit(n int) int {
 }
 
 // validate reports a budget that is not one.
-func (b Budget) validate(name string) error {
+func (b Budget) Validate(name string) error {
 	if !(b.Share > 0 && b.Share <= 1) {
 		return fmt.Errorf("%s share %v: want more than 0 and at most 1", name, b.Share)
 	}
@@ -71,12 +71,12 @@ func (b Budget) validate(name string) error {
 // Reasons a directive waits, the values of the reason label of
 // formspec_reporter_directives_deferred_total.
 const (
-	// waitBudget: the share of workspaces in the middle of a restart (or
+	// WaitBudget: the share of workspaces in the middle of a restart (or
 	// an idle) is used up.
-	waitBudget = "budget"
-	// waitInterval: the workspace began a restart (or an idle) less than
+	WaitBudget = "budget"
+	// WaitInterval: the workspace began a restart (or an idle) less than
 	// the least interval ago.
-	waitInterval = "interval"
+	WaitInterval = "interval"
 )
 
 // pace is what the budget knows of one workspace.
@@ -161,7 +161,7 @@ type budgetUse struct {
 // view is what the budget reads of one workspace: its facts and its pace,
 // from the watch once it has listed every Workspace (watch.go), else from
 // the hook server's observations. Called with the lock held.
-func (s *state) view(k types.NamespacedName) (wsFacts, *pace, bool) {
+func (s *State) view(k types.NamespacedName) (wsFacts, *pace, bool) {
 	if s.watchSynced {
 		w, ok := s.watched[k]
 		if !ok {
@@ -180,7 +180,7 @@ func (s *state) view(k types.NamespacedName) (wsFacts, *pace, bool) {
 
 // use counts the workspaces in the middle of a restart or an idle, and
 // each budget's cap. Called with the lock held.
-func (s *state) use(now time.Time) budgetUse {
+func (s *State) use(now time.Time) budgetUse {
 	var u budgetUse
 	count := func(k types.NamespacedName) {
 		f, p, ok := s.view(k)
@@ -188,10 +188,10 @@ func (s *state) use(now time.Time) budgetUse {
 			return
 		}
 		u.fleet++
-		if restarting(f, p, s.lim.restart, now) {
+		if restarting(f, p, s.lim.Restart, now) {
 			u.restarts++
 		}
-		if goingIdle(f, p, s.lim.idle, now) {
+		if goingIdle(f, p, s.lim.Idle, now) {
 			u.idles++
 		}
 	}
@@ -204,19 +204,19 @@ func (s *state) use(now time.Time) budgetUse {
 			count(k)
 		}
 	}
-	u.restartCap, u.idleCap = s.lim.restart.limit(u.fleet), s.lim.idle.limit(u.fleet)
+	u.restartCap, u.idleCap = s.lim.Restart.limit(u.fleet), s.lim.Idle.limit(u.fleet)
 	return u
 }
 
 // admit decides whether d may be written now onto the Workspace of f and
 // p, and takes its place in the budget if so; otherwise it returns why it
 // waits. Called with the lock held.
-func (s *state) admit(f wsFacts, p *pace, d ccapi.Directive, u *budgetUse, now time.Time) string {
+func (s *State) admit(f wsFacts, p *pace, d ccapi.Directive, u *budgetUse, now time.Time) string {
 	switch d.Action {
 	case ccapi.ActionRestartRequired:
-		return admitTo(s.lim.restart, p.restartAt, restarting(f, p, s.lim.restart, now), &u.restarts, u.restartCap, now)
+		return admitTo(s.lim.Restart, p.restartAt, restarting(f, p, s.lim.Restart, now), &u.restarts, u.restartCap, now)
 	case ccapi.ActionIdle:
-		return admitTo(s.lim.idle, p.idleAt, goingIdle(f, p, s.lim.idle, now), &u.idles, u.idleCap, now)
+		return admitTo(s.lim.Idle, p.idleAt, goingIdle(f, p, s.lim.Idle, now), &u.idles, u.idleCap, now)
 	}
 	return ""
 }
@@ -224,14 +224,14 @@ func (s *state) admit(f wsFacts, p *pace, d ccapi.Directive, u *budgetUse, now t
 // admitTo is admit for one budget: the workspace began its last one at
 // last and is in the middle of one or not, used of limit places are
 // taken. A workspace in the middle of one takes no new place: the new
-// directive replaces what it is doing.
+// Directive replaces what it is doing.
 func admitTo(b Budget, last time.Time, inMiddle bool, used *int, limit int, now time.Time) string {
 	switch {
 	case !last.IsZero() && now.Sub(last) < b.MinInterval:
-		return waitInterval
+		return WaitInterval
 	case inMiddle:
 	case *used >= limit:
-		return waitBudget
+		return WaitBudget
 	default:
 		*used++
 	}
@@ -251,31 +251,32 @@ func (p *pace) began(d ccapi.Directive, wanted string, now time.Time) {
 
 // waiter is a directive waiting for its budget.
 type waiter struct {
-	d ccapi.Directive
+	Directive ccapi.Directive
 	// since is when the workspace's first waiting directive began to
 	// wait; a newer one keeps it, and its place in the line.
-	since  time.Time
-	reason string
+	since time.Time
+	// Reason is WaitBudget or WaitInterval.
+	Reason string
 	// told is set once this directive's wait has been counted and
 	// announced.
 	told bool
 }
 
-// deferral is a directive that began to wait, for its count and its
+// Deferral is a directive that began to wait, for its count and its
 // Event.
-type deferral struct {
+type Deferral struct {
 	waiter
-	event event
+	Event Event
 }
 
 // deferNote says on the workspace's Event why a directive waits and when
 // it will be written.
-func deferNote(d ccapi.Directive, reason string, u budgetUse, lim limits) string {
-	what, flag, b, used, limit := "restart onto "+d.ArtifactHash, "restart", lim.restart, u.restarts, u.restartCap
+func deferNote(d ccapi.Directive, reason string, u budgetUse, lim Limits) string {
+	what, flag, b, used, limit := "restart onto "+d.ArtifactHash, "restart", lim.Restart, u.restarts, u.restartCap
 	if d.Action == ccapi.ActionIdle {
-		what, flag, b, used, limit = "idle", "idle", lim.idle, u.idles, u.idleCap
+		what, flag, b, used, limit = "idle", "idle", lim.Idle, u.idles, u.idleCap
 	}
-	if reason == waitInterval {
+	if reason == WaitInterval {
 		return fmt.Sprintf("Cluster Control's %s waits: the workspace began one less than %v ago, the least interval between two (--%s-min-interval); it is written once that has passed",
 			what, b.MinInterval, flag)
 	}

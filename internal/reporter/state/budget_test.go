@@ -1,7 +1,6 @@
-package reporter
+package state
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -12,10 +11,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
-	"github.com/formspec/formspec-hooks/internal/clustercontrol"
-	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // running is a steady workspace of the budget tests: Ready, its pods on
@@ -46,7 +42,7 @@ func TestBudget(t *testing.T) {
 		restart Budget
 		// before happens at t0, to the state that has seen the fleet
 		// running digest(0); the poll is at t0+at.
-		before     func(st *state)
+		before     func(st *State)
 		at         time.Duration
 		directives []ccapi.Directive
 		wantWrite  []string
@@ -58,14 +54,14 @@ func TestBudget(t *testing.T) {
 			fleet:      20,
 			directives: []ccapi.Directive{restartOf("ws-03", digest(1)), restartOf("ws-01", digest(1)), restartOf("ws-02", digest(1)), restartOf("ws-04", digest(1))},
 			wantWrite:  []string{"ws-01", "ws-02"},
-			wantWait:   map[string]string{"ws-03": waitBudget, "ws-04": waitBudget},
+			wantWait:   map[string]string{"ws-03": WaitBudget, "ws-04": WaitBudget},
 		},
 		"AtLeastOne": {
 			reason:     "a tenth of five is half a workspace: one may always restart, or no directive would ever be written",
 			fleet:      5,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(1)), restartOf("ws-01", digest(1))},
 			wantWrite:  []string{"ws-00"},
-			wantWait:   map[string]string{"ws-01": waitBudget},
+			wantWait:   map[string]string{"ws-01": WaitBudget},
 		},
 		"ShareRoundsDown": {
 			reason:     "0.29 of 10 is 2.9: two at once, never three",
@@ -73,39 +69,39 @@ func TestBudget(t *testing.T) {
 			restart:    Budget{Share: 0.29, MinInterval: time.Minute},
 			directives: []ccapi.Directive{restartOf("ws-00", digest(1)), restartOf("ws-01", digest(1)), restartOf("ws-02", digest(1))},
 			wantWrite:  []string{"ws-00", "ws-01"},
-			wantWait:   map[string]string{"ws-02": waitBudget},
+			wantWait:   map[string]string{"ws-02": WaitBudget},
 		},
 		"RolloutsInFlightCount": {
 			reason: "two workspaces roll onto a hash someone else wrote: the two places of 20 are taken",
 			fleet:  20,
-			before: func(st *state) {
+			before: func(st *State) {
 				for _, n := range []string{"ws-10", "ws-11"} {
 					o := running(n, digest(0))
 					o.WantedArtifactHash, o.Phase = digest(7), "Progressing"
-					st.observeWorkspace(o, t0)
+					st.ObserveWorkspace(o, t0)
 				}
 			},
 			at:         11 * time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(1))},
-			wantWait:   map[string]string{"ws-00": waitBudget},
+			wantWait:   map[string]string{"ws-00": WaitBudget},
 		},
 		"StuckRolloutKeepsItsPlace": {
 			reason: "a rollout that never completes (a binary that crashes) holds its place an hour later: a bad binary stops the rollout at the budget",
 			fleet:  10,
-			before: func(st *state) {
+			before: func(st *State) {
 				o := running("ws-09", digest(0))
 				o.WantedArtifactHash, o.Phase = digest(7), "Degraded"
-				st.observeWorkspace(o, t0)
+				st.ObserveWorkspace(o, t0)
 			},
 			at:         time.Hour,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(1))},
-			wantWait:   map[string]string{"ws-00": waitBudget},
+			wantWait:   map[string]string{"ws-00": WaitBudget},
 		},
 		"CompletedRolloutsFree": {
 			reason: "the pods run the hash: the rollout is over and frees its place",
 			fleet:  10,
-			before: func(st *state) {
-				st.observeWorkspace(running("ws-09", digest(7)), t0)
+			before: func(st *State) {
+				st.ObserveWorkspace(running("ws-09", digest(7)), t0)
 			},
 			at:         time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(1))},
@@ -114,33 +110,33 @@ func TestBudget(t *testing.T) {
 		"RollingWorkspaceTakesNoNewPlace": {
 			reason: "a newer hash for a workspace already rolling (past its interval) replaces that rollout: no new place is taken",
 			fleet:  10,
-			before: func(st *state) {
+			before: func(st *State) {
 				o := running("ws-00", digest(0))
 				o.WantedArtifactHash, o.Phase = digest(1), "Progressing"
-				st.observeWorkspace(o, t0)
+				st.ObserveWorkspace(o, t0)
 			},
 			at:         11 * time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(2)), restartOf("ws-01", digest(2))},
 			wantWrite:  []string{"ws-00"},
-			wantWait:   map[string]string{"ws-01": waitBudget},
+			wantWait:   map[string]string{"ws-01": WaitBudget},
 		},
 		"MinInterval": {
 			reason: "restarted by this reporter five minutes ago, rolled out since: the next waits for the least interval",
 			fleet:  10,
-			before: func(st *state) {
-				st.written(restartOf("ws-00", digest(1)), true, t0)
-				st.observeWorkspace(running("ws-00", digest(1)), t0.Add(time.Minute))
+			before: func(st *State) {
+				st.Written(restartOf("ws-00", digest(1)), true, t0)
+				st.ObserveWorkspace(running("ws-00", digest(1)), t0.Add(time.Minute))
 			},
 			at:         5 * time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(2))},
-			wantWait:   map[string]string{"ws-00": waitInterval},
+			wantWait:   map[string]string{"ws-00": WaitInterval},
 		},
 		"MinIntervalPassed": {
 			reason: "ten minutes after the last restart began, the next may",
 			fleet:  10,
-			before: func(st *state) {
-				st.written(restartOf("ws-00", digest(1)), true, t0)
-				st.observeWorkspace(running("ws-00", digest(1)), t0.Add(time.Minute))
+			before: func(st *State) {
+				st.Written(restartOf("ws-00", digest(1)), true, t0)
+				st.ObserveWorkspace(running("ws-00", digest(1)), t0.Add(time.Minute))
 			},
 			at:         10 * time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(2))},
@@ -149,31 +145,31 @@ func TestBudget(t *testing.T) {
 		"MinIntervalFromObservation": {
 			reason: "the other replica's reporter (or a person) restarted it: the observation of the new hash starts the interval",
 			fleet:  10,
-			before: func(st *state) {
+			before: func(st *State) {
 				o := running("ws-00", digest(0))
 				o.WantedArtifactHash = digest(5)
-				st.observeWorkspace(o, t0.Add(time.Minute))
-				st.observeWorkspace(running("ws-00", digest(5)), t0.Add(2*time.Minute))
+				st.ObserveWorkspace(o, t0.Add(time.Minute))
+				st.ObserveWorkspace(running("ws-00", digest(5)), t0.Add(2*time.Minute))
 			},
 			at:         10 * time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(2))},
-			wantWait:   map[string]string{"ws-00": waitInterval},
+			wantWait:   map[string]string{"ws-00": WaitInterval},
 		},
 		"UnseenWriteCounts": {
 			reason: "a restart written a minute ago that no observation has shown yet takes its place",
 			fleet:  10,
-			before: func(st *state) {
-				st.written(restartOf("ws-09", digest(1)), true, t0)
+			before: func(st *State) {
+				st.Written(restartOf("ws-09", digest(1)), true, t0)
 			},
 			at:         time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(1))},
-			wantWait:   map[string]string{"ws-00": waitBudget},
+			wantWait:   map[string]string{"ws-00": WaitBudget},
 		},
 		"UnseenWriteExpires": {
 			reason: "never seen in a whole interval (the hook server's syncs went elsewhere, or a person undid it): it no longer counts",
 			fleet:  10,
-			before: func(st *state) {
-				st.written(restartOf("ws-09", digest(1)), true, t0)
+			before: func(st *State) {
+				st.Written(restartOf("ws-09", digest(1)), true, t0)
 			},
 			at:         10 * time.Minute,
 			directives: []ccapi.Directive{restartOf("ws-00", digest(1))},
@@ -185,27 +181,27 @@ func TestBudget(t *testing.T) {
 			directives: []ccapi.Directive{idleOf("ws-00"), idleOf("ws-01"), restartOf("ws-02", digest(1)),
 				{Namespace: "ns", Name: "ws-03", Action: ccapi.ActionWake}},
 			wantWrite: []string{"ws-00", "ws-02"},
-			wantWait:  map[string]string{"ws-01": waitBudget},
+			wantWait:  map[string]string{"ws-01": WaitBudget},
 		},
 		"ScalingDownCounts": {
 			reason: "a workspace annotated idle that still has pods (Progressing) is going down",
 			fleet:  10,
-			before: func(st *state) {
+			before: func(st *State) {
 				o := running("ws-09", digest(0))
 				o.Idle, o.Phase = true, "Progressing"
-				st.observeWorkspace(o, t0)
+				st.ObserveWorkspace(o, t0)
 			},
 			at:         time.Hour,
 			directives: []ccapi.Directive{idleOf("ws-00")},
-			wantWait:   map[string]string{"ws-00": waitBudget},
+			wantWait:   map[string]string{"ws-00": WaitBudget},
 		},
 		"IdleWithoutScaleToZero": {
 			reason: "annotated idle in a class that cannot scale to zero: nothing goes down, nothing is counted",
 			fleet:  10,
-			before: func(st *state) {
+			before: func(st *State) {
 				o := running("ws-09", digest(0))
 				o.Idle, o.Class = true, &observation.ClassInfo{Name: "plain"}
-				st.observeWorkspace(o, t0)
+				st.ObserveWorkspace(o, t0)
 			},
 			at:         time.Minute,
 			directives: []ccapi.Directive{idleOf("ws-00")},
@@ -214,25 +210,25 @@ func TestBudget(t *testing.T) {
 		"IdleMinInterval": {
 			reason: "idled four minutes ago, woken since: the next idle waits for the least interval",
 			fleet:  10,
-			before: func(st *state) {
-				st.written(idleOf("ws-00"), true, t0)
+			before: func(st *State) {
+				st.Written(idleOf("ws-00"), true, t0)
 				o := running("ws-00", digest(0))
 				o.Idle, o.Phase = true, "Idle"
-				st.observeWorkspace(o, t0.Add(time.Minute))
-				st.observeWorkspace(running("ws-00", digest(0)), t0.Add(3*time.Minute))
+				st.ObserveWorkspace(o, t0.Add(time.Minute))
+				st.ObserveWorkspace(running("ws-00", digest(0)), t0.Add(3*time.Minute))
 			},
 			at:         4 * time.Minute,
 			directives: []ccapi.Directive{idleOf("ws-00")},
-			wantWait:   map[string]string{"ws-00": waitInterval},
+			wantWait:   map[string]string{"ws-00": WaitInterval},
 		},
 		"WakesUnbudgeted": {
 			reason: "a wake brings pods back: every one is written at once",
 			fleet:  10,
-			before: func(st *state) {
+			before: func(st *State) {
 				for i := range 10 {
 					o := running(wsName(i), digest(0))
 					o.Idle, o.Phase = true, "Idle"
-					st.observeWorkspace(o, t0)
+					st.ObserveWorkspace(o, t0)
 				}
 			},
 			at: time.Second,
@@ -247,26 +243,26 @@ func TestBudget(t *testing.T) {
 			if tc.restart != (Budget{}) {
 				rb = tc.restart
 			}
-			st := newState(limits{workspaces: 100, tombstones: 10, restart: rb, idle: idle}, func(string) {})
+			st := New(Limits{Workspaces: 100, Tombstones: 10, Restart: rb, Idle: idle}, func(string) {})
 			for i := range tc.fleet {
-				st.observeWorkspace(running(wsName(i), digest(0)), t0.Add(-time.Hour))
+				st.ObserveWorkspace(running(wsName(i), digest(0)), t0.Add(-time.Hour))
 			}
 			if tc.before != nil {
 				tc.before(st)
 			}
 			now := t0.Add(tc.at)
-			st.setDirectives(tc.directives, now)
-			plan := st.toWrite(now)
+			st.SetDirectives(tc.directives, now)
+			plan := st.ToWrite(now)
 			var wrote []string
-			for _, d := range plan.write {
+			for _, d := range plan.Write {
 				wrote = append(wrote, d.Name)
 			}
 			if diff := cmp.Diff(tc.wantWrite, wrote); diff != "" {
 				t.Errorf("%s\nwritten (-want, +got):\n%s", tc.reason, diff)
 			}
 			waits := map[string]string{}
-			for _, w := range plan.deferred {
-				waits[w.d.Name] = w.reason
+			for _, w := range plan.Deferred {
+				waits[w.Directive.Name] = w.Reason
 			}
 			if len(waits) == 0 {
 				waits = nil
@@ -284,18 +280,18 @@ func TestBudget(t *testing.T) {
 // the one waiting longest first; a newer directive for a waiting
 // workspace replaces the older and keeps its place.
 func TestWaitingDirectivesApplied(t *testing.T) {
-	st := newState(limits{workspaces: 100, tombstones: 10,
-		restart: Budget{Share: 0.1, MinInterval: 10 * time.Minute}, idle: Budget{Share: 0.1, MinInterval: 10 * time.Minute}}, func(string) {})
+	st := New(Limits{Workspaces: 100, Tombstones: 10,
+		Restart: Budget{Share: 0.1, MinInterval: 10 * time.Minute}, Idle: Budget{Share: 0.1, MinInterval: 10 * time.Minute}}, func(string) {})
 	for i := range 10 {
-		st.observeWorkspace(running(wsName(i), digest(0)), t0)
+		st.ObserveWorkspace(running(wsName(i), digest(0)), t0)
 	}
 	now := t0
-	poll := func(ds ...ccapi.Directive) directivePlan {
+	poll := func(ds ...ccapi.Directive) DirectivePlan {
 		t.Helper()
-		st.setDirectives(ds, now)
-		plan := st.toWrite(now)
-		for _, d := range plan.write {
-			st.written(d, true, now)
+		st.SetDirectives(ds, now)
+		plan := st.ToWrite(now)
+		for _, d := range plan.Write {
+			st.Written(d, true, now)
 		}
 		return plan
 	}
@@ -306,31 +302,31 @@ func TestWaitingDirectivesApplied(t *testing.T) {
 		}
 		return out
 	}
-	deferred := func(p directivePlan) []string {
+	deferred := func(p DirectivePlan) []string {
 		var out []string
-		for _, w := range p.deferred {
-			out = append(out, w.d.Name+"@"+w.d.ArtifactHash[len(w.d.ArtifactHash)-1:]+" "+w.reason)
-			if !strings.Contains(w.event.note, "waits") || w.event.reason != "RestartDeferred" || w.event.ref.Name != w.d.Name {
-				t.Errorf("the Event announcing %s: %+v", w.d.Name, w.event)
+		for _, w := range p.Deferred {
+			out = append(out, w.Directive.Name+"@"+w.Directive.ArtifactHash[len(w.Directive.ArtifactHash)-1:]+" "+w.Reason)
+			if !strings.Contains(w.Event.Note, "waits") || w.Event.Reason != "RestartDeferred" || w.Event.Ref.Name != w.Directive.Name {
+				t.Errorf("the Event announcing %s: %+v", w.Directive.Name, w.Event)
 			}
 		}
 		return out
 	}
-	check := func(step string, p directivePlan, wantWrite, wantDeferred []string, wantWaiting int) {
+	check := func(step string, p DirectivePlan, wantWrite, wantDeferred []string, wantWaiting int) {
 		t.Helper()
-		if diff := cmp.Diff(wantWrite, names(p.write)); diff != "" {
+		if diff := cmp.Diff(wantWrite, names(p.Write)); diff != "" {
 			t.Errorf("%s: written (-want, +got):\n%s", step, diff)
 		}
 		if diff := cmp.Diff(wantDeferred, deferred(p)); diff != "" {
 			t.Errorf("%s: began to wait (-want, +got):\n%s", step, diff)
 		}
-		if got := st.counts().WaitingRestarts; got != wantWaiting {
+		if got := st.Counts().WaitingRestarts; got != wantWaiting {
 			t.Errorf("%s: %d waiting, want %d", step, got, wantWaiting)
 		}
 	}
 	// The rollout of a written restart completes: the pods run it.
 	complete := func(name, hash string) {
-		st.observeWorkspace(running(name, hash), now)
+		st.ObserveWorkspace(running(name, hash), now)
 	}
 
 	d := []ccapi.Directive{restartOf("ws-02", digest(1)), restartOf("ws-00", digest(1)), restartOf("ws-01", digest(1))}
@@ -371,7 +367,7 @@ func TestWaitingDirectivesApplied(t *testing.T) {
 func TestStormNoneLost(t *testing.T) {
 	const fleet = 30
 	b := Budget{Share: 0.1, MinInterval: 3 * time.Minute}
-	st := newState(limits{workspaces: 100, tombstones: 10, restart: b, idle: b}, func(string) {})
+	st := New(Limits{Workspaces: 100, Tombstones: 10, Restart: b, Idle: b}, func(string) {})
 	rnd := rand.New(rand.NewPCG(45, 2026))
 	type ws struct {
 		wanted, running string
@@ -390,7 +386,7 @@ func TestStormNoneLost(t *testing.T) {
 		if x.wanted != x.running {
 			o.Phase = "Progressing"
 		}
-		st.observeWorkspace(o, now)
+		st.ObserveWorkspace(o, now)
 	}
 	for i := range fleet {
 		w[wsName(i)] = &ws{wanted: digest(0), running: digest(0)}
@@ -428,15 +424,15 @@ func TestStormNoneLost(t *testing.T) {
 				ds = append(ds, restartOf(name, h))
 			}
 		}
-		st.setDirectives(ds, now)
-		for _, d := range st.toWrite(now).write {
+		st.SetDirectives(ds, now)
+		for _, d := range st.ToWrite(now).Write {
 			x := w[d.Name]
 			if len(x.starts) > 0 && now.Sub(x.starts[len(x.starts)-1]) < b.MinInterval {
 				t.Fatalf("%s: restarted at %v, %v after the last", d.Name, now.Sub(t0), now.Sub(x.starts[len(x.starts)-1]))
 			}
 			x.starts = append(x.starts, now)
 			x.wanted, x.done = d.ArtifactHash, now.Add(time.Minute+time.Duration(rnd.IntN(60))*time.Second)
-			st.written(d, true, now)
+			st.Written(d, true, now)
 			observe(d.Name, false)
 		}
 		rolling := 0
@@ -464,65 +460,7 @@ func TestStormNoneLost(t *testing.T) {
 	if maxRolling != b.limit(fleet) {
 		t.Errorf("at most %d workspaces rolled at once; the storm should have used the whole budget of %d", maxRolling, b.limit(fleet))
 	}
-	if c := st.counts(); c.WaitingRestarts != 0 {
+	if c := st.Counts(); c.WaitingRestarts != 0 {
 		t.Errorf("directives still waiting after the storm: %v", c)
-	}
-}
-
-// TestDeferredDirectivesAnnounced runs the reporter against a fake
-// cluster with a budget of one restart at once: the first restart is
-// written, and each of the others becomes a RestartDeferred Event on its
-// Workspace that says why, is counted once in the deferred counter and
-// shows in the waiting gauge, poll after poll, without a patch.
-func TestDeferredDirectivesAnnounced(t *testing.T) {
-	cc, url := startCC(t, clustercontrol.Options{})
-	fc := newFakeCluster(t, "team-a/ws-00", "team-a/ws-01", "team-a/ws-02")
-	patches := fc.recordPatches()
-	cfg := fastConfig(url)
-	cfg.Kube = fc.clients()
-	cfg.RestartBudget = Budget{Share: 0.1, MinInterval: time.Hour}
-	r := newReporter(t, cfg)
-	for i := range 3 {
-		mustObserve(t, r, wsObs("team-a", wsName(i), "Ready", 2, digest(0)))
-		cc.SetDirective("team-a", wsName(i), digest(1))
-	}
-	runLoops(t, func(ctx context.Context) { _ = r.Run(ctx) })
-
-	deferred := func() float64 {
-		return testutil.ToFloat64(r.m.directivesDeferred.WithLabelValues(ccapi.ActionRestartRequired, waitBudget))
-	}
-	testsync.WaitFor(t, "two restarts deferred and announced", func() bool {
-		n := 0
-		for _, ev := range fc.eventList(t) {
-			if ev.Reason == "RestartDeferred" {
-				n++
-			}
-		}
-		return deferred() == 2 && n == 2
-	})
-	polls := len(cc.Requests())
-	testsync.WaitFor(t, "more polls", func() bool { return len(cc.Requests()) > polls+3 })
-	if got := deferred(); got != 2 {
-		t.Errorf("deferred{restart_required,budget} = %v after more polls, want 2: each wait is counted once", got)
-	}
-	const waiting = `# HELP formspec_reporter_directives_waiting Directives from Cluster Control waiting for their budget now, by action; 0 on a reporter that does not write directives.
-# TYPE formspec_reporter_directives_waiting gauge
-formspec_reporter_directives_waiting{action="idle"} 0
-formspec_reporter_directives_waiting{action="restart_required"} 2
-`
-	if err := testutil.GatherAndCompare(r.Registry(), strings.NewReader(waiting), "formspec_reporter_directives_waiting"); err != nil {
-		t.Error(err)
-	}
-	if diff := cmp.Diff([]string{"team-a/ws-00"}, patches.patched()); diff != "" {
-		t.Errorf("patched (-want, +got):\n%s", diff)
-	}
-	for _, ev := range fc.eventList(t) {
-		if ev.Reason != "RestartDeferred" {
-			continue
-		}
-		if ev.Regarding.Kind != "Workspace" || (ev.Regarding.Name != "ws-01" && ev.Regarding.Name != "ws-02") ||
-			!strings.Contains(ev.Note, "budget allows 1 at once") || !strings.Contains(ev.Note, "--restart-budget-share") {
-			t.Errorf("RestartDeferred Event: regarding %v, note %q", ev.Regarding, ev.Note)
-		}
 	}
 }

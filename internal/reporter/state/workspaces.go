@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"bytes"
@@ -66,12 +66,12 @@ type wsFacts struct {
 // missing.
 func (f wsFacts) classMissing() bool { return f.DegradedReason == v1alpha1.ReasonClusterClassNotFound }
 
-// observeWorkspace records a workspace's status. It reports whether a new
+// ObserveWorkspace records a workspace's status. It reports whether a new
 // report is now pending, and the Events the change calls for.
-func (s *state) observeWorkspace(o *observation.WorkspaceStatus, now time.Time) (bool, []event) {
+func (s *State) ObserveWorkspace(o *observation.WorkspaceStatus, now time.Time) (bool, []Event) {
 	js, err := json.Marshal(wireStatus(o))
 	if err != nil {
-		s.drop(dropInvalid)
+		s.drop(DropInvalid)
 		return false, nil
 	}
 	f := factsOf(o)
@@ -148,9 +148,9 @@ func factsOf(o *observation.WorkspaceStatus) wsFacts {
 	return wsFacts{Milestones: o.Milestones(), scaleToZero: o.Class != nil && o.Class.ScaleToZero}
 }
 
-// deleteWorkspace records a workspace's deletion, kept as a tombstone until
+// DeleteWorkspace records a workspace's deletion, kept as a Tombstone until
 // Cluster Control acknowledges it.
-func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (bool, []event) {
+func (s *State) DeleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (bool, []Event) {
 	k := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -161,7 +161,7 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 		return false, nil
 	}
 	if !ok {
-		// Never seen alive by this reporter: the tombstone is all there is.
+		// Never seen alive by this reporter: the Tombstone is all there is.
 		e = &wsEntry{name: k}
 		s.workspaces[k] = e
 	}
@@ -172,17 +172,17 @@ func (s *state) deleteWorkspace(ref *observation.WorkspaceRef, now time.Time) (b
 	s.tombstones++
 	s.tombstoneGen++
 	s.bump(k, e, now)
-	if s.tombstones > s.lim.tombstones {
+	if s.tombstones > s.lim.Tombstones {
 		s.evictOldestTombstone()
 	}
-	return true, []event{{ref: workspaceRef(e), typ: eventNormal, reason: "TeardownFinished", action: "Delete",
-		note: "all children are gone; the workspace is deleted"}}
+	return true, []Event{{Ref: workspaceRef(e), Type: eventNormal, Reason: "TeardownFinished", Action: "Delete",
+		Note: "all children are gone; the workspace is deleted"}}
 }
 
 // evictOldestTombstone forgets the deletion Cluster Control has been told
 // nothing about for longest. It only runs when an outage has outlasted
-// lim.tombstones deletions. Called with the lock held.
-func (s *state) evictOldestTombstone() {
+// lim.Tombstones deletions. Called with the lock held.
+func (s *State) evictOldestTombstone() {
 	var oldest types.NamespacedName
 	for k, e := range s.workspaces {
 		if e.deleted && (oldest == (types.NamespacedName{}) || e.observedAt.Before(s.workspaces[oldest].observedAt)) {
@@ -193,18 +193,18 @@ func (s *state) evictOldestTombstone() {
 		delete(s.workspaces, oldest)
 		s.tombstones--
 		s.tombstoneGen++
-		s.drop(dropTombstoneLimit)
+		s.drop(DropTombstoneLimit)
 	}
 }
 
 // entry returns the workspace's entry, creating it within the limit. Called
 // with the lock held.
-func (s *state) entry(k types.NamespacedName) *wsEntry {
+func (s *State) entry(k types.NamespacedName) *wsEntry {
 	if e, ok := s.workspaces[k]; ok {
 		return e
 	}
-	if len(s.workspaces)-s.tombstones >= s.lim.workspaces {
-		s.drop(dropWorkspaceLimit)
+	if len(s.workspaces)-s.tombstones >= s.lim.Workspaces {
+		s.drop(DropWorkspaceLimit)
 		return nil
 	}
 	e := &wsEntry{name: k}
@@ -212,14 +212,14 @@ func (s *state) entry(k types.NamespacedName) *wsEntry {
 	return e
 }
 
-// resync queues a fresh report of every live workspace that has none
+// Resync queues a fresh report of every live workspace that has none
 // pending, so that a Cluster Control that lost its state gets it back. It
 // returns how many it queued.
-func (s *state) resync(now time.Time) int {
+func (s *State) Resync(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, k := range slices.SortedFunc(maps.Keys(s.workspaces), compareNames) {
+	for _, k := range slices.SortedFunc(maps.Keys(s.workspaces), CompareNames) {
 		e := s.workspaces[k]
 		if e.deleted || e.dirty || e.statusJS == nil {
 			continue
@@ -233,7 +233,7 @@ func (s *state) resync(now time.Time) int {
 // classUsage counts the live workspaces per ClusterClass, for the classes
 // whose limit the reporter has seen, and forgets classes no workspace uses
 // any more. Called with the lock held.
-func (s *state) classUsage() []ccapi.ClassUsage {
+func (s *State) classUsage() []ccapi.ClassUsage {
 	used := map[string]int{}
 	for _, e := range s.workspaces {
 		if !e.deleted && e.facts.Class != "" {

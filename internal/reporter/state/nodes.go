@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"slices"
@@ -20,7 +20,7 @@ type nodeEntry struct {
 }
 
 // podEntry is where a live workspace pod runs, counted towards its node
-// until it goes unobserved for lim.podStale.
+// until it goes unobserved for lim.PodStale.
 type podEntry struct {
 	workspace types.NamespacedName
 	node      string
@@ -28,15 +28,15 @@ type podEntry struct {
 	lastSeen  time.Time
 }
 
-// observeNode records a node's latest state.
-func (s *state) observeNode(n *corev1.Node, now time.Time) {
+// ObserveNode records a node's latest state.
+func (s *State) ObserveNode(n *corev1.Node, now time.Time) {
 	h := summarizeNode(n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.nodes[n.Name]
 	if !ok {
-		if len(s.nodes) >= s.lim.nodes {
-			s.drop(dropNodeLimit)
+		if len(s.nodes) >= s.lim.Nodes {
+			s.drop(DropNodeLimit)
 			return
 		}
 		e = &nodeEntry{}
@@ -45,8 +45,8 @@ func (s *state) observeNode(n *corev1.Node, now time.Time) {
 	e.health, e.lastSeen = h, now
 }
 
-// observePod records where a workspace pod runs.
-func (s *state) observePod(p *observation.PodPlacement, now time.Time) {
+// ObservePod records where a workspace pod runs.
+func (s *State) ObservePod(p *observation.PodPlacement, now time.Time) {
 	k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	live := !p.Terminating && p.NodeName != "" && (p.Phase == corev1.PodPending || p.Phase == corev1.PodRunning || p.Phase == "")
 	s.mu.Lock()
@@ -57,8 +57,8 @@ func (s *state) observePod(p *observation.PodPlacement, now time.Time) {
 			// Nothing to count and nothing to forget: keep no entry.
 			return
 		}
-		if len(s.pods) >= s.lim.pods {
-			s.drop(dropPodLimit)
+		if len(s.pods) >= s.lim.Pods {
+			s.drop(DropPodLimit)
 			return
 		}
 		e = &podEntry{}
@@ -71,15 +71,15 @@ func (s *state) observePod(p *observation.PodPlacement, now time.Time) {
 	e.workspace, e.node, e.live, e.lastSeen = types.NamespacedName{Namespace: p.Namespace, Name: p.Workspace}, p.NodeName, live, now
 }
 
-// nodeReport builds the node-health body and forgets nodes and pods that
+// NodeReport builds the node-health body and forgets nodes and pods that
 // have not been observed within their staleness window: Metacontroller does
 // not tell a decorator hook about deletions, so silence is the signal.
-func (s *state) nodeReport(reporter string, now time.Time) ccapi.NodeHealthReport {
+func (s *State) NodeReport(reporter string, now time.Time) ccapi.NodeHealthReport {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	perNode := map[string]map[types.NamespacedName]bool{}
 	for k, p := range s.pods {
-		if now.Sub(p.lastSeen) > s.lim.podStale {
+		if now.Sub(p.lastSeen) > s.lim.PodStale {
 			delete(s.pods, k)
 			continue
 		}
@@ -90,7 +90,7 @@ func (s *state) nodeReport(reporter string, now time.Time) ccapi.NodeHealthRepor
 	}
 	rep := ccapi.NodeHealthReport{Reporter: reporter, SentAt: ccapi.Stamp(now), Nodes: []ccapi.NodeHealth{}}
 	for name, n := range s.nodes {
-		if now.Sub(n.lastSeen) > s.lim.nodeStale {
+		if now.Sub(n.lastSeen) > s.lim.NodeStale {
 			delete(s.nodes, name)
 			continue
 		}

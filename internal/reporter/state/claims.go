@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"time"
@@ -18,17 +18,17 @@ type claimEntry struct {
 	lastSeen time.Time
 }
 
-// observeClaim records a claim decision and returns the Events it calls
+// ObserveClaim records a claim decision and returns the Events it calls
 // for.
-func (s *state) observeClaim(c *observation.ClaimDecision, now time.Time) []event {
+func (s *State) ObserveClaim(c *observation.ClaimDecision, now time.Time) []Event {
 	k := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev, ok := s.claims[k]
 	events := claimEvents(c, prev, now)
 	if !ok {
-		if len(s.claims) >= s.lim.claims {
-			s.drop(dropClaimLimit)
+		if len(s.claims) >= s.lim.Claims {
+			s.drop(DropClaimLimit)
 			return events
 		}
 		prev = &claimEntry{}
@@ -41,9 +41,9 @@ func (s *state) observeClaim(c *observation.ClaimDecision, now time.Time) []even
 
 // forgetStaleClaims forgets the claims not observed within their staleness
 // window; it runs with every node report. Called with the lock held.
-func (s *state) forgetStaleClaims(now time.Time) {
+func (s *State) forgetStaleClaims(now time.Time) {
 	for k, c := range s.claims {
-		if now.Sub(c.lastSeen) > s.lim.claimStale {
+		if now.Sub(c.lastSeen) > s.lim.ClaimStale {
 			delete(s.claims, k)
 		}
 	}

@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 )
 
 func TestNodeReport(t *testing.T) {
-	lim := limits{workspaces: 10, nodes: 10, pods: 10, nodeStale: time.Minute, podStale: time.Minute}
+	lim := Limits{Workspaces: 10, Nodes: 10, Pods: 10, NodeStale: time.Minute, PodStale: time.Minute}
 	type step struct {
 		at   time.Duration
 		node *corev1.Node
@@ -80,16 +80,16 @@ func TestNodeReport(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st := newState(lim, func(string) {})
+			st := New(lim, func(string) {})
 			for _, s := range tc.steps {
 				if s.node != nil {
-					st.observeNode(s.node, t0.Add(s.at))
+					st.ObserveNode(s.node, t0.Add(s.at))
 				}
 				if s.pod != nil {
-					st.observePod(s.pod, t0.Add(s.at))
+					st.ObservePod(s.pod, t0.Add(s.at))
 				}
 			}
-			got := st.nodeReport("r", t0.Add(tc.at))
+			got := st.NodeReport("r", t0.Add(tc.at))
 			if diff := cmp.Diff(tc.want, got.Nodes); diff != "" {
 				t.Errorf("%s\nnodes (-want, +got):\n%s", tc.reason, diff)
 			}

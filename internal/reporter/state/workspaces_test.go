@@ -1,4 +1,4 @@
-package reporter
+package state
 
 import (
 	"encoding/json"
@@ -15,25 +15,25 @@ import (
 // never passes for newer than another reporter's view) and a new
 // reportedAt (so Cluster Control applies it again).
 func TestResync(t *testing.T) {
-	st := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
-	st.observeWorkspace(wsStatus("shop", "Ready", ""), t0)
-	st.observeWorkspace(wsStatus("blog", "Ready", ""), t0)
+	st := New(Limits{Workspaces: 10, Tombstones: 10}, func(string) {})
+	st.ObserveWorkspace(wsStatus("shop", "Ready", ""), t0)
+	st.ObserveWorkspace(wsStatus("blog", "Ready", ""), t0)
 	for range 2 {
-		p, _ := st.next()
-		st.done(p, true, t0)
+		p, _ := st.Next()
+		st.Done(p, true, t0)
 	}
-	st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "blog"}, t0.Add(time.Minute))
-	if got := st.resync(t0.Add(10 * time.Minute)); got != 1 {
-		t.Fatalf("resync queued %d reports, want 1 (the deleted workspace has its tombstone pending)", got)
+	st.DeleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "blog"}, t0.Add(time.Minute))
+	if got := st.Resync(t0.Add(10 * time.Minute)); got != 1 {
+		t.Fatalf("resync queued %d reports, want 1 (the deleted workspace has its Tombstone pending)", got)
 	}
 	var got []ccapi.WorkspaceStatusReport
 	for {
-		p, ok := st.next()
+		p, ok := st.Next()
 		if !ok {
 			break
 		}
 		var rep ccapi.WorkspaceStatusReport
-		if err := json.Unmarshal(p.body, &rep); err != nil {
+		if err := json.Unmarshal(p.Body, &rep); err != nil {
 			t.Fatal(err)
 		}
 		rep.Status = nil
@@ -51,22 +51,22 @@ func TestResync(t *testing.T) {
 // TestClassUsage checks the ClusterClass report: each class's limit with
 // the live workspaces using it.
 func TestClassUsage(t *testing.T) {
-	st := newState(limits{workspaces: 10, tombstones: 10, nodeStale: time.Hour, podStale: time.Hour, claimStale: time.Hour}, func(string) {})
+	st := New(Limits{Workspaces: 10, Tombstones: 10, NodeStale: time.Hour, PodStale: time.Hour, ClaimStale: time.Hour}, func(string) {})
 	std := &observation.ClassInfo{Name: "standard", MaxWorkspaces: 40}
 	for _, n := range []string{"a", "b", "c"} {
-		st.observeWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: n, Phase: "Ready", ClusterClass: "standard", Class: std}, t0)
+		st.ObserveWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: n, Phase: "Ready", ClusterClass: "standard", Class: std}, t0)
 	}
-	st.observeWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: "d", Phase: "Ready", ClusterClass: "gpu",
+	st.ObserveWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: "d", Phase: "Ready", ClusterClass: "gpu",
 		Class: &observation.ClassInfo{Name: "gpu"}}, t0)
-	st.observeWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: "e", Phase: "Degraded", ClusterClass: "missing"}, t0)
-	st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "c"}, t0)
+	st.ObserveWorkspace(&observation.WorkspaceStatus{Namespace: "ns", Name: "e", Phase: "Degraded", ClusterClass: "missing"}, t0)
+	st.DeleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "c"}, t0)
 	want := []ccapi.ClassUsage{{Name: "gpu", WorkspaceCount: 1}, {Name: "standard", MaxWorkspaces: 40, WorkspaceCount: 2}}
-	if diff := cmp.Diff(want, st.nodeReport("r", t0).ClusterClasses); diff != "" {
+	if diff := cmp.Diff(want, st.NodeReport("r", t0).ClusterClasses); diff != "" {
 		t.Errorf("class usage (-want, +got):\n%s", diff)
 	}
-	st.deleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "d"}, t0)
+	st.DeleteWorkspace(&observation.WorkspaceRef{Namespace: "ns", Name: "d"}, t0)
 	want = want[1:]
-	if diff := cmp.Diff(want, st.nodeReport("r", t0).ClusterClasses); diff != "" {
+	if diff := cmp.Diff(want, st.NodeReport("r", t0).ClusterClasses); diff != "" {
 		t.Errorf("class usage after its last workspace went (-want, +got):\n%s", diff)
 	}
 }
@@ -80,24 +80,24 @@ func TestClassUsage(t *testing.T) {
 // before must report it again. Either way Cluster Control must end with the
 // status the last sync wrote.
 func TestTwoReplicasLeaveClusterControlTheLatest(t *testing.T) {
-	a := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
-	b := newState(limits{workspaces: 10, tombstones: 10}, func(string) {})
+	a := New(Limits{Workspaces: 10, Tombstones: 10}, func(string) {})
+	b := New(Limits{Workspaces: 10, Tombstones: 10}, func(string) {})
 	held := map[string]ccapi.WorkspaceStatusReport{}
-	deliver := func(st *state) {
+	deliver := func(st *State) {
 		t.Helper()
 		for {
-			p, ok := st.next()
+			p, ok := st.Next()
 			if !ok {
 				return
 			}
 			var rep ccapi.WorkspaceStatusReport
-			if err := json.Unmarshal(p.body, &rep); err != nil {
+			if err := json.Unmarshal(p.Body, &rep); err != nil {
 				t.Fatal(err)
 			}
 			if cur, ok := held[rep.Name]; !ok || !rep.ObservedAt.Before(cur.ObservedAt) {
 				held[rep.Name] = rep
 			}
-			st.done(p, true, t0)
+			st.Done(p, true, t0)
 		}
 	}
 	// synced is a sync of the replica's hook at the given time.
@@ -116,9 +116,9 @@ func TestTwoReplicasLeaveClusterControlTheLatest(t *testing.T) {
 
 	// Replica A's sync sees Progressing; B's, 300 ms later, Ready. A's
 	// hand-off lingers and reaches its reporter after B's report was sent.
-	b.observeWorkspace(synced("Ready", 300*time.Millisecond, true), t0.Add(400*time.Millisecond))
+	b.ObserveWorkspace(synced("Ready", 300*time.Millisecond, true), t0.Add(400*time.Millisecond))
 	deliver(b)
-	a.observeWorkspace(synced("Progressing", 0, true), t0.Add(time.Second))
+	a.ObserveWorkspace(synced("Progressing", 0, true), t0.Add(time.Second))
 	deliver(a)
 	if got := phase(); got != "Ready" {
 		t.Errorf("after a late hand-off of an older sync, Cluster Control holds %s, want Ready", got)
@@ -127,20 +127,20 @@ func TestTwoReplicasLeaveClusterControlTheLatest(t *testing.T) {
 	// The workspace rolls: B sees it Progressing, then A's sync sees it
 	// Progressing too and B's Ready again. Then a roll that A alone serves:
 	// Progressing on B, Ready on A, the state A's reporter last had.
-	b.observeWorkspace(synced("Progressing", 10*time.Second, true), t0.Add(10*time.Second))
+	b.ObserveWorkspace(synced("Progressing", 10*time.Second, true), t0.Add(10*time.Second))
 	deliver(b)
-	a.observeWorkspace(synced("Progressing", 11*time.Second, false), t0.Add(11*time.Second))
+	a.ObserveWorkspace(synced("Progressing", 11*time.Second, false), t0.Add(11*time.Second))
 	deliver(a)
-	b.observeWorkspace(synced("Ready", 12*time.Second, true), t0.Add(12*time.Second))
+	b.ObserveWorkspace(synced("Ready", 12*time.Second, true), t0.Add(12*time.Second))
 	deliver(b)
-	a.observeWorkspace(synced("Ready", 20*time.Second, false), t0.Add(20*time.Second))
+	a.ObserveWorkspace(synced("Ready", 20*time.Second, false), t0.Add(20*time.Second))
 	deliver(a)
 	if got := phase(); got != "Ready" {
 		t.Fatalf("after B's Ready, Cluster Control holds %s, want Ready", got)
 	}
-	b.observeWorkspace(synced("Progressing", 30*time.Second, true), t0.Add(30*time.Second))
+	b.ObserveWorkspace(synced("Progressing", 30*time.Second, true), t0.Add(30*time.Second))
 	deliver(b)
-	if pending, _ := a.observeWorkspace(synced("Ready", 31*time.Second, true), t0.Add(31*time.Second)); !pending {
+	if pending, _ := a.ObserveWorkspace(synced("Ready", 31*time.Second, true), t0.Add(31*time.Second)); !pending {
 		t.Error("a sync that changed the API's status back to the reporter's last state queued no report")
 	}
 	deliver(a)
@@ -148,7 +148,7 @@ func TestTwoReplicasLeaveClusterControlTheLatest(t *testing.T) {
 		t.Errorf("after A's sync made it Ready again, Cluster Control holds %s, want Ready", got)
 	}
 	// A repeat of the same sync (the resync's) does not report again.
-	if pending, _ := a.observeWorkspace(synced("Ready", 90*time.Second, false), t0.Add(90*time.Second)); pending {
+	if pending, _ := a.ObserveWorkspace(synced("Ready", 90*time.Second, false), t0.Add(90*time.Second)); pending {
 		t.Error("a resync that changed nothing queued a report")
 	}
 }
