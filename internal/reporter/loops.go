@@ -11,6 +11,7 @@ import (
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
+	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
 )
 
 // Run reports until ctx ends. The loops are independent, so a slow
@@ -232,4 +233,35 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// saveTombstones writes the tombstone file if the tombstones changed since
+// it was last written.
+func (r *Reporter) saveTombstones() error {
+	if r.tombs == nil {
+		return nil
+	}
+	return r.tombs.Save(r.st)
+}
+
+// runTombstoneSaver keeps the tombstone file in step with the state, and
+// writes it a last time when ctx ends. A deletion handed over by the hook
+// server is written before it is acknowledged (serveObservations); this
+// catches what changes otherwise: an acknowledgement by Cluster Control,
+// a tombstone evicted or restored.
+func (r *Reporter) runTombstoneSaver(ctx context.Context) {
+	if r.tombs == nil {
+		return
+	}
+	save := func() {
+		if err := r.saveTombstones(); err != nil {
+			if ok, held := r.limiter.allow(logKeyTombstones, r.cfg.now()); ok {
+				r.log.Warn("cannot save tombstones; deletions not yet reported may be lost in a restart", "suppressed", held, "err", err)
+			}
+		}
+	}
+	for r.cfg.sleep(ctx, tombstone.SaveInterval) == nil {
+		save()
+	}
+	save()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
+	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -35,7 +36,8 @@ type Reporter struct {
 	// writer is true while this reporter writes directives: it holds the
 	// Lease, or there is none to hold (lease.go).
 	writer atomic.Bool
-	tombs  tombstoneSaver
+	// tombs is nil without a TombstoneFile.
+	tombs *tombstone.File
 	// waker, wm and interceptors serve wake on request (wake.go); the
 	// poller is nil without an InterceptorAdminURL.
 	waker        *waker
@@ -101,9 +103,10 @@ func New(cfg Config) (*Reporter, error) {
 		}
 	}
 	if cfg.TombstoneFile != "" {
-		ts, err := loadTombstones(cfg.TombstoneFile)
+		r.tombs = tombstone.NewFile(cfg.TombstoneFile)
+		ts, err := tombstone.Load(cfg.TombstoneFile)
 		switch {
-		case errors.Is(err, errCorruptTombstones):
+		case errors.Is(err, tombstone.ErrCorrupt):
 			r.log.Warn("starting without the saved tombstones", "err", err)
 		case err != nil:
 			return nil, err
