@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
-	"k8s.io/client-go/dynamic"
-	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
 )
 
 // Config configures a Reporter. Zero durations and limits take their value
@@ -124,22 +122,13 @@ type Config struct {
 	rand  func() float64
 }
 
+// KubeClients are the reporter's only ways into the Kubernetes API; its
+// RBAC allows nothing else (deploy/reporter). See kube.Clients.
+type KubeClients = kube.Clients
+
 // Budget paces one kind of directive that takes a workspace's pods down
 // (state.Budget).
 type Budget = state.Budget
-
-// KubeClients are the reporter's only ways into the Kubernetes API; its
-// RBAC allows nothing else (deploy/reporter).
-type KubeClients struct {
-	// Dynamic patches formspec.dev/v1alpha1 Workspaces, and lists and
-	// watches them for the directive budget.
-	Dynamic dynamic.Interface
-	// Events creates and patches events.k8s.io/v1 Events.
-	Events typedeventsv1.EventsV1Interface
-	// Leases gets, creates and updates the coordination.k8s.io/v1 Lease
-	// that elects the reporter writing directives; nil: no election.
-	Leases typedcoordinationv1.LeasesGetter
-}
 
 // validate checks what has no default: where Cluster Control is and what
 // this reporter calls itself. It returns Cluster Control's parsed URL.
@@ -163,7 +152,7 @@ func (cfg Config) validateDefaulted() error {
 	if err := cfg.IdleBudget.Validate("idle budget"); err != nil {
 		return err
 	}
-	return cfg.validateLease()
+	return cfg.election(nil).Validate()
 }
 
 // Defaults is the one table of defaults: New gives every zero duration and

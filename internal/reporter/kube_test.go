@@ -14,6 +14,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
@@ -49,7 +50,7 @@ func newFakeCluster(t *testing.T, workspaces ...string) *fakeCluster {
 	}
 	fc := &fakeCluster{
 		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{workspacesResource: "WorkspaceList"}, objs...),
+			map[schema.GroupVersionResource]string{kube.WorkspacesResource: "WorkspaceList"}, objs...),
 		events: fake.NewClientset(),
 	}
 	return fc
@@ -96,7 +97,7 @@ func (fc *fakeCluster) clients() *KubeClients {
 func (fc *fakeCluster) annotations(t *testing.T, key string) map[string]string {
 	t.Helper()
 	ns, name, _ := strings.Cut(key, "/")
-	u, err := fc.dyn.Resource(workspacesResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := fc.dyn.Resource(kube.WorkspacesResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

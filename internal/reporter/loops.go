@@ -10,6 +10,7 @@ import (
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
 )
@@ -264,4 +265,13 @@ func (r *Reporter) runTombstoneSaver(ctx context.Context) {
 		save()
 	}
 	save()
+}
+
+// runWatch watches the Workspaces until ctx ends, for the budget. Without
+// a cluster there is nothing to watch, nor to write.
+func (r *Reporter) runWatch(ctx context.Context) {
+	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
+		return
+	}
+	kube.Watch(ctx, r.cfg.Kube.Dynamic, r.st, r.cfg.now, r.log)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +29,7 @@ type Reporter struct {
 	backoff ccclient.Backoff
 	limiter *logLimiter
 	// events and broadcaster are nil without Kube.
-	events      *eventWriter
+	events      *kube.EventWriter
 	broadcaster events.EventBroadcaster
 	// wake nudges the workspace sender when a report becomes pending.
 	wake  chan struct{}
@@ -115,8 +116,8 @@ func New(cfg Config) (*Reporter, error) {
 	}
 	if k := cfg.Kube; k != nil && k.Events != nil {
 		r.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: k.Events})
-		rec := r.broadcaster.NewRecorder(scheme.Scheme, reportingController)
-		r.events = newEventWriter(rec, eventLimits{
+		rec := r.broadcaster.NewRecorder(scheme.Scheme, kube.ReportingController)
+		r.events = kube.NewEventWriter(rec, kube.EventLimits{
 			PerObjectBurst: cfg.EventBurst, PerObjectEvery: cfg.EventInterval,
 			Burst: cfg.EventTotalBurst, PerSecond: cfg.EventQPS,
 		}, cfg.now, func(result string) { r.m.events.WithLabelValues(result).Inc() })
@@ -159,7 +160,7 @@ func (r *Reporter) Observe(obs observation.Observation) error {
 		r.nudge()
 	}
 	if r.events != nil {
-		r.events.write(evs)
+		r.events.Write(evs)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -295,8 +296,8 @@ func TestWakeOnRequest(t *testing.T) {
 	srv := httptest.NewServer(fi)
 	t.Cleanup(srv.Close)
 	fc := newFakeCluster(t, "team-a/shop")
-	if _, err := fc.dyn.Resource(workspacesResource).Namespace("team-a").Patch(context.Background(), "shop", types.MergePatchType,
-		annotationPatch(v1alpha1.AnnotationIdle, "true"), metav1.PatchOptions{}); err != nil {
+	if _, err := fc.dyn.Resource(kube.WorkspacesResource).Namespace("team-a").Patch(context.Background(), "shop", types.MergePatchType,
+		kube.AnnotationPatch(v1alpha1.AnnotationIdle, "true"), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fastConfig(url)

@@ -2,17 +2,16 @@ package reporter
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -140,7 +139,7 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 	var evs []state.Event
 	switch s.action {
 	case actWake:
-		err := r.patchAnnotations(ctx, s.name, types.JSONPatchType, wakePatch)
+		err := r.patch(ctx, s.name, types.JSONPatchType, kube.WakePatch)
 		switch {
 		case err == nil:
 			r.wm.wakes.WithLabelValues("woken").Inc()
@@ -161,7 +160,7 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 			r.warnWakeWrite(s, err)
 		}
 	case actIdle:
-		if err := r.patchAnnotations(ctx, s.name, types.MergePatchType, annotationPatch(v1alpha1.AnnotationIdle, "true")); err != nil {
+		if err := r.patch(ctx, s.name, types.MergePatchType, kube.AnnotationPatch(v1alpha1.AnnotationIdle, "true")); err != nil {
 			r.waker.idleFailed(s.name, now)
 			r.warnWakeWrite(s, err)
 			break
@@ -177,7 +176,7 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 			value = "true"
 			r.wm.overflows.Inc()
 		}
-		if err := r.patchAnnotations(ctx, s.name, types.MergePatchType, annotationPatch(v1alpha1.AnnotationWakeOverflow, value)); err != nil {
+		if err := r.patch(ctx, s.name, types.MergePatchType, kube.AnnotationPatch(v1alpha1.AnnotationWakeOverflow, value)); err != nil {
 			r.warnWakeWrite(s, err)
 		}
 	case actColdStart:
@@ -188,32 +187,8 @@ func (r *Reporter) carryOut(ctx context.Context, s wakeStep) {
 			Note: fmt.Sprintf("the workspace had no ready pod within its class's wake timeout; the interceptor answered the held requests 504 (after %.0fs)", s.took.Seconds())})
 	}
 	if r.events != nil && len(evs) > 0 {
-		r.events.write(evs)
+		r.events.Write(evs)
 	}
-}
-
-// wakePatch removes formspec.dev/idle only if it is still "true": of
-// several reporters seeing the same held request, one wakes the
-// workspace, and the others learn from the failed test that it is done.
-var wakePatch = []byte(`[{"op":"test","path":"/metadata/annotations/formspec.dev~1idle","value":"true"},` +
-	`{"op":"remove","path":"/metadata/annotations/formspec.dev~1idle"}]`)
-
-// annotationPatch is the merge patch that sets one annotation, or removes
-// it for a nil value.
-func annotationPatch(key string, value any) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
-	return b
-}
-
-func (r *Reporter) patchAnnotations(ctx context.Context, k types.NamespacedName, pt types.PatchType, patch []byte) error {
-	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
-		return fmt.Errorf("no kubernetes client")
-	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
-	defer cancel()
-	_, err := r.cfg.Kube.Dynamic.Resource(workspacesResource).Namespace(k.Namespace).
-		Patch(ctx, k.Name, pt, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	return err
 }
 
 func (r *Reporter) warnWakeWrite(s wakeStep, err error) {

@@ -1,8 +1,9 @@
-package reporter
+package kube
 
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
@@ -94,25 +96,22 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// runWatch watches the Workspaces until ctx ends, for the budget. Without
-// a cluster there is nothing to watch, nor to write.
-func (r *Reporter) runWatch(ctx context.Context) {
-	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
-		return
-	}
-	inf := dynamicinformer.NewFilteredDynamicInformer(r.cfg.Kube.Dynamic, workspacesResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+// Watch watches the Workspaces until ctx ends, and tells st what it sees,
+// for the budget.
+func Watch(ctx context.Context, dyn dynamic.Interface, st *state.State, now func() time.Time, log *slog.Logger) {
+	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, WorkspacesResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	if err := inf.SetTransform(func(obj any) (any, error) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			return watchedOf(u), nil
 		}
 		return obj, nil
 	}); err != nil {
-		r.log.Error("cannot watch Workspaces; the budget counts from the hook server's observations", "err", err)
+		log.Error("cannot watch Workspaces; the budget counts from the hook server's observations", "err", err)
 		return
 	}
 	seen := func(obj any) {
 		if w, ok := obj.(*watchedWorkspace); ok {
-			r.st.WatchWorkspace(w.seen, r.cfg.now())
+			st.WatchWorkspace(w.seen, now())
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -123,17 +122,17 @@ func (r *Reporter) runWatch(ctx context.Context) {
 				obj = d.Obj
 			}
 			if w, ok := obj.(*watchedWorkspace); ok {
-				r.st.UnwatchWorkspace(w.Namespace, w.Name)
+				st.UnwatchWorkspace(w.Namespace, w.Name)
 			}
 		},
 	}); err != nil {
-		r.log.Error("cannot watch Workspaces; the budget counts from the hook server's observations", "err", err)
+		log.Error("cannot watch Workspaces; the budget counts from the hook server's observations", "err", err)
 		return
 	}
 	go inf.Run(ctx.Done())
 	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		r.st.WatchListed()
-		r.log.Info("watching Workspaces: the directive budget counts from every Workspace")
+		st.WatchListed()
+		log.Info("watching Workspaces: the directive budget counts from every Workspace")
 	}
 	<-ctx.Done()
 }

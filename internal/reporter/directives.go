@@ -2,23 +2,15 @@ package reporter
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 )
-
-// workspacesResource is what directives are written onto.
-var workspacesResource = schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "workspaces"}
-
-// FieldManager names the reporter's writes in managedFields.
-const FieldManager = "formspec-reporter"
 
 // writeDirectives writes the directives that are not on their Workspace
 // yet and are within their budget, counts and logs (rate-limited) those
@@ -45,10 +37,10 @@ func (r *Reporter) writeDirectives(ctx context.Context) {
 		evs = append(evs, w.Event)
 	}
 	if r.events != nil {
-		r.events.write(evs)
+		r.events.Write(evs)
 	}
 	for _, d := range plan.Write {
-		err := r.patchWorkspace(ctx, d)
+		err := r.writeDirective(ctx, d)
 		switch {
 		case err == nil:
 			r.m.directiveWrites.WithLabelValues("ok").Inc()
@@ -72,33 +64,23 @@ func (r *Reporter) writeDirectives(ctx context.Context) {
 	}
 }
 
-// directivePatch is the JSON merge patch that writes d: one annotation.
-func directivePatch(d ccapi.Directive) ([]byte, error) {
-	var annotations map[string]any
-	switch d.Action {
-	case ccapi.ActionRestartRequired:
-		annotations = map[string]any{v1alpha1.AnnotationArtifactBinaryHash: d.ArtifactHash}
-	case ccapi.ActionIdle:
-		annotations = map[string]any{v1alpha1.AnnotationIdle: "true"}
-	case ccapi.ActionWake:
-		annotations = map[string]any{v1alpha1.AnnotationIdle: nil}
-	default:
-		return nil, fmt.Errorf("unknown action %q", d.Action)
-	}
-	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-}
-
-func (r *Reporter) patchWorkspace(ctx context.Context, d ccapi.Directive) error {
-	patch, err := directivePatch(d)
+// writeDirective patches d's annotation onto its Workspace.
+func (r *Reporter) writeDirective(ctx context.Context, d ccapi.Directive) error {
+	patch, err := kube.DirectivePatch(d)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
-	defer cancel()
-	_, err = r.cfg.Kube.Dynamic.Resource(workspacesResource).Namespace(d.Namespace).
-		Patch(ctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil {
+	if err := r.patch(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, types.MergePatchType, patch); err != nil {
 		return fmt.Errorf("cannot patch workspace %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	return nil
+}
+
+// patch patches one Workspace (kube.Patch), within RequestTimeout.
+func (r *Reporter) patch(ctx context.Context, k types.NamespacedName, pt types.PatchType, patch []byte) error {
+	var dyn dynamic.Interface
+	if r.cfg.Kube != nil {
+		dyn = r.cfg.Kube.Dynamic
+	}
+	return kube.Patch(ctx, dyn, r.cfg.RequestTimeout, k, pt, patch)
 }

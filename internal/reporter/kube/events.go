@@ -1,4 +1,4 @@
-package reporter
+package kube
 
 import (
 	"sync"
@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/events"
 )
 
-// reportingController names the reporter in the Events it records.
-const reportingController = "formspec.dev/reporter"
+// ReportingController names the reporter in the Events it records.
+const ReportingController = "formspec.dev/reporter"
 
 // maxNote is the API server's limit on an Event's note.
 const maxNote = 1024
@@ -30,11 +30,11 @@ func truncateNote(s string) string {
 	return s + "…"
 }
 
-// eventLimits bound how many Events the reporter writes: per object, a
+// EventLimits bound how many Events the reporter writes: per object, a
 // burst then a trickle, so a flapping workspace cannot flood its namespace;
 // overall, so a restart that sees thousands of fresh decisions at once
 // does not flood the API server.
-type eventLimits struct {
+type EventLimits struct {
 	PerObjectBurst int
 	PerObjectEvery time.Duration
 	Burst          int
@@ -45,12 +45,12 @@ type eventLimits struct {
 // all forgotten, which at worst lets a few objects burst again.
 const maxLimitedObjects = 10000
 
-// eventWriter rate-limits Events and hands them to client-go's events
+// EventWriter rate-limits Events and hands them to client-go's events
 // recorder, which deduplicates repeats of one reason on one object into a
 // series (one Event with a count) and writes them in the background.
-type eventWriter struct {
+type EventWriter struct {
 	rec    events.EventRecorder
-	lim    eventLimits
+	lim    EventLimits
 	now    func() time.Time
 	count  func(result string)
 	mu     sync.Mutex
@@ -64,8 +64,10 @@ type objectKey struct {
 	name types.NamespacedName
 }
 
-func newEventWriter(rec events.EventRecorder, lim eventLimits, now func() time.Time, count func(string)) *eventWriter {
-	return &eventWriter{
+// NewEventWriter returns an EventWriter recording to rec within lim;
+// count is told each Event's result (recorded, rate_limited).
+func NewEventWriter(rec events.EventRecorder, lim EventLimits, now func() time.Time, count func(string)) *EventWriter {
+	return &EventWriter{
 		rec:    rec,
 		lim:    lim,
 		now:    now,
@@ -77,7 +79,7 @@ func newEventWriter(rec events.EventRecorder, lim eventLimits, now func() time.T
 
 // allow takes a token for an Event about ref, from the object's bucket and
 // the overall one.
-func (w *eventWriter) allow(ref corev1.ObjectReference) bool {
+func (w *EventWriter) allow(ref corev1.ObjectReference) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
@@ -96,8 +98,8 @@ func (w *eventWriter) allow(ref corev1.ObjectReference) bool {
 	return w.all.AllowN(now, 1)
 }
 
-// write records evs, dropping (and counting) those over the limits.
-func (w *eventWriter) write(evs []state.Event) {
+// Write records evs, dropping (and counting) those over the limits.
+func (w *EventWriter) Write(evs []state.Event) {
 	for _, ev := range evs {
 		if !w.allow(ev.Ref) {
 			w.count("rate_limited")
