@@ -12,6 +12,7 @@ import (
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
+	"github.com/formspec/formspec-hooks/internal/reporter/wake"
 )
 
 // Config configures a Reporter. Zero durations and limits take their value
@@ -267,3 +268,11 @@ var ErrPlainHTTP = ccclient.ErrPlainHTTP
 // ErrTokenFile is wrapped by New's error when Config.TokenFile exists but
 // cannot be read (ccclient.ErrTokenFile).
 var ErrTokenFile = ccclient.ErrTokenFile
+
+// ParseInterceptorAdminURL checks an interceptor admin URL
+// (Config.InterceptorAdminURL), naming it name in its errors
+// (wake.ParseAdminURL): main checks the flag with it before starting, so
+// that a mistake is a usage error.
+func ParseInterceptorAdminURL(name, raw string) (*url.URL, error) {
+	return wake.ParseAdminURL(name, raw)
+}

@@ -3,6 +3,7 @@ package reporter
 import (
 	"context"
 	"fmt"
+
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 
 	"github.com/formspec/formspec-hooks/internal/reporter/kube"

@@ -33,3 +33,11 @@ func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
 	l.held[key] = 0
 	return true, n
 }
+
+// warn logs msg with args, at most once per LogInterval for key, saying
+// how many it held back since, and err.
+func (r *Reporter) warn(key, msg string, err error, args ...any) {
+	if ok, held := r.limiter.allow(key, r.cfg.now()); ok {
+		r.log.Warn(msg, append(args, "suppressed", held, "err", err)...)
+	}
+}

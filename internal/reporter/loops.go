@@ -13,6 +13,8 @@ import (
 	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
+	"github.com/formspec/formspec-hooks/internal/reporter/wake"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Run reports until ctx ends. The loops are independent, so a slow
@@ -115,7 +117,7 @@ func (r *Reporter) runWorkspaceSender(ctx context.Context) {
 				select {
 				case <-ctx.Done():
 					return call{}, false
-				case <-r.wake:
+				case <-r.nudges:
 				}
 			}
 		},
@@ -274,4 +276,34 @@ func (r *Reporter) runWatch(ctx context.Context) {
 		return
 	}
 	kube.Watch(ctx, r.cfg.Kube.Dynamic, r.st, r.cfg.now, r.log)
+}
+
+// runWake runs the wake loop, when there are interceptors to poll.
+func (r *Reporter) runWake(ctx context.Context) {
+	if r.waking != nil {
+		r.waking.Run(ctx)
+	}
+}
+
+// wakeLoop wires the wake loop to the reporter: its writes go to the
+// cluster as the directives' do, its Events through the same writer, its
+// wakes and idles to Cluster Control in the workspace reports.
+func (r *Reporter) wakeLoop(p *wake.Poller, m wake.Metrics) *wake.Loop {
+	return &wake.Loop{
+		Waker: r.waker, Poller: p, Metrics: m,
+		Interval: r.cfg.InterceptorPollInterval, Now: r.cfg.now, Sleep: r.cfg.sleep,
+		Directive: r.st.Directive,
+		Patch:     r.patch,
+		AutoScaled: func(k types.NamespacedName, as ccapi.AutoScale, now time.Time) {
+			if r.st.AutoScaled(k, as, now) {
+				r.nudge()
+			}
+		},
+		Events: func(evs []state.Event) {
+			if r.events != nil {
+				r.events.Write(evs)
+			}
+		},
+		Warn: r.warn,
+	}
 }

@@ -6,6 +6,7 @@ import (
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
+	"github.com/formspec/formspec-hooks/internal/reporter/wake"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -69,26 +70,22 @@ func newMetrics(st *state.State, files []ccclient.Credential, writer *atomic.Boo
 			Name: "formspec_reporter_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful call to Cluster Control, by endpoint.",
 		}, []string{"endpoint"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formspec_reporter_dropped_observations_total",
-			Help: "Observations or reports dropped, by reason (workspace_limit, tombstone_limit, node_limit, pod_limit, claim_limit, directive_limit, invalid, rejected).",
-		}, []string{"reason"}),
-		observations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formspec_reporter_observations_total",
-			Help: "Observations received from the hook server, by kind.",
-		}, []string{"kind"}),
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formspec_reporter_events_total",
-			Help: "Kubernetes Events about users' objects, by result (recorded, rate_limited).",
-		}, []string{"result"}),
-		directiveWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formspec_reporter_directive_writes_total",
-			Help: "Directives written onto Workspaces as annotations, by result (ok, not_found, error).",
-		}, []string{"result"}),
-		directivesRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "formspec_reporter_directives_refused_total",
-			Help: "Directives from Cluster Control the reporter refused to write, each counted once, by reason (invalid, invalid_hash, foreign_namespace, unknown_workspace).",
-		}, []string{"reason"}),
+		dropped: counterVec("formspec_reporter_dropped_observations_total",
+			"Observations or reports dropped, by reason (workspace_limit, tombstone_limit, node_limit, pod_limit, claim_limit, directive_limit, invalid, rejected).",
+			"reason", state.DropWorkspaceLimit, state.DropTombstoneLimit, state.DropNodeLimit, state.DropPodLimit, state.DropClaimLimit,
+			state.DropDirectiveLimit, state.DropAutoScaleLimit, state.DropInvalid, state.DropRejected),
+		observations: counterVec("formspec_reporter_observations_total",
+			"Observations received from the hook server, by kind.",
+			"kind"),
+		events: counterVec("formspec_reporter_events_total",
+			"Kubernetes Events about users' objects, by result (recorded, rate_limited).",
+			"result", "recorded", "rate_limited"),
+		directiveWrites: counterVec("formspec_reporter_directive_writes_total",
+			"Directives written onto Workspaces as annotations, by result (ok, not_found, error).",
+			"result"),
+		directivesRefused: counterVec("formspec_reporter_directives_refused_total",
+			"Directives from Cluster Control the reporter refused to write, each counted once, by reason (invalid, invalid_hash, foreign_namespace, unknown_workspace).",
+			"reason", state.RefuseInvalid, state.RefuseInvalidHash, state.RefuseForeignNamespace, state.RefuseUnknownWorkspace),
 		directivesDeferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "formspec_reporter_directives_deferred_total",
 			Help: "Directives that had to wait for their budget, each counted once, by action (restart_required, idle) and reason (budget: the share of workspaces at once is used up; interval: the workspace began one less than the least interval ago).",
@@ -138,20 +135,59 @@ func newMetrics(st *state.State, files []ccclient.Credential, writer *atomic.Boo
 			return 1
 		}))
 	}
-	// Pre-create the drop series so a dashboard shows 0, not "no data".
-	for _, r := range []string{state.DropWorkspaceLimit, state.DropTombstoneLimit, state.DropNodeLimit, state.DropPodLimit, state.DropClaimLimit, state.DropDirectiveLimit, state.DropAutoScaleLimit, state.DropInvalid, state.DropRejected} {
-		m.dropped.WithLabelValues(r)
-	}
-	for _, r := range []string{state.RefuseInvalid, state.RefuseInvalidHash, state.RefuseForeignNamespace, state.RefuseUnknownWorkspace} {
-		m.directivesRefused.WithLabelValues(r)
-	}
+	// Pre-create the series so a dashboard shows 0, not "no data".
 	for _, a := range []string{ccapi.ActionRestartRequired, ccapi.ActionIdle} {
 		for _, r := range []string{state.WaitBudget, state.WaitInterval} {
 			m.directivesDeferred.WithLabelValues(a, r)
 		}
 	}
-	for _, r := range []string{"recorded", "rate_limited"} {
-		m.events.WithLabelValues(r)
+	return m
+}
+
+// counterVec is a counter by one label, with each of values created at 0,
+// so that a dashboard shows 0, not "no data".
+func counterVec(name, help, label string, values ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+	for _, v := range values {
+		c.WithLabelValues(v)
+	}
+	return c
+}
+
+// coldStartBuckets reach from a pod that starts in a second to the longest
+// wake timeout worth waiting for.
+var coldStartBuckets = []float64{0.5, 1, 1.5, 2, 3, 4, 5, 7.5, 10, 15, 20, 30, 45, 60, 120}
+
+// newWakeMetrics registers the wake loop's metrics on reg.
+func newWakeMetrics(reg *prometheus.Registry, w *wake.Waker) wake.Metrics {
+	m := wake.Metrics{
+		ColdStart: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "formspec_reporter_wake_cold_start_seconds",
+			Help:    "Cold starts of the wakes this reporter made: from the poll that first saw a request held for an idle wake-on-request workspace to the poll that saw the held requests let go, by result (answered; timeout when that was after the class's wake timeout, so the interceptor answered 504).",
+			Buckets: coldStartBuckets,
+		}, []string{"result"}),
+		Wakes: counterVec("formspec_reporter_wakes_total",
+			"Wakes of idle wake-on-request workspaces for a held request, by result (woken, already_awake, error).",
+			"result", "woken", "already_awake", "error"),
+		Idles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "formspec_reporter_inactivity_idles_total",
+			Help: "Wake-on-request workspaces idled after their class's idleAfterSeconds without a request.",
+		}),
+		Overflows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "formspec_reporter_wake_overflows_total",
+			Help: "Times this reporter switched on the cap of a wake-on-request workspace without a ready pod that held its class's maxHeldRequests, so that further requests were refused with 503.",
+		}),
+		Polls: counterVec("formspec_reporter_interceptor_polls_total",
+			"Polls of the interceptors' queues, by result (complete; partial when some interceptor did not answer; failed when none did).",
+			"result", "complete", "partial", "failed"),
+	}
+	reg.MustRegister(m.ColdStart, m.Wakes, m.Idles, m.Overflows, m.Polls,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "formspec_reporter_wake_workspaces",
+			Help: "Wake-on-request workspaces the reporter follows.",
+		}, func() float64 { return float64(w.Tracked()) }))
+	for _, r := range []string{"answered", "timeout"} {
+		m.ColdStart.WithLabelValues(r)
 	}
 	return m
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
+	"github.com/formspec/formspec-hooks/internal/reporter/wake"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -31,19 +32,18 @@ type Reporter struct {
 	// events and broadcaster are nil without Kube.
 	events      *kube.EventWriter
 	broadcaster events.EventBroadcaster
-	// wake nudges the workspace sender when a report becomes pending.
-	wake  chan struct{}
-	ready atomic.Bool
+	// nudges wakes the workspace sender when a report becomes pending.
+	nudges chan struct{}
+	ready  atomic.Bool
 	// writer is true while this reporter writes directives: it holds the
 	// Lease, or there is none to hold (lease.go).
 	writer atomic.Bool
 	// tombs is nil without a TombstoneFile.
 	tombs *tombstone.File
-	// waker, wm and interceptors serve wake on request (wake.go); the
-	// poller is nil without an InterceptorAdminURL.
-	waker        *waker
-	wm           *wakeMetrics
-	interceptors *interceptorPoller
+	// waker follows the wake-on-request workspaces; a loop polls the
+	// interceptors for them (waking), nil without an InterceptorAdminURL.
+	waker  *wake.Waker
+	waking *wake.Loop
 }
 
 // New validates cfg and builds a Reporter.
@@ -76,7 +76,7 @@ func New(cfg Config) (*Reporter, error) {
 		log:     cfg.Logger,
 		backoff: ccclient.Backoff{Base: cfg.BackoffBase, Limit: cfg.BackoffMax, Rand: cfg.rand},
 		limiter: newLogLimiter(cfg.LogInterval),
-		wake:    make(chan struct{}, 1),
+		nudges:  make(chan struct{}, 1),
 	}
 	r.cc.NoToken = r.warnNoToken
 	r.writer.Store(cfg.Kube != nil && cfg.Kube.Dynamic != nil && !cfg.elects())
@@ -96,12 +96,14 @@ func New(cfg Config) (*Reporter, error) {
 	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
 	r.m = newMetrics(r.st, files, &r.writer)
 	r.m.reg.MustRegister(ccclient.AnnouncePlainHTTP(r.log, u, cfg.TokenFile != ""))
-	r.waker = newWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
-	r.wm = newWakeMetrics(r.m.reg, r.waker)
+	r.waker = wake.NewWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
+	wm := newWakeMetrics(r.m.reg, r.waker)
 	if cfg.InterceptorAdminURL != "" {
-		if r.interceptors, err = newInterceptorPoller(cfg.InterceptorAdminURL, min(cfg.RequestTimeout, time.Second)); err != nil {
+		p, err := wake.NewPoller(cfg.InterceptorAdminURL, min(cfg.RequestTimeout, time.Second))
+		if err != nil {
 			return nil, err
 		}
+		r.waking = r.wakeLoop(p, wm)
 	}
 	if cfg.TombstoneFile != "" {
 		r.tombs = tombstone.NewFile(cfg.TombstoneFile)
@@ -141,11 +143,11 @@ func (r *Reporter) Observe(obs observation.Observation) error {
 	case obs.Workspace != nil:
 		r.m.observations.WithLabelValues("workspace").Inc()
 		pending, evs = r.st.ObserveWorkspace(obs.Workspace, now)
-		r.waker.observe(obs.Workspace, now)
+		r.waker.Observe(obs.Workspace, now)
 	case obs.WorkspaceDeleted != nil:
 		r.m.observations.WithLabelValues("workspace_deleted").Inc()
 		pending, evs = r.st.DeleteWorkspace(obs.WorkspaceDeleted, now)
-		r.waker.forget(types.NamespacedName{Namespace: obs.WorkspaceDeleted.Namespace, Name: obs.WorkspaceDeleted.Name})
+		r.waker.Forget(types.NamespacedName{Namespace: obs.WorkspaceDeleted.Namespace, Name: obs.WorkspaceDeleted.Name})
 	case obs.Node != nil:
 		r.m.observations.WithLabelValues("node").Inc()
 		r.st.ObserveNode(obs.Node, now)
@@ -167,7 +169,7 @@ func (r *Reporter) Observe(obs observation.Observation) error {
 
 func (r *Reporter) nudge() {
 	select {
-	case r.wake <- struct{}{}:
+	case r.nudges <- struct{}{}:
 	default:
 	}
 }

@@ -1,4 +1,4 @@
-package reporter
+package wake
 
 import (
 	"maps"
@@ -53,27 +53,27 @@ import (
 // how long a wake may stay counted past its timeout.
 const wakeRetry = 10 * time.Second
 
-// wakeAction is one thing the wake loop has to do.
-type wakeAction int
+// Action is one thing the wake loop has to do.
+type Action int
 
 const (
-	actWake wakeAction = iota
-	actIdle
-	actOverflowOn
-	actOverflowOff
-	actColdStart
-	actWakeTimeout
+	Wake Action = iota
+	Idle
+	OverflowOn
+	OverflowOff
+	ColdStart
+	WakeTimeout
 )
 
-// wakeStep is one action for one workspace.
-type wakeStep struct {
-	action wakeAction
-	name   types.NamespacedName
-	uid    types.UID
-	// held is the requests held when the step was decided.
-	held int
-	// took is the cold start, for actColdStart and actWakeTimeout.
-	took time.Duration
+// Step is one action for one workspace.
+type Step struct {
+	Action Action
+	Name   types.NamespacedName
+	UID    types.UID
+	// Held is the requests held when the step was decided.
+	Held int
+	// Took is the cold start, for ColdStart and WakeTimeout.
+	Took time.Duration
 }
 
 // wakeEntry is what the reporter knows of one wake-on-request workspace.
@@ -112,9 +112,9 @@ type wakeEntry struct {
 	readyAt time.Time
 }
 
-// waker holds the wake-on-request workspaces, bounded like the state's
+// Waker holds the wake-on-request workspaces, bounded like the state's
 // workspaces.
-type waker struct {
+type Waker struct {
 	limit int
 	drop  func(reason string)
 
@@ -125,14 +125,14 @@ type waker struct {
 	lastIncomplete time.Time
 }
 
-func newWaker(limit int, start time.Time, drop func(string)) *waker {
+func NewWaker(limit int, start time.Time, drop func(string)) *Waker {
 	// Until a complete poll, nothing may be idled.
-	return &waker{limit: limit, drop: drop, entries: map[types.NamespacedName]*wakeEntry{}, lastIncomplete: start}
+	return &Waker{limit: limit, drop: drop, entries: map[types.NamespacedName]*wakeEntry{}, lastIncomplete: start}
 }
 
-// observe records a workspace observation: a wake-on-request workspace is
+// Observe records a workspace observation: a wake-on-request workspace is
 // tracked, any other forgotten.
-func (w *waker) observe(o *observation.WorkspaceStatus, now time.Time) {
+func (w *Waker) Observe(o *observation.WorkspaceStatus, now time.Time) {
 	k := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -164,8 +164,8 @@ func (w *waker) observe(o *observation.WorkspaceStatus, now time.Time) {
 	}
 }
 
-// forget drops a deleted workspace.
-func (w *waker) forget(k types.NamespacedName) {
+// Forget drops a deleted workspace.
+func (w *Waker) Forget(k types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.entries, k)
@@ -174,21 +174,21 @@ func (w *waker) forget(k types.NamespacedName) {
 // routeKey is the interceptor's queue key of a workspace's route.
 func routeKey(k types.NamespacedName) string { return k.Namespace + "/" + k.Name }
 
-// directiveOf says which directive Cluster Control holds for a workspace
+// DirectiveOf says which directive Cluster Control holds for a workspace
 // ("" for none).
-type directiveOf func(types.NamespacedName) string
+type DirectiveOf func(types.NamespacedName) string
 
-// decide turns one poll into steps, in workspace order. The steps it
+// Decide turns one poll into steps, in workspace order. The steps it
 // returns are already reflected in the entries: a wake is under way, an
 // idle sent; done corrects them with what the API server said.
-func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf) []wakeStep {
+func (w *Waker) Decide(snap Snapshot, now time.Time, directive DirectiveOf) []Step {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	complete := snap.complete()
+	complete := snap.Complete()
 	if !complete {
 		w.lastIncomplete = now
 	}
-	var steps []wakeStep
+	var steps []Step
 	for _, k := range slices.SortedFunc(maps.Keys(w.entries), state.CompareNames) {
 		e := w.entries[k]
 		c, listed := snap.routes[routeKey(k)]
@@ -198,7 +198,7 @@ func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf)
 		if listed && complete {
 			e.count, e.countKnown = c.RequestCount, true
 		}
-		step := func(a wakeAction) wakeStep { return wakeStep{action: a, name: k, uid: e.uid, held: c.Concurrency} }
+		step := func(a Action) Step { return Step{Action: a, Name: k, UID: e.uid, Held: c.Concurrency} }
 		if e.terminating {
 			e.wakeAt = time.Time{}
 			continue
@@ -206,10 +206,10 @@ func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf)
 		if e.wakeAt.IsZero() && !now.Before(e.retryAt) {
 			if c.Concurrency > 0 && e.idle && directive(k) != ccapi.ActionIdle {
 				e.wakeAt, e.peak, e.readyAt = now, c.Concurrency, time.Time{}
-				steps = append(steps, step(actWake))
+				steps = append(steps, step(Wake))
 			} else if w.idleDue(e, now, complete) && directive(k) == "" {
 				e.idledAt = now
-				steps = append(steps, step(actIdle))
+				steps = append(steps, step(Idle))
 			}
 		}
 		if !complete {
@@ -224,11 +224,11 @@ func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf)
 		e.peak = max(e.peak, c.Concurrency)
 		took := now.Sub(e.wakeAt)
 		timeout := time.Duration(e.info.TimeoutSeconds) * time.Second
-		s := step(actColdStart)
+		s := step(ColdStart)
 		switch {
 		case c.Concurrency <= e.peak/2:
 			if took >= timeout {
-				s.action = actWakeTimeout
+				s.Action = WakeTimeout
 			}
 		case took >= timeout+wakeRetry && !e.readyAt.IsZero():
 			// Still counted long after the timeout, with a pod ready:
@@ -236,11 +236,11 @@ func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf)
 			// answers have not ended.
 			took = e.readyAt.Sub(e.wakeAt)
 		case took >= timeout+wakeRetry:
-			s.action = actWakeTimeout
+			s.Action = WakeTimeout
 		default:
 			continue
 		}
-		s.took = took
+		s.Took = took
 		steps = append(steps, s)
 		e.wakeAt, e.peak, e.readyAt = time.Time{}, 0, time.Time{}
 	}
@@ -250,7 +250,7 @@ func (w *waker) decide(snap queueSnapshot, now time.Time, directive directiveOf)
 // overflow decides the cap for one workspace at a complete poll: the step
 // that writes formspec.dev/wake-overflow, if its last observation is not
 // what the cap wants and this reporter has not just written that.
-func (w *waker) overflow(e *wakeEntry, held int, now time.Time) (wakeAction, bool) {
+func (w *Waker) overflow(e *wakeEntry, held int, now time.Time) (Action, bool) {
 	limit := int(e.info.MaxHeldRequests)
 	switch {
 	case e.ready > 0 || held <= limit/2:
@@ -263,23 +263,23 @@ func (w *waker) overflow(e *wakeEntry, held int, now time.Time) (wakeAction, boo
 	}
 	e.overflowAt, e.overflowWrote = now, e.overflowWant
 	if e.overflowWant {
-		return actOverflowOn, true
+		return OverflowOn, true
 	}
-	return actOverflowOff, true
+	return OverflowOff, true
 }
 
 // idleDue reports whether a workspace has gone without a request for its
 // class's idleAfterSeconds, as every interceptor could tell all along.
-func (w *waker) idleDue(e *wakeEntry, now time.Time, complete bool) bool {
+func (w *Waker) idleDue(e *wakeEntry, now time.Time, complete bool) bool {
 	after := time.Duration(e.info.IdleAfterSeconds) * time.Second
 	return after > 0 && complete && e.countKnown && !e.idle && e.idledAt.IsZero() &&
 		now.Sub(e.lastActivity) >= after && now.Sub(w.lastIncomplete) >= after
 }
 
-// wokenElsewhere records that a wake found the workspace no longer idle
+// WokenElsewhere records that a wake found the workspace no longer idle
 // (another reporter, Cluster Control or a person woke it first): this
 // reporter does not follow that wake.
-func (w *waker) wokenElsewhere(k types.NamespacedName) {
+func (w *Waker) WokenElsewhere(k types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
@@ -287,8 +287,8 @@ func (w *waker) wokenElsewhere(k types.NamespacedName) {
 	}
 }
 
-// woken records that this reporter's wake removed the annotation.
-func (w *waker) woken(k types.NamespacedName) {
+// Woken records that this reporter's wake removed the annotation.
+func (w *Waker) Woken(k types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
@@ -296,9 +296,9 @@ func (w *waker) woken(k types.NamespacedName) {
 	}
 }
 
-// idled records that this reporter's idle set the annotation, so that a
+// Idled records that this reporter's idle set the annotation, so that a
 // request held before the hook shows it idle wakes it again.
-func (w *waker) idled(k types.NamespacedName) {
+func (w *Waker) Idled(k types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
@@ -306,9 +306,9 @@ func (w *waker) idled(k types.NamespacedName) {
 	}
 }
 
-// idleFailed undoes an idle that could not be written; it is tried again
+// IdleFailed undoes an idle that could not be written; it is tried again
 // after wakeRetry.
-func (w *waker) idleFailed(k types.NamespacedName, now time.Time) {
+func (w *Waker) IdleFailed(k types.NamespacedName, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
@@ -316,9 +316,9 @@ func (w *waker) idleFailed(k types.NamespacedName, now time.Time) {
 	}
 }
 
-// wakeFailed undoes a wake that could not be written: the workspace is
+// WakeFailed undoes a wake that could not be written: the workspace is
 // still idle, and the wake is tried again after wakeRetry.
-func (w *waker) wakeFailed(k types.NamespacedName, now time.Time) {
+func (w *Waker) WakeFailed(k types.NamespacedName, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.entries[k]; ok {
@@ -326,8 +326,8 @@ func (w *waker) wakeFailed(k types.NamespacedName, now time.Time) {
 	}
 }
 
-// tracked is how many wake-on-request workspaces the reporter follows.
-func (w *waker) tracked() int {
+// Tracked is how many wake-on-request workspaces the reporter follows.
+func (w *Waker) Tracked() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.entries)

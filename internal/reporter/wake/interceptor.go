@@ -1,4 +1,4 @@
-package reporter
+package wake
 
 import (
 	"context"
@@ -19,50 +19,50 @@ import (
 // {"Concurrency": n, "RequestCount": m}}. Concurrency counts the requests
 // the interceptor holds or forwards right now; RequestCount only grows,
 // per interceptor process.
-const interceptorQueuePath = "/queue"
+const QueuePath = "/queue"
 
 // maxQueueBody bounds one /queue answer: about 60 bytes per route, so room
 // for some 70,000 routes.
 const maxQueueBody = 4 << 20
 
-// routeCount is one route's entry in a /queue answer.
-type routeCount struct {
+// RouteCount is one route's entry in a /queue answer.
+type RouteCount struct {
 	Concurrency  int   `json:"Concurrency"`
 	RequestCount int64 `json:"RequestCount"`
 }
 
-// queueSnapshot is what every interceptor answered in one poll, summed per
+// Snapshot is what every interceptor answered in one poll, summed per
 // route ("namespace/name", the workspace's key: its route is named after
 // it).
-type queueSnapshot struct {
-	routes map[string]routeCount
-	// interceptors is how many addresses the admin URL named; answered how
-	// many of them answered. A snapshot with answered < interceptors can
+type Snapshot struct {
+	routes map[string]RouteCount
+	// Interceptors is how many addresses the admin URL named; Answered how
+	// many of them answered. A snapshot with Answered < Interceptors can
 	// show a held request (and wake), but cannot show that there is none.
-	interceptors, answered int
+	Interceptors, Answered int
 }
 
-// complete reports whether every interceptor answered.
-func (q queueSnapshot) complete() bool { return q.interceptors > 0 && q.answered == q.interceptors }
+// Complete reports whether every interceptor answered.
+func (q Snapshot) Complete() bool { return q.Interceptors > 0 && q.Answered == q.Interceptors }
 
-// interceptorPoller asks every interceptor replica for its queue. The
+// Poller asks every interceptor replica for its queue. The
 // admin URL's host is resolved on each poll, so a headless Service names
 // every replica as they come and go. Replicas are asked side by side: one
 // that does not answer holds the poll up by at most the timeout, makes it
 // partial (no idle, no wake ended) and stops no wake (the add-on's own
 // scaler restarts its whole stream when one interceptor is unreachable;
 // this poller has no stream to restart).
-type interceptorPoller struct {
+type Poller struct {
 	base    *url.URL
 	http    *http.Client
 	timeout time.Duration
 	lookup  func(ctx context.Context, host string) ([]string, error)
 }
 
-// ParseInterceptorAdminURL checks an interceptor admin URL
+// ParseAdminURL checks an interceptor admin URL
 // (Config.InterceptorAdminURL), naming it name in its errors: main checks
 // the flag with it before starting, so that a mistake is a usage error.
-func ParseInterceptorAdminURL(name, raw string) (*url.URL, error) {
+func ParseAdminURL(name, raw string) (*url.URL, error) {
 	u, err := weburl.Parse(name, raw)
 	if err != nil {
 		return nil, err
@@ -76,12 +76,14 @@ func ParseInterceptorAdminURL(name, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-func newInterceptorPoller(raw string, timeout time.Duration) (*interceptorPoller, error) {
-	u, err := ParseInterceptorAdminURL("interceptor admin URL", raw)
+// NewPoller returns a Poller of the interceptors at the admin URL raw,
+// each asked within timeout.
+func NewPoller(raw string, timeout time.Duration) (*Poller, error) {
+	u, err := ParseAdminURL("interceptor admin URL", raw)
 	if err != nil {
 		return nil, err
 	}
-	return &interceptorPoller{
+	return &Poller{
 		base: u,
 		// The admin API is plain HTTP inside the cluster, never proxied.
 		http:    &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
@@ -90,8 +92,8 @@ func newInterceptorPoller(raw string, timeout time.Duration) (*interceptorPoller
 	}, nil
 }
 
-// poll asks every interceptor once.
-func (p *interceptorPoller) poll(ctx context.Context) (queueSnapshot, error) {
+// Poll asks every interceptor once.
+func (p *Poller) Poll(ctx context.Context) (Snapshot, error) {
 	host := p.base.Hostname()
 	addrs := []string{host}
 	if net.ParseIP(host) == nil {
@@ -99,11 +101,11 @@ func (p *interceptorPoller) poll(ctx context.Context) (queueSnapshot, error) {
 		all, err := p.lookup(lctx, host)
 		cancel()
 		if err != nil {
-			return queueSnapshot{}, fmt.Errorf("cannot resolve the interceptors' admin host %s: %w", host, err)
+			return Snapshot{}, fmt.Errorf("cannot resolve the interceptors' admin host %s: %w", host, err)
 		}
 		addrs = oneFamily(all)
 	}
-	snap := queueSnapshot{routes: map[string]routeCount{}, interceptors: len(addrs)}
+	snap := Snapshot{routes: map[string]RouteCount{}, Interceptors: len(addrs)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var firstErr error
@@ -118,7 +120,7 @@ func (p *interceptorPoller) poll(ctx context.Context) (queueSnapshot, error) {
 				}
 				return
 			}
-			snap.answered++
+			snap.Answered++
 			for k, c := range counts {
 				sum := snap.routes[k]
 				sum.Concurrency += c.Concurrency
@@ -148,10 +150,10 @@ func oneFamily(addrs []string) []string {
 	return addrs
 }
 
-func (p *interceptorPoller) get(ctx context.Context, hostPort string) (map[string]routeCount, error) {
+func (p *Poller) get(ctx context.Context, hostPort string) (map[string]RouteCount, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	u := url.URL{Scheme: "http", Host: hostPort, Path: interceptorQueuePath}
+	u := url.URL{Scheme: "http", Host: hostPort, Path: QueuePath}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
@@ -163,9 +165,9 @@ func (p *interceptorPoller) get(ctx context.Context, hostPort string) (map[strin
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("interceptor %s answered %s to GET %s", hostPort, resp.Status, interceptorQueuePath)
+		return nil, fmt.Errorf("interceptor %s answered %s to GET %s", hostPort, resp.Status, QueuePath)
 	}
-	var counts map[string]routeCount
+	var counts map[string]RouteCount
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxQueueBody)).Decode(&counts); err != nil {
 		return nil, fmt.Errorf("cannot decode the queue of interceptor %s: %w", hostPort, err)
 	}
