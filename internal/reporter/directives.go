@@ -57,10 +57,7 @@ func (r *Reporter) writeDirectives(ctx context.Context) {
 			}
 			// Retried on the next poll.
 			r.m.directiveWrites.WithLabelValues("error").Inc()
-			if ok, held := r.limiter.allow(logKeyDirectives, r.cfg.now()); ok {
-				r.log.Warn("cannot write directive onto workspace", "namespace", d.Namespace, "name", d.Name,
-					"action", d.Action, "suppressed", held, "err", err)
-			}
+			r.warn(logKeyDirectives, "cannot write directive onto workspace", err, "namespace", d.Namespace, "name", d.Name, "action", d.Action)
 		}
 	}
 }

@@ -41,3 +41,17 @@ func (r *Reporter) warn(key, msg string, err error, args ...any) {
 		r.log.Warn(msg, append(args, "suppressed", held, "err", err)...)
 	}
 }
+
+// logKeyNoToken rate-limits the missing-token warning apart from the
+// endpoints' failure logs.
+const logKeyNoToken = "token-file"
+
+// logKeyDirectives rate-limits the failure log of directive writes.
+const logKeyDirectives = "directive-write"
+
+// logKeyDirectiveRefused rate-limits the log of refused directives: a
+// flood of forged ones must not flood the log too.
+const logKeyDirectiveRefused = "directive-refused"
+
+// logKeyTombstones rate-limits the failure log of the tombstone file.
+const logKeyTombstones = "tombstone-file"

@@ -215,12 +215,7 @@ func (r *Reporter) record(endpoint string, res ccclient.Result) {
 // Secret, but Cluster Control may refuse such calls, and the operator
 // should know why.
 func (r *Reporter) warnNoToken(err error) {
-	ok, held := r.limiter.allow(logKeyNoToken, r.cfg.now())
-	if !ok {
-		return
-	}
-	r.log.Warn("calling cluster control without a bearer token until the token file appears",
-		"suppressed", held, "err", err)
+	r.warn(logKeyNoToken, "calling cluster control without a bearer token until the token file appears", err)
 }
 
 // sleep waits d or until ctx ends.
@@ -258,9 +253,7 @@ func (r *Reporter) runTombstoneSaver(ctx context.Context) {
 	}
 	save := func() {
 		if err := r.saveTombstones(); err != nil {
-			if ok, held := r.limiter.allow(logKeyTombstones, r.cfg.now()); ok {
-				r.log.Warn("cannot save tombstones; deletions not yet reported may be lost in a restart", "suppressed", held, "err", err)
-			}
+			r.warn(logKeyTombstones, "cannot save tombstones; deletions not yet reported may be lost in a restart", err)
 		}
 	}
 	for r.cfg.sleep(ctx, tombstone.SaveInterval) == nil {

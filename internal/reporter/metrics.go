@@ -18,20 +18,6 @@ const (
 	endpointDeployStatus    = "deploy-status"
 )
 
-// logKeyNoToken rate-limits the missing-token warning apart from the
-// endpoints' failure logs.
-const logKeyNoToken = "token-file"
-
-// logKeyDirectives rate-limits the failure log of directive writes.
-const logKeyDirectives = "directive-write"
-
-// logKeyDirectiveRefused rate-limits the log of refused directives: a
-// flood of forged ones must not flood the log too.
-const logKeyDirectiveRefused = "directive-refused"
-
-// logKeyTombstones rate-limits the failure log of the tombstone file.
-const logKeyTombstones = "tombstone-file"
-
 // metrics are the reporter's Prometheus metrics, on a registry of its own so
 // the sidecar's /metrics shows only what it owns.
 type metrics struct {
