@@ -89,7 +89,7 @@ func serveWorstCase(t *testing.T, reason string, cgroupLimit int64, http2 bool) 
 			writeCgroup(t, cg, "memory.memsw.limit_in_bytes", cgroupLimit)
 		}
 	} else if l := readCgroup(t, cg, "memory.limit_in_bytes"); l < 1<<62 {
-		// What the server reads as no limit (server.cgroupMemoryLimit).
+		// What the server reads as no limit (memlimit.Cgroup).
 		t.Fatalf("a new memory cgroup is limited to %d bytes; want none, so that GOMEMLIMIT is the only limit the server sees", l)
 	}
 

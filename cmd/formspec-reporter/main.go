@@ -20,7 +20,10 @@ import (
 
 	"github.com/formspec/formspec-hooks/internal/buildinfo"
 	"github.com/formspec/formspec-hooks/internal/cliflag"
+	"github.com/formspec/formspec-hooks/internal/fleetlimits"
+	"github.com/formspec/formspec-hooks/internal/handoff"
 	"github.com/formspec/formspec-hooks/internal/httpserve"
+	"github.com/formspec/formspec-hooks/internal/memlimit"
 	"github.com/formspec/formspec-hooks/internal/reporter"
 	"github.com/formspec/formspec-hooks/internal/weburl"
 	"k8s.io/client-go/dynamic"
@@ -56,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	var (
 		cfg          reporter.Config
 		def          = reporter.Defaults
-		listen       = fs.String("listen", "127.0.0.1:8181", "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
+		listen       = fs.String("listen", handoff.DefaultAddr, "address of the localhost API the hook server posts observations to; it has no authentication, so keep it on loopback")
 		metricsAddr  = fs.String("metrics-listen", ":9091", "address serving /metrics, /healthz and /readyz")
 		healthAddr   = fs.String("health-listen", "", "address of a listener for /healthz and /readyz alone, with connection caps of its own, for the kubelet's probes (the install sets :8182); empty: none")
 		shutdownWait = fs.Duration("shutdown-timeout", httpserve.Defaults.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown")
@@ -82,12 +85,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fs.DurationVar(&cfg.BackoffBase, "backoff-base", def.BackoffBase, "first retry delay; doubles per failure, with full jitter")
 	fs.DurationVar(&cfg.BackoffMax, "backoff-max", def.BackoffMax, "longest retry delay (a Retry-After may ask for more, up to 10m)")
 	fs.DurationVar(&cfg.LogInterval, "failure-log-interval", def.LogInterval, "least time between two failure logs for one endpoint")
-	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", def.MaxWorkspaces, "most workspaces tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", def.MaxTombstones, "most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted")
+	fs.IntVar(&cfg.MaxWorkspaces, "max-workspaces", 0, fmt.Sprintf("most workspaces tracked; observations beyond are dropped and counted (default: derived from the memory limit, the tighter of GOMEMLIMIT and the memory cgroup's: %d at 128 MiB, %d at 1 GiB; %d without one)", fleetlimits.ForMemory(128<<20).Workspaces, fleetlimits.ForMemory(1<<30).Workspaces, def.MaxWorkspaces))
+	fs.IntVar(&cfg.MaxTombstones, "max-tombstones", 0, fmt.Sprintf("most workspace deletions kept until Cluster Control acknowledges them; the oldest beyond is dropped and counted (default: half the workspaces derived from the memory limit; %d without one)", def.MaxTombstones))
 	fs.StringVar(&cfg.TombstoneFile, "tombstone-file", "", "file keeping unacknowledged workspace deletions across a restart of the sidecar (put it on an emptyDir); empty keeps them in memory only")
-	fs.IntVar(&cfg.MaxNodes, "max-nodes", def.MaxNodes, "most nodes tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxPods, "max-pods", def.MaxPods, "most workspace pods tracked; observations beyond are dropped and counted")
-	fs.IntVar(&cfg.MaxClaims, "max-claims", def.MaxClaims, "most ResourceClaim decisions remembered to announce their changes as Events")
+	fs.IntVar(&cfg.MaxNodes, "max-nodes", 0, fmt.Sprintf("most nodes tracked; observations beyond are dropped and counted (default %d: nodes come with the cluster, not with its workspaces)", def.MaxNodes))
+	fs.IntVar(&cfg.MaxPods, "max-pods", 0, fmt.Sprintf("most workspace pods tracked; observations beyond are dropped and counted (default: ten per workspace derived from the memory limit; %d without one)", def.MaxPods))
+	fs.IntVar(&cfg.MaxClaims, "max-claims", 0, fmt.Sprintf("most ResourceClaim decisions remembered to announce their changes as Events (default: two per workspace derived from the memory limit; %d without one)", def.MaxClaims))
 	fs.IntVar(&cfg.EventBurst, "event-burst", def.EventBurst, "Events about one object written in a burst before the per-object limit applies")
 	fs.DurationVar(&cfg.EventInterval, "event-interval", def.EventInterval, "after the burst, at most one Event about an object per interval")
 	fs.StringVar(&cfg.InterceptorAdminURL, "interceptor-admin-url", "", "the KEDA HTTP add-on interceptors' admin port, http://host:port, best a headless Service naming every interceptor pod: wake wake-on-request workspaces the interceptors hold requests for, and idle those they see none for (docs/workspaces.md); empty: off")
@@ -132,6 +135,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return cliflag.Usagef(fs, "--%s-min-interval=%v: want more than 0", b.flag, b.interval)
 		}
 	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max-workspaces", cfg.MaxWorkspaces}, {"max-tombstones", cfg.MaxTombstones}, {"max-pods", cfg.MaxPods}, {"max-claims", cfg.MaxClaims}, {"max-nodes", cfg.MaxNodes}} {
+		if f.v < 0 {
+			return cliflag.Usagef(fs, "--%s=%d: want 0 (the default) or more", f.name, f.v)
+		}
+	}
+	mem := memlimit.Read(os.DirFS("/"))
+	bounds := setLimits(&cfg, mem)
 	if cfg.Reporter == "" {
 		cfg.Reporter = os.Getenv("POD_NAME")
 	}
@@ -170,6 +183,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		return cliflag.FileError(fs, err)
 	}
+	rep.Registry().MustRegister(limitGauge(bounds))
+	log.Info("reporter limits", limitAttrs(mem, bounds)...)
 	localLn, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("cannot listen on --listen: %w", err)

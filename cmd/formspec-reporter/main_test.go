@@ -77,6 +77,12 @@ func TestRun(t *testing.T) {
 			WantErr: "-max-nodes",
 			Usage:   true,
 		},
+		"NegativeBound": {
+			Reason:  "A negative bound is a usage mistake naming the flag, not a reporter that drops everything.",
+			Args:    append(slices.Clone(local), "--max-claims=-1"),
+			WantErr: "--max-claims=-1: want 0 (the default) or more",
+			Usage:   true,
+		},
 		"BudgetShareAboveOne": {
 			Reason:  "A share is of the workspaces: more than all of them is a mistake naming the flag.",
 			Args:    append(slices.Clone(local), "--restart-budget-share", "1.5"),

@@ -24,6 +24,14 @@ import (
 	"github.com/formspec/formspec-hooks/internal/weburl"
 )
 
+// DefaultAddr is where the reporter sidecar listens for observations, on
+// the pod's loopback, and DefaultURL the hook server's URL for it: the
+// defaults of the reporter's --listen and the hook server's --reporter-url.
+const (
+	DefaultAddr = "127.0.0.1:8181"
+	DefaultURL  = "http://" + DefaultAddr
+)
+
 // Defaults are the values New gives the zero fields of Options, each with
 // the reason for it.
 var Defaults = Options{

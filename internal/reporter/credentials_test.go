@@ -83,7 +83,7 @@ func TestTokenFileAppearsLater(t *testing.T) {
 	if diff := cmp.Diff("Bearer s3cret", got[len(got)-1]); diff != "" {
 		t.Errorf("Authorization once the token file exists: -want, +got:\n%s", diff)
 	}
-	if diff := cmp.Diff(0.0, testutil.ToFloat64(r.m.dropped.WithLabelValues(state.DropRejected))); diff != "" {
+	if diff := cmp.Diff(0.0, testutil.ToFloat64(r.m.dropped.WithLabelValues(state.DropRejected, ""))); diff != "" {
 		t.Errorf("dropped{reason=rejected}: -want, +got:\n%s", diff)
 	}
 	if diff := cmp.Diff(1, strings.Count(logs.String(), "without a bearer token")); diff != "" {

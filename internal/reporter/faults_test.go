@@ -147,7 +147,7 @@ func TestRetryAndDropPolicy(t *testing.T) {
 			if diff := cmp.Diff(tc.want, log.get()); diff != "" {
 				t.Errorf("%s\nevents (-want, +got):\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.wantDropped, testutil.ToFloat64(r.m.dropped.WithLabelValues(state.DropRejected))); diff != "" {
+			if diff := cmp.Diff(tc.wantDropped, testutil.ToFloat64(r.m.dropped.WithLabelValues(state.DropRejected, ""))); diff != "" {
 				t.Errorf("%s\ndropped{reason=rejected} (-want, +got):\n%s", tc.reason, diff)
 			}
 		})

@@ -88,7 +88,7 @@ func (r *Reporter) run(ctx context.Context, l endpointLoop) {
 		case ccclient.Sent, ccclient.Rejected:
 			attempt = 0
 			if res.Outcome == ccclient.Rejected && c.body != nil {
-				r.m.dropped.WithLabelValues(state.DropRejected).Inc()
+				r.m.drop(state.DropRejected)
 			}
 			if l.every != nil {
 				wait = l.every()

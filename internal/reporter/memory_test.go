@@ -15,6 +15,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/fleetlimits"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -26,15 +27,24 @@ import (
 //
 //	GOMEMLIMIT=128MiB go test ./internal/reporter -run '^$' -bench Memory -benchtime 1x
 //
-// FORMSPEC_REPORTER_WORKSPACES overrides the number of workspaces.
+// FORMSPEC_REPORTER_WORKSPACES overrides the number of workspaces;
+// FORMSPEC_REPORTER_FLEET=1 fills tombstones and claims in the ratios of
+// the bounds derived from the memory limit (fleetlimits.ForWorkspaces)
+// instead, to check that a reporter filled to its derived bounds fits its
+// limit.
 func BenchmarkMemory(b *testing.B) {
 	n := 10000
 	if v, err := strconv.Atoi(os.Getenv("FORMSPEC_REPORTER_WORKSPACES")); err == nil {
 		n = v
 	}
+	tombstones, claims := 5000, 20000
+	if os.Getenv("FORMSPEC_REPORTER_FLEET") != "" {
+		l := fleetlimits.ForWorkspaces(n)
+		tombstones, claims = l.Tombstones, l.Claims
+	}
 	for range b.N {
 		cfg := fastConfig("http://127.0.0.1:1")
-		cfg.MaxWorkspaces = n
+		cfg.MaxWorkspaces, cfg.MaxTombstones, cfg.MaxClaims = n, tombstones, claims
 		r, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -70,11 +80,11 @@ func BenchmarkMemory(b *testing.B) {
 			batch = append(batch, o)
 			flush()
 		}
-		for i := range 5000 {
+		for i := range tombstones {
 			batch = append(batch, observation.Observation{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: "gone", Name: fmt.Sprintf("ws-%05d", i)}})
 			flush()
 		}
-		for i := range 20000 {
+		for i := range claims {
 			batch = append(batch, observation.Observation{Claim: &observation.ClaimDecision{Namespace: fmt.Sprintf("team-%04d", i%1000),
 				Name: fmt.Sprintf("claim-%05d", i), Granted: true, Reason: "Verified", CredentialsVersion: "0123456789abcdef"}})
 			flush()
@@ -86,8 +96,8 @@ func BenchmarkMemory(b *testing.B) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		c := r.st.Counts()
-		if c.Pending != n+5000 {
-			b.Fatalf("pending %d, want %d (%v)", c.Pending, n+5000, c)
+		if c.Pending != n+tombstones {
+			b.Fatalf("pending %d, want %d (%v)", c.Pending, n+tombstones, c)
 		}
 		b.ReportMetric(float64(size), "B/status")
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "MiB-heap")

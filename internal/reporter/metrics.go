@@ -36,6 +36,24 @@ type metrics struct {
 	resyncs            prometheus.Counter
 }
 
+// dropBounds names the bound each *_limit drop reason is a drop at, the
+// bound label of formspec_reporter_dropped_observations_total: the
+// formspec_reporter_limit series, and the --max-* flag, to raise. A
+// directive beyond --max-workspaces is a drop at the workspaces bound;
+// autoscales is the fixed maxAutoScales of one workspace.
+var dropBounds = map[string]string{
+	state.DropWorkspaceLimit: "workspaces",
+	state.DropDirectiveLimit: "workspaces",
+	state.DropTombstoneLimit: "tombstones",
+	state.DropNodeLimit:      "nodes",
+	state.DropPodLimit:       "pods",
+	state.DropClaimLimit:     "claims",
+	state.DropAutoScaleLimit: "autoscales",
+}
+
+// drop counts an observation or report dropped for reason.
+func (m *metrics) drop(reason string) { m.dropped.WithLabelValues(reason, dropBounds[reason]).Inc() }
+
 // waitingGauge is formspec_reporter_directives_waiting for one action.
 func waitingGauge(st *state.State, action string, f func(state.Counts) int) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -56,10 +74,10 @@ func newMetrics(st *state.State, files []ccclient.Credential, writer *atomic.Boo
 			Name: "formspec_reporter_last_success_timestamp_seconds",
 			Help: "Unix time of the last successful call to Cluster Control, by endpoint.",
 		}, []string{"endpoint"}),
-		dropped: counterVec("formspec_reporter_dropped_observations_total",
-			"Observations or reports dropped, by reason (workspace_limit, tombstone_limit, node_limit, pod_limit, claim_limit, directive_limit, invalid, rejected).",
-			"reason", state.DropWorkspaceLimit, state.DropTombstoneLimit, state.DropNodeLimit, state.DropPodLimit, state.DropClaimLimit,
-			state.DropDirectiveLimit, state.DropAutoScaleLimit, state.DropInvalid, state.DropRejected),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "formspec_reporter_dropped_observations_total",
+			Help: "Observations or reports dropped, by reason (workspace_limit, tombstone_limit, node_limit, pod_limit, claim_limit, directive_limit, autoscale_limit, invalid, rejected) and, for a drop at a bound, the bound (workspaces, tombstones, nodes, pods, claims, autoscales; as in formspec_reporter_limit).",
+		}, []string{"reason", "bound"}),
 		observations: counterVec("formspec_reporter_observations_total",
 			"Observations received from the hook server, by kind.",
 			"kind"),
@@ -122,6 +140,10 @@ func newMetrics(st *state.State, files []ccclient.Credential, writer *atomic.Boo
 		}))
 	}
 	// Pre-create the series so a dashboard shows 0, not "no data".
+	for _, r := range []string{state.DropWorkspaceLimit, state.DropTombstoneLimit, state.DropNodeLimit, state.DropPodLimit, state.DropClaimLimit,
+		state.DropDirectiveLimit, state.DropAutoScaleLimit, state.DropInvalid, state.DropRejected} {
+		m.dropped.WithLabelValues(r, dropBounds[r])
+	}
 	for _, a := range []string{ccapi.ActionRestartRequired, ccapi.ActionIdle} {
 		for _, r := range []string{state.WaitBudget, state.WaitInterval} {
 			m.directivesDeferred.WithLabelValues(a, r)

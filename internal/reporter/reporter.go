@@ -93,10 +93,10 @@ func New(cfg Config) (*Reporter, error) {
 		// Metacontroller resyncs every claim at least this often, so a
 		// claim unseen for longer is gone.
 		ClaimStale: time.Hour,
-	}, func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
+	}, func(reason string) { r.m.drop(reason) })
 	r.m = newMetrics(r.st, files, &r.writer)
 	r.m.reg.MustRegister(ccclient.AnnouncePlainHTTP(r.log, u, cfg.TokenFile != ""))
-	r.waker = wake.NewWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.dropped.WithLabelValues(reason).Inc() })
+	r.waker = wake.NewWaker(cfg.MaxWorkspaces, cfg.now(), func(reason string) { r.m.drop(reason) })
 	wm := newWakeMetrics(r.m.reg, r.waker)
 	if cfg.InterceptorAdminURL != "" {
 		p, err := wake.NewPoller(cfg.InterceptorAdminURL, min(cfg.RequestTimeout, time.Second))
@@ -133,7 +133,7 @@ func (r *Reporter) Registry() *prometheus.Registry { return r.m.reg }
 // Observe applies one observation from the hook server.
 func (r *Reporter) Observe(obs observation.Observation) error {
 	if err := obs.Validate(); err != nil {
-		r.m.dropped.WithLabelValues(state.DropInvalid).Inc()
+		r.m.drop(state.DropInvalid)
 		return err
 	}
 	now := r.cfg.now()

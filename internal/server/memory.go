@@ -1,50 +1,11 @@
 package server
 
 import (
-	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"slices"
-	"strconv"
-	"strings"
-)
 
-// cgroupMemoryLimit is the limit of the memory cgroup the process is in,
-// cgroup v2 or v1 (read through readFile), or 0 for none.
-func cgroupMemoryLimit(readFile func(string) ([]byte, error)) int64 {
-	self, err := readFile("/proc/self/cgroup")
-	if err != nil {
-		return 0
-	}
-	var file string
-	for line := range strings.Lines(string(self)) {
-		// "hierarchy-ID:controllers:path"; v2 is "0::path".
-		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "" && file == "":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], "memory.max")
-		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			file = filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
-		}
-	}
-	if file == "" {
-		return 0
-	}
-	raw, err := readFile(file)
-	if err != nil {
-		return 0
-	}
-	l, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	// v2 says "max" for none, v1 a number near the largest int64.
-	if err != nil || l <= 0 || l >= 1<<62 {
-		return 0
-	}
-	return l
-}
+	"github.com/formspec/formspec-hooks/internal/memlimit"
+)
 
 // goMemoryShare is how much of the process's memory limit the Go runtime's
 // own limit may take. The runtime counts only what it manages; the rest of
@@ -62,7 +23,7 @@ const goMemoryShare = 0.85
 // It is called once, at start: it reads GOMEMLIMIT back from the runtime's
 // limit, which it then lowers.
 func TuneMemory() (limit, runtime int64) {
-	limit, runtime = memoryLimits(debug.SetMemoryLimit(-1), cgroupMemoryLimit(os.ReadFile))
+	limit, runtime = memoryLimits(memlimit.Read(os.DirFS("/")))
 	if runtime > 0 {
 		debug.SetMemoryLimit(runtime)
 	}
@@ -73,25 +34,16 @@ func TuneMemory() (limit, runtime int64) {
 // 0 for none (see memoryLimits). After TuneMemory it reads the runtime's
 // lowered limit; serve keeps what TuneMemory returned instead.
 func MemoryLimit() int64 {
-	limit, _ := memoryLimits(debug.SetMemoryLimit(-1), cgroupMemoryLimit(os.ReadFile))
+	limit, _ := memoryLimits(memlimit.Read(os.DirFS("/")))
 	return limit
 }
 
-// memoryLimits is the memory the process must stay within and the Go
-// runtime's limit inside it, 0 for none, given GOMEMLIMIT as the runtime
-// read it (goLimit, math.MaxInt64 when unset) and the memory cgroup's limit
-// (cgroupLimit, 0 for none). Either is taken for the container's limit:
-// the deployment sets GOMEMLIMIT to it, and the cgroup may not be visible
-// (no /sys/fs/cgroup in the container, a sandboxed runtime) or the server
-// be run by hand with GOMEMLIMIT alone. With both, the tighter binds. Whichever it is, the runtime gets the same
-// share of it, so that what the runtime does not count fits too.
-func memoryLimits(goLimit, cgroupLimit int64) (limit, runtime int64) {
-	for _, l := range []int64{goLimit, cgroupLimit} {
-		if l > 0 && l < math.MaxInt64 && (limit == 0 || l < limit) {
-			limit = l
-		}
-	}
-	return limit, int64(float64(limit) * goMemoryShare)
+// memoryLimits is the memory the process must stay within (memlimit.Of:
+// the tighter of GOMEMLIMIT and the memory cgroup's limit) and the Go
+// runtime's limit inside it, 0 for none. Whichever binds, the runtime gets
+// the same share of it, so that what the runtime does not count fits too.
+func memoryLimits(l memlimit.Limit) (limit, runtime int64) {
+	return l.Bytes, int64(float64(l.Bytes) * goMemoryShare)
 }
 
 // DefaultInFlightBytes budgets three quarters of the memory limit for what

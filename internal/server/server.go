@@ -19,12 +19,16 @@ import (
 // Defaults are the hook server's own limits, each with how it was chosen;
 // the listeners' HTTP limits take httpserve.Defaults, the one table every
 // server here shares. They are the defaults of serve's flags, and New
-// gives them to a zero MaxBodyBytes and MaxObjects. MaxInFlight and
+// gives them to an empty Addr and MetricsAddr and a zero MaxBodyBytes and
+// MaxObjects. MaxInFlight and
 // ShutdownDelay mean none at zero, in a Config as on the command line
 // (--max-inflight 0, --shutdown-delay 0), so New leaves those alone; a zero
 // MaxInFlightBytes is the budget DefaultInFlightBytes derives from the
 // memory limit, in a Config as with --max-inflight-bytes 0.
 var Defaults = Config{
+	// The ports the install's Service and probes point at.
+	Addr:        ":8080",
+	MetricsAddr: ":9090",
 	// Requests worked on at once, each counted once its body is read;
 	// beyond, 429 with Retry-After (docs/security.md shows what 64 and
 	// the byte budget together bound).
@@ -123,6 +127,8 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
+	cfg.Addr = cmp.Or(cfg.Addr, Defaults.Addr)
+	cfg.MetricsAddr = cmp.Or(cfg.MetricsAddr, Defaults.MetricsAddr)
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, Defaults.MaxBodyBytes)
 	cfg.MaxObjects = cmp.Or(cfg.MaxObjects, Defaults.MaxObjects)
 	if cfg.MaxInFlightBytes == 0 {

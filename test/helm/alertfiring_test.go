@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	promqlengine "github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/template"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -209,4 +211,69 @@ func TestHooksAbsentNamespace(t *testing.T) {
 		return
 	}
 	t.Fatal("no alert FormspecHooksAbsent")
+}
+
+// TestReporterDroppingNamesTheBound checks that FormspecReporterDropping
+// fires once per bound a reporter drops at, and that its description, as
+// Prometheus expands it, names the bound and the formspec_reporter_limit
+// series to read; a drop that is not at a bound says no bound.
+func TestReporterDroppingNamesTheBound(t *testing.T) {
+	const ns = `namespace="formspec-system",pod="a"`
+	series := "formspec_reporter_dropped_observations_total{" + ns + `,reason="workspace_limit",bound="workspaces"} 0+5x40` + "\n" +
+		"formspec_reporter_dropped_observations_total{" + ns + `,reason="directive_limit",bound="workspaces"} 0x40` + "\n" +
+		"formspec_reporter_dropped_observations_total{" + ns + `,reason="claim_limit",bound="claims"} 0+1x40` + "\n" +
+		"formspec_reporter_dropped_observations_total{" + ns + `,reason="invalid"} 0+1x40` + "\n"
+	var rule rulefmt.Rule
+	for _, r := range alertRules(t) {
+		if r.Alert == "FormspecReporterDropping" {
+			rule = r
+		}
+	}
+	if rule.Expr == "" {
+		t.Fatal("no FormspecReporterDropping rule rendered")
+	}
+	engine := promqlengine.NewEngine(promqlengine.EngineOpts{MaxSamples: 1_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+	at := time.Unix(0, 0).UTC().Add(20 * time.Minute)
+	q, err := engine.NewInstantQuery(context.Background(), loadSeries(t, series), nil, rule.Expr, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	res := q.Exec(context.Background())
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	vec, err := res.Vector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range vec {
+		lbls := s.Metric.Map()
+		defs := "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$value := .Value}}"
+		desc, err := template.NewTemplateExpander(context.Background(), defs+rule.Annotations["description"], "description",
+			template.AlertTemplateData(lbls, nil, "", s), model.Time(at.UnixMilli()), nil, nil, nil).Expand()
+		if err != nil {
+			t.Fatalf("description of %v: %v", lbls, err)
+		}
+		got[lbls["reason"]+"/"+lbls["bound"]] = desc
+	}
+	wantIn := map[string][]string{
+		"workspace_limit/workspaces": {"at its workspaces bound", `formspec_reporter_limit{bound="workspaces"}`, "reporter.expectedWorkspaces"},
+		"claim_limit/claims":         {"at its claims bound", `formspec_reporter_limit{bound="claims"}`},
+		"invalid/":                   {"with reason invalid."},
+	}
+	if diff := cmp.Diff(len(wantIn), len(got)); diff != "" {
+		t.Errorf("alerts firing (a directive_limit that stopped does not): %v", got)
+	}
+	for k, parts := range wantIn {
+		for _, p := range parts {
+			if !strings.Contains(got[k], p) {
+				t.Errorf("FormspecReporterDropping for %s does not say %q:\n%s", k, p, got[k])
+			}
+		}
+	}
+	if strings.Contains(got["invalid/"], "bound") {
+		t.Errorf("a drop at no bound names one:\n%s", got["invalid/"])
+	}
 }

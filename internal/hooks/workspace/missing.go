@@ -37,12 +37,6 @@ import (
 // the object is told by kubectl formspec diff and takeover prepare, which
 // read it with the user's credentials.
 
-// DefaultChildCreateGrace is how long a child the hook asks for may go
-// unobserved before the workspace is Degraded: long enough for any
-// informer to catch up (they lag by milliseconds), short enough that a
-// person still waits for the workspace to come up.
-const DefaultChildCreateGrace = time.Minute
-
 // missingChildren are the workspace's own Deployment, Service and
 // ConfigMap that are not observed, for a sync that asks for them.
 func missingChildren(o *observed) []childRef {

@@ -52,7 +52,7 @@ type Config struct {
 	Now func() time.Time
 	// ChildCreateGrace is how long a child the hook asks for may go
 	// unobserved before the workspace is Degraded, ChildNotCreated
-	// (missing.go; default DefaultChildCreateGrace).
+	// (missing.go; default Defaults.ChildCreateGrace).
 	ChildCreateGrace time.Duration
 }
 
@@ -70,6 +70,11 @@ var Defaults = Config{
 	// Workspace's spec.version or DefaultVersion.
 	ResourceImage: "formahub/formspec-resource",
 	Now:           time.Now,
+	// How long a child the hook asks for may go unobserved before the
+	// workspace is Degraded: long enough for any informer to catch up
+	// (they lag by milliseconds), short enough that a person still waits
+	// for the workspace to come up.
+	ChildCreateGrace: time.Minute,
 }
 
 // New returns the Workspace hooks for cfg, its zero fields taken from
@@ -80,7 +85,7 @@ func New(cfg Config) *Hooks {
 		cfg.Now = Defaults.Now
 	}
 	if cfg.ChildCreateGrace <= 0 {
-		cfg.ChildCreateGrace = DefaultChildCreateGrace
+		cfg.ChildCreateGrace = Defaults.ChildCreateGrace
 	}
 	cfg.Reports = observation.OrDiscard(cfg.Reports)
 	return &Hooks{cfg: cfg}
