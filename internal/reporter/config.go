@@ -68,7 +68,7 @@ type Config struct {
 	// InterceptorAdminURL, when set, is the KEDA HTTP add-on interceptors'
 	// admin port, http://host:port: the reporter wakes wake-on-request
 	// workspaces it holds requests for, and idles those it has seen none
-	// for (wake.go). The host should be a headless Service, resolving to
+	// for (package wake). The host should be a headless Service, resolving to
 	// every interceptor pod.
 	InterceptorAdminURL string
 	// InterceptorPollInterval is the period of the interceptor queue poll:
@@ -91,7 +91,7 @@ type Config struct {
 	MaxClaims int
 
 	// RestartBudget and IdleBudget pace the directives that take a
-	// workspace's pods down (budget.go): at most a share of the
+	// workspace's pods down (state/budget.go): at most a share of the
 	// workspaces in the middle of one at once, and a least interval
 	// between two on one workspace. Past either, a directive waits.
 	RestartBudget, IdleBudget state.Budget

@@ -17,7 +17,7 @@ import (
 // replicas elect the one that writes directives.
 //
 // Any replica answers any hook, and every reporter reports what its own
-// hook server saw, but the directive budget (budget.go) is a promise about
+// hook server saw, but the directive budget (package state) is a promise about
 // the whole install: at most a share of the workspaces restarting at once,
 // one restart of a workspace per interval. Two reporters each keeping it
 // would keep it twice over whenever they decide at once. So one of them,

@@ -33,7 +33,7 @@ type wsEntry struct {
 	// consumed is a directive this workspace carried out whose
 	// consumption Cluster Control has not acknowledged yet.
 	consumed *ccapi.DirectiveConsumed
-	// autoScales are the wakes and idles the reporter decided (wake.go)
+	// autoScales are the wakes and idles the reporter decided (package wake)
 	// that Cluster Control has not acknowledged yet, oldest first, at most
 	// maxAutoScales: a report carries the first, and once it is sent the
 	// next goes, so a wake followed by an idle during an outage reaches

@@ -15,7 +15,7 @@ import (
 // Wake on request: the interceptor holds requests for a workspace of a
 // wake-on-request class while it has no ready pod; the reporter polls the
 // interceptors' queues and decides here what to do about each such
-// workspace. This file decides, without I/O; wakeloop.go polls and writes.
+// workspace. This file decides, without I/O; loop.go polls and writes.
 //
 //   - A held request for an idle workspace wakes it (formspec.dev/idle is
 //     removed), unless Cluster Control has an idle directive for it: its
