@@ -9,9 +9,10 @@ import (
 	"net/url"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
+	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
+	"github.com/formspec/formspec-hooks/internal/reporter/wake"
 )
 
 // Config configures a Reporter. Zero durations and limits take their value
@@ -67,7 +68,7 @@ type Config struct {
 	// InterceptorAdminURL, when set, is the KEDA HTTP add-on interceptors'
 	// admin port, http://host:port: the reporter wakes wake-on-request
 	// workspaces it holds requests for, and idles those it has seen none
-	// for (wake.go). The host should be a headless Service, resolving to
+	// for (package wake). The host should be a headless Service, resolving to
 	// every interceptor pod.
 	InterceptorAdminURL string
 	// InterceptorPollInterval is the period of the interceptor queue poll:
@@ -90,10 +91,10 @@ type Config struct {
 	MaxClaims int
 
 	// RestartBudget and IdleBudget pace the directives that take a
-	// workspace's pods down (budget.go): at most a share of the
+	// workspace's pods down (state/budget.go): at most a share of the
 	// workspaces in the middle of one at once, and a least interval
 	// between two on one workspace. Past either, a directive waits.
-	RestartBudget, IdleBudget Budget
+	RestartBudget, IdleBudget state.Budget
 
 	// LeaseNamespace is where the Lease is (LeaseName) by which the
 	// reporters of several replicas elect the one that writes directives
@@ -123,17 +124,12 @@ type Config struct {
 }
 
 // KubeClients are the reporter's only ways into the Kubernetes API; its
-// RBAC allows nothing else (deploy/reporter).
-type KubeClients struct {
-	// Dynamic patches formspec.dev/v1alpha1 Workspaces, and lists and
-	// watches them for the directive budget.
-	Dynamic dynamic.Interface
-	// Events creates and patches events.k8s.io/v1 Events.
-	Events typedeventsv1.EventsV1Interface
-	// Leases gets, creates and updates the coordination.k8s.io/v1 Lease
-	// that elects the reporter writing directives; nil: no election.
-	Leases typedcoordinationv1.LeasesGetter
-}
+// RBAC allows nothing else (deploy/reporter). See kube.Clients.
+type KubeClients = kube.Clients
+
+// Budget paces one kind of directive that takes a workspace's pods down
+// (state.Budget).
+type Budget = state.Budget
 
 // validate checks what has no default: where Cluster Control is and what
 // this reporter calls itself. It returns Cluster Control's parsed URL.
@@ -151,13 +147,13 @@ func (cfg Config) validate() (*url.URL, error) {
 // validateDefaulted checks the values that may be set wrong, once
 // withDefaults has filled in the rest.
 func (cfg Config) validateDefaulted() error {
-	if err := cfg.RestartBudget.validate("restart budget"); err != nil {
+	if err := cfg.RestartBudget.Validate("restart budget"); err != nil {
 		return err
 	}
-	if err := cfg.IdleBudget.validate("idle budget"); err != nil {
+	if err := cfg.IdleBudget.Validate("idle budget"); err != nil {
 		return err
 	}
-	return cfg.validateLease()
+	return cfg.election(nil).Validate()
 }
 
 // Defaults is the one table of defaults: New gives every zero duration and
@@ -251,7 +247,32 @@ func (cfg Config) withDefaults() Config {
 		cfg.sleep = sleep
 	}
 	if cfg.rand == nil {
-		cfg.rand = defaultRand
+		cfg.rand = ccclient.DefaultRand
 	}
 	return cfg
+}
+
+// ParseClusterControlURL checks cfg.ClusterControlURL, naming it name in
+// its errors, with ccclient.ParseURL: while a TokenFile is set, plain
+// http:// to a host off the loopback is refused unless InsecureHTTP says
+// so. formspec-reporter checks its flags with it before starting, so that
+// a mistake is a usage error; New checks again.
+func (cfg Config) ParseClusterControlURL(name string) (*url.URL, error) {
+	return ccclient.ParseURL(name, cfg.ClusterControlURL, cfg.TokenFile != "", cfg.InsecureHTTP)
+}
+
+// ErrPlainHTTP is a Cluster Control URL that would carry the bearer token
+// across a network in clear (ccclient.ErrPlainHTTP).
+var ErrPlainHTTP = ccclient.ErrPlainHTTP
+
+// ErrTokenFile is wrapped by New's error when Config.TokenFile exists but
+// cannot be read (ccclient.ErrTokenFile).
+var ErrTokenFile = ccclient.ErrTokenFile
+
+// ParseInterceptorAdminURL checks an interceptor admin URL
+// (Config.InterceptorAdminURL), naming it name in its errors
+// (wake.ParseAdminURL): main checks the flag with it before starting, so
+// that a mistake is a usage error.
+func ParseInterceptorAdminURL(name, raw string) (*url.URL, error) {
+	return wake.ParseAdminURL(name, raw)
 }

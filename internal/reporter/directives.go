@@ -1,305 +1,84 @@
 package reporter
 
 import (
-	"cmp"
-	"maps"
-	"slices"
-	"time"
+	"context"
+	"fmt"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
-	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
+
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 )
 
-// annotated reports whether a workspace's annotations already say what d
-// asks for, so that writing them again would change nothing.
-func annotated(d ccapi.Directive, f wsFacts) bool {
-	switch d.Action {
-	case ccapi.ActionRestartRequired:
-		return f.WantedArtifactHash == d.ArtifactHash
-	case ccapi.ActionIdle:
-		return f.Idle
-	case ccapi.ActionWake:
-		return !f.Idle
-	}
-	return false
-}
-
-// carriedOut is the one rule for when a directive is consumed: a restart
-// once the workspace's pods run the hash (not merely once the annotation is
-// written), idle and wake once the annotation is as asked, since whether
-// the workspace can scale to zero is its class's business.
-func carriedOut(d ccapi.Directive, f wsFacts) bool {
-	if d.Action == ccapi.ActionRestartRequired {
-		return f.ArtifactHash == d.ArtifactHash
-	}
-	return annotated(d, f)
-}
-
-// consume reports the workspace's directive consumed if the workspace has
-// carried it out, and reports whether a report became pending. Called with
-// the lock held.
-func (s *state) consume(k types.NamespacedName, e *wsEntry, now time.Time) bool {
-	d, ok := s.directives[k]
-	if !ok || e.deleted || e.statusJS == nil || !carriedOut(d, e.facts) {
-		return false
-	}
-	delete(s.directives, k)
-	c := &ccapi.DirectiveConsumed{Action: d.Action, ArtifactHash: d.ArtifactHash}
-	if e.consumed != nil && *e.consumed == *c {
-		return false
-	}
-	e.consumed = c
-	s.bump(k, e, now)
-	return true
-}
-
-// Reasons a directive is refused, the values of the reason label of
-// formspec_reporter_directives_refused_total. A refused directive is
-// neither written nor forgotten: Cluster Control still holds it, and one
-// that names a workspace this reporter has not seen yet is written once
-// it has.
-const (
-	// refuseInvalid: the directive names no valid workspace or an action
-	// this reporter does not know (the contract says to ignore those).
-	refuseInvalid = "invalid"
-	// refuseInvalidHash: a restart whose artifact hash is not "sha256:"
-	// and 64 lowercase hex digits (v1alpha1.ArtifactHashPattern).
-	refuseInvalidHash = "invalid_hash"
-	// refuseForeignNamespace: a namespace in which the hook server has
-	// synced no Workspace.
-	refuseForeignNamespace = "foreign_namespace"
-	// refuseUnknownWorkspace: a Workspace the hook server has not synced
-	// (or whose deletion it saw), in a namespace it serves.
-	refuseUnknownWorkspace = "unknown_workspace"
-)
-
-// refusal is a directive the reporter will not write, and why.
-type refusal struct {
-	d      ccapi.Directive
-	reason string
-	// told is set once the refusal has been counted and logged: each
-	// directive is refused once, not on every poll.
-	told bool
-}
-
-// check returns why a directive Cluster Control sent cannot be carried out
-// whatever the cluster holds, or "".
-func check(d ccapi.Directive) string {
-	if d.Validate() != nil {
-		return refuseInvalid
-	}
-	if d.Action == ccapi.ActionRestartRequired && !v1alpha1.ValidArtifactHash(d.ArtifactHash) {
-		return refuseInvalidHash
-	}
-	return ""
-}
-
-// setDirectives replaces the directives with what Cluster Control holds
-// now. A directive the workspace already carried out is consumed on the
-// spot, which also covers a consumption report that was lost; a directive
-// that is gone is withdrawn, and what it already wrote stays. A directive
-// that fails check is refused and kept out. It reports whether any report
-// became pending.
-func (s *state) setDirectives(ds []ccapi.Directive, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.directives = make(map[types.NamespacedName]ccapi.Directive, len(ds))
-	refused := make(map[types.NamespacedName]refusal)
-	queued := false
-	for _, d := range ds {
-		if len(s.directives)+len(refused) >= s.lim.workspaces {
-			s.drop(dropDirectiveLimit)
-			break
-		}
-		k := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
-		if reason := check(d); reason != "" {
-			refused[k] = s.refusal(k, d, reason)
-			delete(s.directives, k)
-			continue
-		}
-		delete(refused, k)
-		s.directives[k] = d
-		if e, ok := s.workspaces[k]; ok && s.consume(k, e, now) {
-			queued = true
-		}
-	}
-	// The refusals of directives still held, to keep their told marks;
-	// toWrite decides again whether each still applies.
-	for k, d := range s.directives {
-		if r, ok := s.refused[k]; ok && r.d == d {
-			refused[k] = r
-		}
-	}
-	s.refused = refused
-	for k := range s.applied {
-		if s.applied[k] != s.directives[k] {
-			delete(s.applied, k)
-		}
-	}
-	return queued
-}
-
-// refusal returns the refusal of d for reason, told already if this very
-// refusal was. Called with the lock held.
-func (s *state) refusal(k types.NamespacedName, d ccapi.Directive, reason string) refusal {
-	r := s.refused[k]
-	return refusal{d: d, reason: reason, told: r.told && r.d == d && r.reason == reason}
-}
-
-// directivePlan is what one poll does with the directives: those to write
-// now, the refusals not reported yet, and the directives that began to
-// wait for their budget.
-type directivePlan struct {
-	write    []ccapi.Directive
-	refused  []refusal
-	deferred []deferral
-}
-
-// toWrite plans the writes of this poll: the directives not written by
-// this reporter yet and not already there as far as it has seen, for
-// Workspaces it knows, in namespaces it serves, within their budget
-// (budget.go). A Workspace is known once the hook server has synced it or
-// the reporter's watch has seen it (watch.go). The install serves every
-// namespace (Metacontroller's controllers are cluster-wide), so the
-// namespaces this reporter serves are those it knows Workspaces in: a
-// directive for any other is refused as foreign, one for a Workspace it
-// does not know as unknown, and written once it knows it. Directives are
-// admitted oldest waiting first, then by workspace; each refusal and each
-// wait is reported once.
-func (s *state) toWrite(now time.Time) directivePlan {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	served := map[string]bool{}
-	for k, e := range s.workspaces {
-		if e.live() {
-			served[k.Namespace] = true
-		}
-	}
-	for k := range s.watched {
-		served[k.Namespace] = true
-	}
-	u := s.use(now)
-	var plan directivePlan
-	waiting := make(map[types.NamespacedName]waiter, len(s.waiting))
-	for _, k := range s.inLine(now) {
-		d := s.directives[k]
-		if s.applied[k] == d {
-			continue
-		}
-		f, p, known := s.view(k)
-		if !known {
-			// Known to the hook server before the watch has listed it.
-			if e, ok := s.workspaces[k]; ok && e.live() {
-				f, p, known = e.facts, &e.pace, true
-			}
-		}
-		switch {
-		case !served[k.Namespace]:
-			s.refused[k] = s.refusal(k, d, refuseForeignNamespace)
-			continue
-		case !known:
-			s.refused[k] = s.refusal(k, d, refuseUnknownWorkspace)
-			continue
-		}
-		delete(s.refused, k)
-		if annotated(d, f) {
-			s.applied[k] = d
-			continue
-		}
-		if reason := s.admit(f, p, d, &u, now); reason != "" {
-			w, ok := s.waiting[k]
-			if !ok {
-				w.since = now
-			}
-			w.told = w.told && w.d == d
-			w.d, w.reason = d, reason
-			if !w.told {
-				w.told = true
-				plan.deferred = append(plan.deferred, deferral{waiter: w, event: event{
-					ref: s.ref(k), typ: eventNormal, reason: deferReason(d), action: "Defer", note: deferNote(d, reason, u, s.lim),
-				}})
-			}
-			waiting[k] = w
-			continue
-		}
-		plan.write = append(plan.write, d)
-	}
-	s.waiting = waiting
-	for _, k := range slices.SortedFunc(maps.Keys(s.refused), compareNames) {
-		if r := s.refused[k]; !r.told {
-			plan.refused = append(plan.refused, r)
-			r.told = true
-			s.refused[k] = r
-		}
-	}
-	return plan
-}
-
-// ref is the object reference of a known Workspace, for an Event, with its
-// UID when the hook server or the watch told it. Called with the lock
-// held.
-func (s *state) ref(k types.NamespacedName) corev1.ObjectReference {
-	if e, ok := s.workspaces[k]; ok && e.uid != "" {
-		return workspaceRef(e)
-	}
-	ref := workspaceRef(&wsEntry{name: k})
-	if w, ok := s.watched[k]; ok {
-		ref.UID = w.uid
-	}
-	return ref
-}
-
-// inLine returns the workspaces with a directive in the order their
-// directives are admitted: those waiting longest first, then by name.
-// Called with the lock held.
-func (s *state) inLine(now time.Time) []types.NamespacedName {
-	since := func(k types.NamespacedName) time.Time {
-		if w, ok := s.waiting[k]; ok {
-			return w.since
-		}
-		return now
-	}
-	return slices.SortedFunc(maps.Keys(s.directives), func(a, b types.NamespacedName) int {
-		return cmp.Or(since(a).Compare(since(b)), compareNames(a, b))
-	})
-}
-
-// deferReason is the reason of the Event announcing a directive's wait.
-func deferReason(d ccapi.Directive) string {
-	if d.Action == ccapi.ActionIdle {
-		return "IdleDeferred"
-	}
-	return "RestartDeferred"
-}
-
-// stopWaiting forgets the waiting directives: this reporter no longer
-// writes directives (another replica's does).
-func (s *state) stopWaiting() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.waiting)
-}
-
-// written records that d is on its Workspace, written at now (or that its
-// Workspace does not exist, which no retry will change: began is false).
-// Both the hook server's view of the workspace and the watch's learn when
-// it began.
-func (s *state) written(d ccapi.Directive, began bool, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
-	if s.directives[k] == d {
-		s.applied[k] = d
-	}
-	if !began {
+// writeDirectives writes the directives that are not on their Workspace
+// yet and are within their budget, counts and logs (rate-limited) those
+// it refuses, and counts and announces those that begin to wait. Only the
+// reporter elected to write directives writes (lease.go). The patch sets
+// (or removes) one annotation and nothing else, so it is idempotent: a
+// reporter that writes again after a failover writes the same value, and
+// the API server records no change for a repeat.
+func (r *Reporter) writeDirectives(ctx context.Context) {
+	if !r.writer.Load() {
 		return
 	}
-	if e, ok := s.workspaces[k]; ok {
-		e.pace.began(d, e.facts.WantedArtifactHash, now)
+	plan := r.st.ToWrite(r.cfg.now())
+	for _, ref := range plan.Refused {
+		r.m.directivesRefused.WithLabelValues(ref.Reason).Inc()
+		if ok, held := r.limiter.allow(logKeyDirectiveRefused, r.cfg.now()); ok {
+			r.log.Warn("refusing directive", "namespace", ref.Directive.Namespace, "name", ref.Directive.Name,
+				"action", ref.Directive.Action, "reason", ref.Reason, "suppressed", held)
+		}
 	}
-	if w, ok := s.watched[k]; ok {
-		w.pace.began(d, w.facts.WantedArtifactHash, now)
+	var evs []state.Event
+	for _, w := range plan.Deferred {
+		r.m.directivesDeferred.WithLabelValues(w.Directive.Action, w.Reason).Inc()
+		evs = append(evs, w.Event)
 	}
+	if r.events != nil {
+		r.events.Write(evs)
+	}
+	for _, d := range plan.Write {
+		err := r.writeDirective(ctx, d)
+		switch {
+		case err == nil:
+			r.m.directiveWrites.WithLabelValues("ok").Inc()
+			r.st.Written(d, true, r.cfg.now())
+		case apierrors.IsNotFound(err):
+			// Not (or no longer) in the cluster: nothing to write, and
+			// asking again will not change that.
+			r.m.directiveWrites.WithLabelValues("not_found").Inc()
+			r.st.Written(d, false, r.cfg.now())
+		default:
+			if ctx.Err() != nil {
+				return
+			}
+			// Retried on the next poll.
+			r.m.directiveWrites.WithLabelValues("error").Inc()
+			r.warn(logKeyDirectives, "cannot write directive onto workspace", err, "namespace", d.Namespace, "name", d.Name, "action", d.Action)
+		}
+	}
+}
+
+// writeDirective patches d's annotation onto its Workspace.
+func (r *Reporter) writeDirective(ctx context.Context, d ccapi.Directive) error {
+	patch, err := kube.DirectivePatch(d)
+	if err != nil {
+		return err
+	}
+	if err := r.patch(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Name}, types.MergePatchType, patch); err != nil {
+		return fmt.Errorf("cannot patch workspace %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return nil
+}
+
+// patch patches one Workspace (kube.Patch), within RequestTimeout.
+func (r *Reporter) patch(ctx context.Context, k types.NamespacedName, pt types.PatchType, patch []byte) error {
+	var dyn dynamic.Interface
+	if r.cfg.Kube != nil {
+		dyn = r.cfg.Kube.Dynamic
+	}
+	return kube.Patch(ctx, dyn, r.cfg.RequestTimeout, k, pt, patch)
 }

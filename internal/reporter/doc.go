@@ -10,36 +10,27 @@
 // latest state wins, and node reports are rebuilt from the latest state on
 // every send.
 //
-// Where each concern lives:
-//   - config.go: Config, its defaults and what New validates.
-//   - reporter.go: the Reporter, New, and Observe, which hands each
-//     observation to the state.
-//   - state.go: the state, its limits and the reasons an observation is
-//     dropped; it does no I/O. Its parts:
-//     workspaces.go (workspace statuses, deletions, resync, ClusterClass
-//     usage), queue.go (the workspace report queue: what is sent next and
-//     what a send acknowledges), directives.go (Cluster Control's
-//     directives: which to write and which to refuse, when one is
-//     consumed), nodes.go (nodes,
-//     pod placement and the node-health report) and claims.go (claim
-//     decisions).
-//   - loops.go: Run and the endpoint loops, one per conversation with
-//     Cluster Control, and their failure logs; backoff.go: retry delays,
-//     jitter and log rate limits.
-//   - transport.go: one call to Cluster Control and what its answer means;
-//     token.go and tls.go: the credentials it is made with.
-//   - budget.go: the directive budget, which paces restarts and idles
-//     (no I/O); watch.go: the watch of Workspaces it counts from;
-//     lease.go: the election of the one reporter that writes directives
-//     and keeps the budget.
-//   - kube.go: the writes to Kubernetes, directives patched onto
-//     Workspaces; events.go: the Events about users' objects.
-//   - wake.go: wake on request, what to do about each wake-on-request
-//     workspace after a poll of the interceptors (no I/O); wakeloop.go:
-//     the poll loop, its writes, Events and metrics; interceptor.go: one
-//     poll of every interceptor's admin queue.
-//   - tombstones.go: the tombstone file, which keeps unacknowledged
-//     deletions across a restart.
-//   - http.go: the localhost API for the hook server and the ops handler
-//     (metrics and health); metrics.go: the metrics.
+// This package keeps the loops and the wiring; each part it wires is a
+// package of its own, testable alone, and none of them imports another
+// part's loops:
+//   - state: what the reporter knows and decides, without I/O: workspaces,
+//     the report queue, directives and their budget, nodes, claims, the
+//     Events these call for.
+//   - ccclient: the Cluster Control client: one call and what its answer
+//     means, the token and TLS files, backoff, the plain-http guard.
+//   - kube: the Kubernetes API: Workspace patches, Events, the Lease, the
+//     watch of Workspaces.
+//   - wake: wake on request: what to do after a poll of the interceptors,
+//     the poll, and the loop that carries it out.
+//   - tombstone: the tombstone file, which keeps unacknowledged deletions
+//     across a restart.
+//
+// Here: config.go, Config, its defaults and what New validates;
+// reporter.go, the Reporter, New, and Observe, which hands each
+// observation to the state; loops.go, Run and the loops, one per
+// conversation with Cluster Control, and the wiring of the others;
+// directives.go, the directive writes; lease.go, the election's effect on
+// who writes; http.go, the localhost API for the hook server and the ops
+// handler (metrics and health); metrics.go, the metrics; logs.go, the
+// rate-limited failure logs.
 package reporter

@@ -11,6 +11,7 @@ import (
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -43,14 +44,14 @@ func TestOutageDeliversLatestStateOnly(t *testing.T) {
 			})
 		}
 	}
-	wantHeld := counts{Workspaces: workspaces, Pending: workspaces}
-	got := r.st.counts()
+	wantHeld := state.Counts{Workspaces: workspaces, Pending: workspaces}
+	got := r.st.Counts()
 	if got.Workspaces != wantHeld.Workspaces || got.Pending != wantHeld.Pending || got.Queue > workspaces {
 		t.Fatalf("state during outage: got %v, want %d workspaces, %d pending, queue <= %d", got, workspaces, workspaces, workspaces)
 	}
 
 	cc.SetDown(false)
-	testsync.WaitFor(t, "every workspace delivered", func() bool { return r.st.counts().Pending == 0 })
+	testsync.WaitFor(t, "every workspace delivered", func() bool { return r.st.Counts().Pending == 0 })
 
 	// Each workspace's last report carries its latest state, and the 40
 	// updates of each were coalesced: besides the latest, at most one
@@ -140,13 +141,13 @@ func TestRetryAndDropPolicy(t *testing.T) {
 			runLoops(t, r.runWorkspaceSender)
 			testsync.WaitFor(t, "the report to be settled", func() bool {
 				ev := log.get()
-				return r.st.counts().Pending == 0 && len(ev) > 0 && ev[len(ev)-1][:4] == "POST"
+				return r.st.Counts().Pending == 0 && len(ev) > 0 && ev[len(ev)-1][:4] == "POST"
 			})
 
 			if diff := cmp.Diff(tc.want, log.get()); diff != "" {
 				t.Errorf("%s\nevents (-want, +got):\n%s", tc.reason, diff)
 			}
-			if diff := cmp.Diff(tc.wantDropped, testutil.ToFloat64(r.m.dropped.WithLabelValues(dropRejected, ""))); diff != "" {
+			if diff := cmp.Diff(tc.wantDropped, testutil.ToFloat64(r.m.dropped.WithLabelValues(state.DropRejected, ""))); diff != "" {
 				t.Errorf("%s\ndropped{reason=rejected} (-want, +got):\n%s", tc.reason, diff)
 			}
 		})

@@ -49,9 +49,7 @@ func (r *Reporter) serveObservations(w http.ResponseWriter, req *http.Request) {
 	// twice changes nothing).
 	if deletions {
 		if err := r.saveTombstones(); err != nil {
-			if ok, held := r.limiter.allow(logKeyTombstones, r.cfg.now()); ok {
-				r.log.Warn("cannot save tombstones; asking the hook server to hand the deletions over again", "suppressed", held, "err", err)
-			}
+			r.warn(logKeyTombstones, "cannot save tombstones; asking the hook server to hand the deletions over again", err)
 			writeError(w, http.StatusServiceUnavailable, "cannot keep the deletions: the tombstone file cannot be written")
 			return
 		}

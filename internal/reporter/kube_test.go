@@ -14,6 +14,8 @@ import (
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -48,7 +50,7 @@ func newFakeCluster(t *testing.T, workspaces ...string) *fakeCluster {
 	}
 	fc := &fakeCluster{
 		dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{workspacesResource: "WorkspaceList"}, objs...),
+			map[schema.GroupVersionResource]string{kube.WorkspacesResource: "WorkspaceList"}, objs...),
 		events: fake.NewClientset(),
 	}
 	return fc
@@ -95,7 +97,7 @@ func (fc *fakeCluster) clients() *KubeClients {
 func (fc *fakeCluster) annotations(t *testing.T, key string) map[string]string {
 	t.Helper()
 	ns, name, _ := strings.Cut(key, "/")
-	u, err := fc.dyn.Resource(workspacesResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := fc.dyn.Resource(kube.WorkspacesResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func TestDirectivesRefusedUnwritten(t *testing.T) {
 	refused := func(reason string) float64 { return testutil.ToFloat64(r.m.directivesRefused.WithLabelValues(reason)) }
 	testsync.WaitFor(t, "the real directive written and the forged ones refused", func() bool {
 		return fc.annotations(t, "team-a/shop")[v1alpha1.AnnotationArtifactBinaryHash] == digest(2) &&
-			refused(refuseUnknownWorkspace)+refused(refuseForeignNamespace)+refused(refuseInvalidHash) == 3
+			refused(state.RefuseUnknownWorkspace)+refused(state.RefuseForeignNamespace)+refused(state.RefuseInvalidHash) == 3
 	})
 	polls := len(cc.Requests())
 	testsync.WaitFor(t, "more polls", func() bool { return len(cc.Requests()) > polls+3 })
@@ -214,7 +216,7 @@ func TestDirectivesRefusedUnwritten(t *testing.T) {
 	// the idle replaced the restart of kube-system/coredns. team-b's
 	// malformed hash names a foreign namespace too; the hash is checked
 	// first, whatever the cluster holds.
-	want := map[string]float64{refuseInvalid: 0, refuseInvalidHash: 1, refuseForeignNamespace: 1, refuseUnknownWorkspace: 1}
+	want := map[string]float64{state.RefuseInvalid: 0, state.RefuseInvalidHash: 1, state.RefuseForeignNamespace: 1, state.RefuseUnknownWorkspace: 1}
 	got := map[string]float64{}
 	for reason := range want {
 		got[reason] = refused(reason)

@@ -9,6 +9,12 @@ import (
 	"time"
 
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/ccclient"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
+	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
+	"github.com/formspec/formspec-hooks/internal/reporter/wake"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Run reports until ctx ends. The loops are independent, so a slow
@@ -39,7 +45,7 @@ type call struct {
 	body         []byte
 	key          string
 	out          any
-	done         func(result)
+	done         func(ccclient.Result)
 }
 
 // endpointLoop is one of the reporter's conversations with Cluster Control.
@@ -69,7 +75,7 @@ func (r *Reporter) run(ctx context.Context, l endpointLoop) {
 		if !ok {
 			return
 		}
-		res := r.cc.do(ctx, c.method, c.path, c.body, c.key, c.out)
+		res := r.cc.Do(ctx, c.method, c.path, c.body, c.key, c.out)
 		if ctx.Err() != nil {
 			return
 		}
@@ -78,17 +84,17 @@ func (r *Reporter) run(ctx context.Context, l endpointLoop) {
 			c.done(res)
 		}
 		var wait time.Duration
-		switch res.outcome {
-		case sent, rejected:
+		switch res.Outcome {
+		case ccclient.Sent, ccclient.Rejected:
 			attempt = 0
-			if res.outcome == rejected && c.body != nil {
-				r.m.drop(dropRejected)
+			if res.Outcome == ccclient.Rejected && c.body != nil {
+				r.m.drop(state.DropRejected)
 			}
 			if l.every != nil {
 				wait = l.every()
 			}
-		case retry:
-			wait = r.backoff.delay(attempt, res.retryAfter)
+		case ccclient.Retry:
+			wait = r.backoff.Delay(attempt, res.RetryAfter)
 			attempt++
 		}
 		if wait > 0 && r.cfg.sleep(ctx, wait) != nil {
@@ -104,37 +110,47 @@ func (r *Reporter) runWorkspaceSender(ctx context.Context) {
 		endpoint: endpointWorkspaceStatus,
 		next: func(ctx context.Context) (call, bool) {
 			for {
-				if p, ok := r.st.next(); ok {
-					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.body, key: p.key,
-						done: func(res result) { r.st.finish(p, res.outcome, r.cfg.now()) }}, true
+				if p, ok := r.st.Next(); ok {
+					return call{method: http.MethodPost, path: ccapi.PathWorkspaceStatus, body: p.Body, key: ccclient.IdempotencyKey(p.Body),
+						done: func(res ccclient.Result) { r.finished(p, res) }}, true
 				}
 				select {
 				case <-ctx.Done():
 					return call{}, false
-				case <-r.wake:
+				case <-r.nudges:
 				}
 			}
 		},
 	})
 }
 
+// finished tells the state how sending p went: a report to retry goes to
+// the back of the queue, one sent or rejected for good is done.
+func (r *Reporter) finished(p state.PendingReport, res ccclient.Result) {
+	if res.Outcome == ccclient.Retry {
+		r.st.Requeue(p)
+		return
+	}
+	r.st.Done(p, res.Outcome == ccclient.Sent, r.cfg.now())
+}
+
 // runNodeHealth sends a fresh node report every interval. A failed report is
 // not resent: the next one, built from newer state, replaces it, sooner than
 // the interval when the backoff allows.
 func (r *Reporter) runNodeHealth(ctx context.Context) {
-	every := func() time.Duration { return jitter(r.cfg.NodeHealthInterval, r.cfg.rand) }
+	every := func() time.Duration { return ccclient.Jitter(r.cfg.NodeHealthInterval, r.cfg.rand) }
 	r.run(ctx, endpointLoop{
 		endpoint: endpointNodeHealth,
 		first:    every(),
 		every:    every,
 		next: func(ctx context.Context) (call, bool) {
-			body, err := json.Marshal(r.st.nodeReport(r.cfg.Reporter, r.cfg.now()))
+			body, err := json.Marshal(r.st.NodeReport(r.cfg.Reporter, r.cfg.now()))
 			if err != nil {
 				// Only a type the encoder cannot handle gets here.
 				r.log.Error("cannot encode node health", "err", err)
 				return call{}, false
 			}
-			return call{method: http.MethodPost, path: ccapi.PathNodeHealth, body: body, key: idempotencyKey(body)}, ctx.Err() == nil
+			return call{method: http.MethodPost, path: ccapi.PathNodeHealth, body: body, key: ccclient.IdempotencyKey(body)}, ctx.Err() == nil
 		},
 	})
 }
@@ -145,14 +161,14 @@ func (r *Reporter) runNodeHealth(ctx context.Context) {
 func (r *Reporter) runDeployStatus(ctx context.Context) {
 	r.run(ctx, endpointLoop{
 		endpoint: endpointDeployStatus,
-		every:    func() time.Duration { return jitter(r.cfg.DeployStatusInterval, r.cfg.rand) },
+		every:    func() time.Duration { return ccclient.Jitter(r.cfg.DeployStatusInterval, r.cfg.rand) },
 		next: func(ctx context.Context) (call, bool) {
 			ds := new(ccapi.DeployStatus)
-			return call{method: http.MethodGet, path: ccapi.PathDeployStatus, out: ds, done: func(res result) {
-				if res.outcome != sent {
+			return call{method: http.MethodGet, path: ccapi.PathDeployStatus, out: ds, done: func(res ccclient.Result) {
+				if res.Outcome != ccclient.Sent {
 					return
 				}
-				if r.st.setDirectives(ds.Directives, r.cfg.now()) {
+				if r.st.SetDirectives(ds.Directives, r.cfg.now()) {
 					r.nudge()
 				}
 				r.writeDirectives(ctx)
@@ -165,10 +181,10 @@ func (r *Reporter) runDeployStatus(ctx context.Context) {
 // ResyncInterval (jittered).
 func (r *Reporter) runResync(ctx context.Context) {
 	for {
-		if r.cfg.sleep(ctx, jitter(r.cfg.ResyncInterval, r.cfg.rand)) != nil {
+		if r.cfg.sleep(ctx, ccclient.Jitter(r.cfg.ResyncInterval, r.cfg.rand)) != nil {
 			return
 		}
-		if n := r.st.resync(r.cfg.now()); n > 0 {
+		if n := r.st.Resync(r.cfg.now()); n > 0 {
 			r.m.resyncs.Add(float64(n))
 			r.nudge()
 		}
@@ -176,9 +192,9 @@ func (r *Reporter) runResync(ctx context.Context) {
 }
 
 // record counts a call and logs a failure, rate-limited per endpoint.
-func (r *Reporter) record(endpoint string, res result) {
-	r.m.sends.WithLabelValues(endpoint, res.label()).Inc()
-	if res.outcome == sent {
+func (r *Reporter) record(endpoint string, res ccclient.Result) {
+	r.m.sends.WithLabelValues(endpoint, res.Label()).Inc()
+	if res.Outcome == ccclient.Sent {
 		r.m.lastSuccess.WithLabelValues(endpoint).Set(float64(r.cfg.now().UnixNano()) / 1e9)
 		return
 	}
@@ -187,11 +203,11 @@ func (r *Reporter) record(endpoint string, res result) {
 		return
 	}
 	action := "will retry"
-	if res.outcome == rejected {
+	if res.Outcome == ccclient.Rejected {
 		action = "dropped"
 	}
-	r.log.Warn("cluster control call failed", "endpoint", endpoint, "status", res.status,
-		"action", action, "retryAfter", res.retryAfter, "suppressed", held, "err", res.err)
+	r.log.Warn("cluster control call failed", "endpoint", endpoint, "status", res.Status,
+		"action", action, "retryAfter", res.RetryAfter, "suppressed", held, "err", res.Err)
 }
 
 // warnNoToken logs that calls go out without a bearer token, at most once
@@ -199,12 +215,7 @@ func (r *Reporter) record(endpoint string, res result) {
 // Secret, but Cluster Control may refuse such calls, and the operator
 // should know why.
 func (r *Reporter) warnNoToken(err error) {
-	ok, held := r.limiter.allow(logKeyNoToken, r.cfg.now())
-	if !ok {
-		return
-	}
-	r.log.Warn("calling cluster control without a bearer token until the token file appears",
-		"suppressed", held, "err", err)
+	r.warn(logKeyNoToken, "calling cluster control without a bearer token until the token file appears", err)
 }
 
 // sleep waits d or until ctx ends.
@@ -219,5 +230,73 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// saveTombstones writes the tombstone file if the tombstones changed since
+// it was last written.
+func (r *Reporter) saveTombstones() error {
+	if r.tombs == nil {
+		return nil
+	}
+	return r.tombs.Save(r.st)
+}
+
+// runTombstoneSaver keeps the tombstone file in step with the state, and
+// writes it a last time when ctx ends. A deletion handed over by the hook
+// server is written before it is acknowledged (serveObservations); this
+// catches what changes otherwise: an acknowledgement by Cluster Control,
+// a tombstone evicted or restored.
+func (r *Reporter) runTombstoneSaver(ctx context.Context) {
+	if r.tombs == nil {
+		return
+	}
+	save := func() {
+		if err := r.saveTombstones(); err != nil {
+			r.warn(logKeyTombstones, "cannot save tombstones; deletions not yet reported may be lost in a restart", err)
+		}
+	}
+	for r.cfg.sleep(ctx, tombstone.SaveInterval) == nil {
+		save()
+	}
+	save()
+}
+
+// runWatch watches the Workspaces until ctx ends, for the budget. Without
+// a cluster there is nothing to watch, nor to write.
+func (r *Reporter) runWatch(ctx context.Context) {
+	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
+		return
+	}
+	kube.Watch(ctx, r.cfg.Kube.Dynamic, r.st, r.cfg.now, r.log)
+}
+
+// runWake runs the wake loop, when there are interceptors to poll.
+func (r *Reporter) runWake(ctx context.Context) {
+	if r.waking != nil {
+		r.waking.Run(ctx)
+	}
+}
+
+// wakeLoop wires the wake loop to the reporter: its writes go to the
+// cluster as the directives' do, its Events through the same writer, its
+// wakes and idles to Cluster Control in the workspace reports.
+func (r *Reporter) wakeLoop(p *wake.Poller, m wake.Metrics) *wake.Loop {
+	return &wake.Loop{
+		Waker: r.waker, Poller: p, Metrics: m,
+		Interval: r.cfg.InterceptorPollInterval, Now: r.cfg.now, Sleep: r.cfg.sleep,
+		Directive: r.st.Directive,
+		Patch:     r.patch,
+		AutoScaled: func(k types.NamespacedName, as ccapi.AutoScale, now time.Time) {
+			if r.st.AutoScaled(k, as, now) {
+				r.nudge()
+			}
+		},
+		Events: func(evs []state.Event) {
+			if r.events != nil {
+				r.events.Write(evs)
+			}
+		},
+		Warn: r.warn,
 	}
 }

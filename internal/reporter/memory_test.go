@@ -95,7 +95,7 @@ func BenchmarkMemory(b *testing.B) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		c := r.st.counts()
+		c := r.st.Counts()
 		if c.Pending != n+tombstones {
 			b.Fatalf("pending %d, want %d (%v)", c.Pending, n+tombstones, c)
 		}

@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
+	"github.com/formspec/formspec-hooks/internal/reporter/state"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestDropBounds checks that an observation dropped at each bound is
@@ -19,7 +21,7 @@ func TestDropBounds(t *testing.T) {
 		for _, o := range []observation.Observation{
 			wsObs("ns", n, "Ready", 1, ""),
 			{WorkspaceDeleted: &observation.WorkspaceRef{Namespace: "gone", Name: n}},
-			{Node: node(n, nil)},
+			{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}},
 			{Pod: &observation.PodPlacement{Namespace: "ns", Name: n, Workspace: "w", NodeName: "a", Phase: corev1.PodRunning}},
 			{Claim: &observation.ClaimDecision{Namespace: "ns", Name: n, Granted: true, Reason: "Verified"}},
 		} {
@@ -55,15 +57,15 @@ func TestDropBounds(t *testing.T) {
 		}
 	}
 	want := map[string]series{
-		dropWorkspaceLimit: {"workspaces", 1},
-		dropTombstoneLimit: {"tombstones", 1},
-		dropNodeLimit:      {"nodes", 1},
-		dropPodLimit:       {"pods", 1},
-		dropClaimLimit:     {"claims", 1},
-		dropDirectiveLimit: {"workspaces", 0},
-		dropAutoScaleLimit: {"autoscales", 0},
-		dropInvalid:        {"", 0},
-		dropRejected:       {"", 0},
+		state.DropWorkspaceLimit: {"workspaces", 1},
+		state.DropTombstoneLimit: {"tombstones", 1},
+		state.DropNodeLimit:      {"nodes", 1},
+		state.DropPodLimit:       {"pods", 1},
+		state.DropClaimLimit:     {"claims", 1},
+		state.DropDirectiveLimit: {"workspaces", 0},
+		state.DropAutoScaleLimit: {"autoscales", 0},
+		state.DropInvalid:        {"", 0},
+		state.DropRejected:       {"", 0},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("formspec_reporter_dropped_observations_total by reason, -want, +got:\n%s", diff)

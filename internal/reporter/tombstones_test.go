@@ -12,6 +12,7 @@ import (
 	ccapi "github.com/formspec/formspec-hooks/hooks/api/clustercontrol"
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/internal/clustercontrol"
+	"github.com/formspec/formspec-hooks/internal/reporter/tombstone"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -48,7 +49,7 @@ func TestTombstonesSurviveRestart(t *testing.T) {
 		t.Errorf("delivered deletion (-want, +got):\n%s", diff)
 	}
 	testsync.WaitFor(t, "the acknowledged tombstone to leave the file", func() bool {
-		ts, err := loadTombstones(file)
+		ts, err := tombstone.Load(file)
 		return err == nil && len(ts) == 0
 	})
 }
@@ -113,7 +114,7 @@ func TestDeletionDurableOnceAcknowledged(t *testing.T) {
 	}
 	saved := func() []string {
 		t.Helper()
-		ts, err := loadTombstones(file)
+		ts, err := tombstone.Load(file)
 		if err != nil {
 			t.Fatal(err)
 		}

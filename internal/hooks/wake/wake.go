@@ -5,7 +5,7 @@
 // workspace, that sends the workspace's Service host names to its Service.
 // The interceptor holds a request while the workspace has no ready pod; the
 // reporter sidecar sees it pending and wakes the workspace
-// (internal/reporter's wake.go).
+// (internal/reporter/wake).
 //
 // It is a controller of its own, not part of the workspace
 // CompositeController, because Metacontroller cannot start a controller
