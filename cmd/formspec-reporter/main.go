@@ -21,7 +21,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/internal/buildinfo"
 	"github.com/formspec/formspec-hooks/internal/claimsummary"
-	"github.com/formspec/formspec-hooks/internal/claimsync"
+	"github.com/formspec/formspec-hooks/internal/reporter/claimsync"
 	"github.com/formspec/formspec-hooks/internal/cliflag"
 	"github.com/formspec/formspec-hooks/internal/fleetlimits"
 	"github.com/formspec/formspec-hooks/internal/handoff"
