@@ -21,14 +21,13 @@ import (
 
 	"github.com/formspec/formspec-hooks/internal/buildinfo"
 	"github.com/formspec/formspec-hooks/internal/claimsummary"
-	"github.com/formspec/formspec-hooks/internal/reporter/claimsync"
 	"github.com/formspec/formspec-hooks/internal/cliflag"
 	"github.com/formspec/formspec-hooks/internal/fleetlimits"
 	"github.com/formspec/formspec-hooks/internal/handoff"
 	"github.com/formspec/formspec-hooks/internal/httpserve"
 	"github.com/formspec/formspec-hooks/internal/memlimit"
 	"github.com/formspec/formspec-hooks/internal/reporter"
-	"github.com/formspec/formspec-hooks/internal/reporter/kube"
+	"github.com/formspec/formspec-hooks/internal/reporter/claimsync"
 	"github.com/formspec/formspec-hooks/internal/weburl"
 	"k8s.io/client-go/dynamic"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -289,7 +288,7 @@ func claimsWriter(cfg *rest.Config, qps float64, rep *reporter.Reporter, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
 	}
-	return claimsync.New(claimsync.Config{Dynamic: dyn, Leader: rep.Writing, FieldManager: kube.FieldManager,
+	return claimsync.New(claimsync.Config{Dynamic: dyn, Leader: rep.Writing,
 		Registerer: rep.Registry(), Logger: log})
 }
 

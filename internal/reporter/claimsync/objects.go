@@ -10,11 +10,12 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/claimsummary"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 )
 
 // The resources the writer reads, and writes (Workspaces only).
 var (
-	workspacesResource = schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "workspaces"}
+	workspacesResource = kube.WorkspacesResource
 	claimsResource     = schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "resourceclaims"}
 )
 

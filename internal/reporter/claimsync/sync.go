@@ -20,7 +20,6 @@ package claimsync
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/claimsummary"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 )
 
 // Config configures a Writer. Zero durations and counts take their value
@@ -47,8 +47,6 @@ type Config struct {
 	Dynamic dynamic.Interface
 	// Leader reports whether this reporter writes now.
 	Leader func() bool
-	// FieldManager names the writes in managedFields.
-	FieldManager string
 	// Registerer takes the writer's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -317,14 +315,7 @@ func (w *Writer) patch(ctx context.Context, k types.NamespacedName, value string
 	if keep {
 		v = value
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{claimsummary.Annotation: v}}})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
-	defer cancel()
-	_, err = w.cfg.Dynamic.Resource(workspacesResource).Namespace(k.Namespace).
-		Patch(ctx, k.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: w.cfg.FieldManager})
+	err := kube.Patch(ctx, w.cfg.Dynamic, w.cfg.RequestTimeout, k, types.MergePatchType, kube.AnnotationPatch(claimsummary.Annotation, v))
 	switch {
 	case err == nil:
 		w.m.writes.WithLabelValues(resultOK).Inc()

@@ -137,7 +137,7 @@ func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 		c.patches[name] = append(c.patches[name], string(a.(k8stesting.PatchAction).GetPatch()))
 		return false, nil, nil
 	})
-	w, err := New(Config{Dynamic: c.dyn, Leader: c.leader.Load, FieldManager: "test", Registerer: c.reg,
+	w, err := New(Config{Dynamic: c.dyn, Leader: c.leader.Load, Registerer: c.reg,
 		Workers: 2, LeaderCheck: 10 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
