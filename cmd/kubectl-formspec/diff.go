@@ -56,6 +56,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	image := f.own.String("resource-image", workspace.Defaults.ResourceImage, "the hook server's --resource-image: workspace image repository; may carry a tag, which then becomes the default version")
 	version := f.own.String("default-version", "", "the hook server's --default-version: image tag for Workspaces without spec.version; required unless --resource-image carries a tag, as for serve")
 	controlURL := f.own.String("cluster-control-url", "", "the hook server's --cluster-control-url, given to workspaces as CONTROL_CLUSTER_URL; no user, query or fragment")
+	claimsFrom := f.own.String("workspace-claims", string(workspace.Defaults.Claims), "the hook server's --workspace-claims: summary (the claims summary on each Workspace) or related (the claims of its namespace)")
 	fieldManager := f.own.String("field-manager", defaultFieldManager, "Metacontroller's server-side apply field manager (its --apply-strategy-ssa-field-manager)")
 	all := f.own.BoolP("all-namespaces", "A", false, "compare the Workspaces of every namespace")
 	exitCode := f.own.Bool("exit-code", false, "exit 1 when a workspace would change, as kubectl diff does (0: no change; above 1: an error)")
@@ -73,6 +74,10 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if _, err := weburl.Parse("--cluster-control-url", *controlURL); err != nil {
 			return f.usagef("%w", err)
 		}
+	}
+	claims, err := workspace.ParseClaimsSource(*claimsFrom)
+	if err != nil {
+		return f.usagef("--workspace-claims: %w", err)
 	}
 	if *fieldManager == "" {
 		return f.usagef("--field-manager must not be empty")
@@ -95,7 +100,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	results, err := diff.Run(ctx, diff.Options{
-		Hooks:        workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL},
+		Hooks:        workspace.Config{ResourceImage: repo, DefaultVersion: tag, ControlClusterURL: *controlURL, Claims: claims},
 		FieldManager: *fieldManager,
 		Dynamic:      c.dynamic,
 		Metadata:     c.metadata,

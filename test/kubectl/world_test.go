@@ -38,10 +38,14 @@ const controllerManager = "kube-controller-manager"
 
 // hookConfig is the hook server's configuration the world is synced with;
 // diff must be given the same to find nothing changed.
-var hookConfig = workspace.Config{ResourceImage: "formahub/formspec-resource", DefaultVersion: "1.4.0", ControlClusterURL: "http://formspec-ctl.formspec-system:7070"}
+var hookConfig = workspace.Config{ResourceImage: "formahub/formspec-resource", DefaultVersion: "1.4.0", ControlClusterURL: "http://formspec-ctl.formspec-system:7070",
+	// The world relates claims as Metacontroller would: no reporter writes
+	// summaries here.
+	Claims: workspace.ClaimsRelated}
 
 // hookFlags are hookConfig as the command-line flags of the hook server.
-var hookFlags = []string{"--resource-image", hookConfig.ResourceImage, "--default-version", hookConfig.DefaultVersion, "--cluster-control-url", hookConfig.ControlClusterURL}
+var hookFlags = []string{"--resource-image", hookConfig.ResourceImage, "--default-version", hookConfig.DefaultVersion, "--cluster-control-url", hookConfig.ControlClusterURL,
+	"--workspace-claims", string(hookConfig.Claims)}
 
 // childKinds are the workspace controller's child kinds.
 var childKinds = [][2]string{

@@ -34,18 +34,10 @@ const previousHooksImage = "ghcr.io/formspec/formspec-hooks:node-test-previous"
 // which that install was given and which --reset-then-reuse-values
 // keeps).
 var rollsOnUpgrade = map[string]func(*fleetWorkspace) bool{
-	// A granted claim's status.credentialsHash, which the pod template's
-	// formspec.dev/credentials-hash is derived from, was a digest of its
-	// credentials and is now derived from the claim's UID and a revision
-	// kept on its credentials Secret: it changes once for every claim, at
-	// the claim's first sync by the new hooks, so every workspace with a
-	// claim injected rolls once, at the claims' next resync. Each fleet
-	// workspace has one (fleetWorkspace.claim, granted before the window
-	// opens), an idle one included: its Deployment gets a ReplicaSet of no
-	// pods. A workspace without spec.datastores injects no claim.
-	"credentials hash derived from a revision": func(w *fleetWorkspace) bool {
-		return len(w.object().Spec.Datastores) > 0
-	},
+	// None since 0.2.0. The workspace hook now reads the reporter's claims
+	// summary instead of related claims; until the summary is written a
+	// running workspace keeps its children as they are, and the summary
+	// gives the hook the claims it related before, so nothing rolls.
 }
 
 // TestUpgrade installs the chart and image of the previous version (built

@@ -270,8 +270,8 @@ func (v *deploymentView) deployment() *appsv1.Deployment {
 	}
 }
 
-// Related are the related objects of a Workspace: its ClusterClass and the
-// ResourceClaims of its namespace.
+// Related are the related objects of a Workspace: its ClusterClass and,
+// in related mode (ClaimsRelated), the ResourceClaims of its namespace.
 type Related struct {
 	ClusterClasses map[string]*classView `json:"ClusterClass.formspec.dev/v1alpha1"`
 	// ResourceClaims stay raw so that one claim that does not decode is
@@ -292,10 +292,10 @@ type classView struct {
 // Limits of one Workspace request, by kind, checked before anything is
 // decoded from the objects they count. A workspace has one child of each
 // kind; more are left-overs Metacontroller is deleting. It needs one
-// ClusterClass and at most v1alpha1.MaxWorkspaceDatastores claims, but
-// every ResourceClaim of its namespace comes along (claims are matched by
-// what they say, not by name), so the claims' cap is what a namespace may
-// hold: a namespace with more stops its Workspaces from syncing, with a
+// ClusterClass and at most v1alpha1.MaxWorkspaceDatastores claims, but in
+// related mode every ResourceClaim of its namespace comes along (claims
+// are matched by what they say, not by name), so the claims' cap is what a
+// namespace may hold: a namespace with more stops its Workspaces from syncing, with a
 // 413 in Metacontroller's SyncError events.
 const (
 	MaxChildrenPerKind = 8
