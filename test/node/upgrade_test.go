@@ -72,7 +72,9 @@ func TestUpgrade(t *testing.T) {
 	repo, oldTag, _ := strings.Cut(previousHooksImage, ":")
 	_, newTag, _ := strings.Cut(hooksImage(t), ":")
 	f := startFleet(t, mcBin, []string{archive}, filepath.Join(previous, chartDir),
-		fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, oldTag))
+		// The previous chart's reporter calls https by default too, and the
+		// tests' Cluster Control serves plain HTTP.
+		fmt.Sprintf("defaultVersion: %s\nimage:\n  repository: %s\n  tag: %s\n  pullPolicy: Never\n", WorkspaceVersion, repo, oldTag)+plainHTTPClusterControl)
 	f.tm.Phase("the previous version (" + rev[:7] + ") installed")
 
 	chart := filepath.Join(root, chartDir)
