@@ -195,10 +195,10 @@ const (
 	ReasonTakingOver = "TakingOver"
 	// ReasonCreating: a child the hook asks for is not observed yet.
 	ReasonCreating = "Creating"
-	// ReasonWaitingForClaimsSummary: the workspace has spec.datastores and
-	// the reporter has not written its claims summary (the
-	// formspec.dev/claims annotation) yet; its children are kept as they
-	// are until it does.
+	// ReasonWaitingForClaimsSummary: the workspace has spec.datastores,
+	// its spec changed, and the reporter has not written its claims
+	// summary (the formspec.dev/claims annotation) yet; its children are
+	// kept as they are until it does.
 	ReasonWaitingForClaimsSummary = "WaitingForClaimsSummary"
 
 	// Reasons of Degraded: True.

@@ -117,6 +117,7 @@ func (o *observed) claimsKept() bool {
 }
 
 // waitingForSummaryMessage is the Progressing condition's message of a
-// workspace whose children are kept until its summary is written.
+// workspace whose spec changed while its children are kept until its
+// summary is written.
 const waitingForSummaryMessage = "waiting for the reporter to write the claims summary (annotation " + claimsummary.Annotation +
-	"); the workspace's children are kept as they are until then"
+	") before applying the new spec; the workspace's children are kept as they are until then"

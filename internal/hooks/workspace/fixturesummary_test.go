@@ -60,14 +60,23 @@ func summaryCases() []fixture {
 	}
 	// No summary yet on a running workspace with a claim injected (right
 	// after an upgrade from a version that related claims): the children
-	// stay exactly as they are, so nothing rolls, and the status keeps its
-	// datastores; Progressing, WaitingForClaimsSummary.
+	// stay exactly as they are, so nothing rolls, and the status stays as
+	// it was, datastores and phase: Ready.
 	{
-		p := parent("standard", 3, nil, stores, statusWith("Progressing", cond("Progressing", "True", "WaitingForClaimsSummary", "waiting"), asExpected))
+		p := parent("standard", 3, nil, stores, injectedStatus())
 		kids := running(parent("standard", 3, ready, stores, nil), standard, 1)
 		rel := related(class(standard))
 		rel["ResourceClaim.formspec.dev/v1alpha1"] = obj{ns + "/acme-orders-db": claim("acme-orders-db", "orders-db", "", true)}
 		add("summary-absent-running", request(p, children(kids...), rel, false))
+	}
+	// No summary yet, and the spec changed since the last sync: the change
+	// waits for the summary (observedGeneration stays), Progressing,
+	// WaitingForClaimsSummary; the children are kept as they are.
+	{
+		st := statusWith("Progressing", cond("Progressing", "True", "WaitingForClaimsSummary", "waiting"), asExpected)
+		p := parent("standard", 4, nil, stores, st)
+		kids := running(parent("standard", 3, ready, stores, nil), standard, 1)
+		add("summary-absent-spec-changed", request(p, children(kids...), related(class(standard)), false))
 	}
 	// No summary yet on a new workspace: rendered as if its claim were
 	// not verified yet, without credentials.

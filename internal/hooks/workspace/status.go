@@ -46,6 +46,14 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem, t
 		st.Datastores = ws.Status.Datastores
 	}
 
+	kept := o.summary == summaryAbsent && dep != nil
+	if kept {
+		// The children are kept as they are until the first summary, and
+		// the credentials their pods mount are the ones last reported: the
+		// status goes on saying so, so that an upgrade (new hooks, the
+		// reporter's first pass a moment later) moves no phase.
+		bindings = lastReported(ws)
+	}
 	ready := readyCondition(dep)
 	var missing []childRef
 	var missingProblem *problem
@@ -56,7 +64,10 @@ func (h *Hooks) status(o *observed, bindings []binding, classProblem *problem, t
 	if t != nil {
 		progressing = t.progressing(progressing, ws)
 	}
-	if o.summary == summaryAbsent && dep != nil {
+	if kept && ws.Generation != ws.Status.ObservedGeneration {
+		// A spec change is held back until the summary comes: not yet
+		// observed, and said so.
+		st.ObservedGeneration = ws.Status.ObservedGeneration
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, v1alpha1.ReasonWaitingForClaimsSummary, waitingForSummaryMessage
 	}
 	degraded := metav1.Condition{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAsExpected, Message: "no problems observed"}
@@ -299,4 +310,14 @@ func findCondition(conds []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// lastReported are the workspace's datastore entries as its status last
+// reported them.
+func lastReported(ws *v1alpha1.Workspace) []binding {
+	out := make([]binding, 0, len(ws.Status.Datastores))
+	for _, d := range ws.Status.Datastores {
+		out = append(out, binding{ref: v1alpha1.DatastoreRef{Name: d.Name}, status: d})
+	}
+	return out
 }
