@@ -445,7 +445,9 @@ func claimCustomize(body []byte) ([]byte, error) {
 	return json.Marshal(map[string]any{"relatedResources": rules})
 }
 
-// workspaceCustomize asks for what the hooks' customize asks for.
+// workspaceCustomize asks for what the hooks' customize asks for in their
+// default mode (--workspace-claims=summary): the ClusterClass alone, the
+// claims reaching the hooks as the reporter's summary on the Workspace.
 func workspaceCustomize(body []byte) ([]byte, error) {
 	p, err := decode(body)
 	if err != nil {
@@ -454,10 +456,6 @@ func workspaceCustomize(body []byte) ([]byte, error) {
 	rules := []rule{}
 	if c := p.Spec.ClusterClass; c != "" {
 		rules = append(rules, rule{APIVersion: "formspec.dev/v1alpha1", Resource: "clusterclasses", Names: []string{c}})
-	}
-	if len(p.Spec.Datastores) > 0 {
-		rules = append(rules, rule{APIVersion: "formspec.dev/v1alpha1", Resource: "resourceclaims",
-			Namespace: p.Metadata.Namespace, LabelSelector: &map[string]any{}})
 	}
 	return json.Marshal(map[string]any{"relatedResources": rules})
 }
