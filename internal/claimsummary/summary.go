@@ -132,15 +132,23 @@ func ByDatastore(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) map[s
 	return out
 }
 
-// For summarises claims for ws: for each distinct datastore entry, the
-// claim Best picks among those naming ws and that datastore. claims may
-// hold any claims; those of other workspaces are ignored. A ready claim
-// whose status names another Secret than its own, or no credentialsHash,
-// was not written by the resourceclaim hook; it is summarised as Pending,
-// so that what For writes always passes Parse.
-func For(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) Summary {
+// Entry is one distinct datastore entry of a workspace and the claim
+// serving it, nil when none does.
+type Entry struct {
+	Ref v1alpha1.DatastoreRef
+	// Namespace is the datastore's, the workspace's when Ref names none.
+	Namespace string
+	Claim     *v1alpha1.ResourceClaim
+}
+
+// Match pairs each datastore entry of ws, in spec order, with the claim
+// Best picks among those naming ws and that datastore. The same datastore
+// written twice (once with the workspace's own namespace, once without)
+// would mount one Secret twice under one volume name, which the API
+// server refuses: the first entry wins.
+func Match(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []Entry {
 	byStore := ByDatastore(ws, claims)
-	s := Summary{Claims: []Claim{}}
+	out := make([]Entry, 0, len(ws.Spec.Datastores))
 	seen := map[string]bool{}
 	for _, ref := range ws.Spec.Datastores {
 		ns := cmpOr(ref.Namespace, ws.Namespace)
@@ -149,7 +157,21 @@ func For(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) Summary {
 			continue
 		}
 		seen[key] = true
-		c := Best(byStore[key])
+		out = append(out, Entry{Ref: ref, Namespace: ns, Claim: Best(byStore[key])})
+	}
+	return out
+}
+
+// For summarises claims for ws: for each distinct datastore entry, the
+// claim Best picks among those naming ws and that datastore. claims may
+// hold any claims; those of other workspaces are ignored. A ready claim
+// whose status names another Secret than its own, or no credentialsHash,
+// was not written by the resourceclaim hook; it is summarised as Pending,
+// so that what For writes always passes Parse.
+func For(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) Summary {
+	s := Summary{Claims: []Claim{}}
+	for _, m := range Match(ws, claims) {
+		c, ns, ref := m.Claim, m.Namespace, m.Ref
 		if c == nil {
 			continue
 		}

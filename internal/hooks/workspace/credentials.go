@@ -27,24 +27,12 @@ func (b binding) injected() bool { return b.status.State == v1alpha1.DatastoreIn
 // everything else is reported so the workspace can say what it is waiting
 // for.
 func bindingsFor(ws *v1alpha1.Workspace, claims []*v1alpha1.ResourceClaim) []binding {
-	byStore := claimsummary.ByDatastore(ws, claims)
-	out := make([]binding, 0, len(ws.Spec.Datastores))
-	seen := map[string]bool{}
-	for _, ref := range ws.Spec.Datastores {
-		// The same datastore written twice (once with the workspace's own
-		// namespace, once without) would mount one Secret twice under one
-		// volume name, and the API server refuses such a Deployment. The
-		// first entry wins.
-		ns := ref.Namespace
-		if ns == "" {
-			ns = ws.Namespace
-		}
-		if seen[ns+"/"+ref.Name] {
-			continue
-		}
-		seen[ns+"/"+ref.Name] = true
+	entries := claimsummary.Match(ws, claims)
+	out := make([]binding, 0, len(entries))
+	for _, m := range entries {
+		ref := m.Ref
 		b := binding{ref: ref, status: v1alpha1.WorkspaceDatastoreStatus{Name: ref.Name, State: v1alpha1.DatastoreMissing}}
-		if c := claimsummary.Best(byStore[ns+"/"+ref.Name]); c != nil {
+		if c := m.Claim; c != nil {
 			b.status.Claim = c.Name
 			switch {
 			case claimsummary.Ready(c):
