@@ -81,7 +81,13 @@ type ControlPlane struct {
 	// apiserver is the running kube-apiserver, which RestartAPIServer
 	// restarts.
 	apiserver *Process
+	// etcd is the running etcd.
+	etcd *Process
 }
+
+// EtcdPid is the process id of the control plane's etcd, for tests that
+// measure what it spends.
+func (cp *ControlPlane) EtcdPid() int { return cp.etcd.Pid() }
 
 // Client returns a client authenticated as the admin user.
 func (cp *ControlPlane) Client() *Client { return cp.client }
@@ -182,6 +188,7 @@ func Start(t testing.TB, opts ...Option) *ControlPlane {
 		"--unsafe-no-fsync",
 		"--log-level=warn",
 	)
+	cp.etcd = etcd
 	if err := waitFor(ctx, etcd, func() bool { return etcdHealthy(etcdURL) }); err != nil {
 		t.Fatalf("etcd did not become healthy: %v", err)
 	}

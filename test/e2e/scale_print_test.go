@@ -71,8 +71,12 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	row("  hand-off POSTs to the reporter", "%.0f", func(r scaleResult) float64 { return r.converge.handoffs })
 	row("  Metacontroller's hook call, mean (ms)", "%.2f", func(r scaleResult) float64 { return r.converge.mc.mean() })
 	row("  Metacontroller's TLS handshakes with the hooks", "%.0f", func(r scaleResult) float64 { return r.converge.mc.handshakes })
+	row("  Metacontroller's TLS handshakes per 1,000 hook calls", "%.1f", func(r scaleResult) float64 { return handshakesPer1000(r.converge) })
 	row("  Metacontroller CPU (s)", "%.1f", func(r scaleResult) float64 { return r.converge.cpu["metacontroller"] })
+	row("  Metacontroller CPU per workspace (ms)", "%.2f", func(r scaleResult) float64 { return r.converge.cpu["metacontroller"] / float64(r.n) * 1000 })
 	row("  API server CPU (s)", "%.1f", func(r scaleResult) float64 { return r.converge.apiServerCPU })
+	row("  etcd CPU (s)", "%.1f", func(r scaleResult) float64 { return r.converge.cpu["etcd"] })
+	row("  hook CPU, % of API server + etcd + Metacontroller + hooks", "%.2f", func(r scaleResult) float64 { return hookShare(r.converge) })
 	row("  reporter CPU (s)", "%.2f", func(r scaleResult) float64 { return r.converge.cpu["reporter"] })
 	row("  the test's own CPU (s)", "%.1f", func(r scaleResult) float64 { return r.converge.cpu["test"] })
 	row("  API writes per workspace", "%.2f", func(r scaleResult) float64 { return r.converge.writes(nil) / float64(r.n) })
@@ -87,6 +91,7 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	row("  hook request body, mean (KiB)", "%.1f", func(r scaleResult) float64 { return bodyPerCall(r.fleet) })
 	row("  hook CPU per MiB of requests (ms)", "%.1f", func(r scaleResult) float64 { return perMiB(r.fleet) })
 	row("  Metacontroller's TLS handshakes with the hooks", "%.0f", func(r scaleResult) float64 { return r.fleet.mc.handshakes })
+	row("  Metacontroller's TLS handshakes per 1,000 hook calls", "%.1f", func(r scaleResult) float64 { return handshakesPer1000(r.fleet) })
 	row("  API writes per workspace", "%.2f", func(r scaleResult) float64 { return r.fleet.writes(nil) / float64(r.n) })
 	row("  of which the reporter's claims summaries", "%.2f", func(r scaleResult) float64 { return r.fleet.summaryWrites / float64(r.n) })
 	row("  Events per second", "%.1f", func(r scaleResult) float64 { return r.fleet.events() / r.fleet.seconds })
@@ -99,8 +104,11 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	row("  hand-off POSTs to the reporter", "%.0f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.handoffs) })
 	row("  Metacontroller's hook call, mean (ms)", "%.2f", func(r scaleResult) float64 { return r.steady.mc.mean() })
 	row("  Metacontroller's TLS handshakes with the hooks", "%.1f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.mc.handshakes) })
+	row("  Metacontroller's TLS handshakes per 1,000 hook calls", "%.1f", func(r scaleResult) float64 { return handshakesPer1000(r.steady) })
 	row("  Metacontroller CPU (s)", "%.2f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.cpu["metacontroller"]) })
 	row("  API server CPU (s)", "%.2f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.apiServerCPU) })
+	row("  etcd CPU (s)", "%.2f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.cpu["etcd"]) })
+	row("  hook CPU, % of API server + etcd + Metacontroller + hooks", "%.2f", func(r scaleResult) float64 { return hookShare(r.steady) })
 	row("  reporter CPU (s)", "%.2f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.cpu["reporter"]) })
 	row("  API requests, all verbs", "%.0f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.requests()) })
 	row("  API writes", "%.0f", func(r scaleResult) float64 { return perMin(r.steady, r.steady.writes(nil)) })
@@ -214,7 +222,7 @@ func printGrowth(out io.Writer, all []scaleResult) {
 	}
 	fmt.Fprintf(out, "\n== Growth with N (%s, medians; the trivial hook's beside)\n", variantHooks)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "N\tconverge (s)\ttrivial (s)\tratio\ts per 1,000\thook CPU/call (ms)\ttrivial (ms)\twrites/ws\treporter heap (MiB)\tB/ws since previous N\tnode report (KiB)\tsteady hook CPU (s/min)\t")
+	fmt.Fprintln(tw, "N\tconverge (s)\ttrivial (s)\tratio\ts per 1,000\tMC CPU (s)\ttrivial (s)\tratio\tMC CPU/ws (ms)\thook CPU share (%)\thandshakes/1,000 calls\thook CPU/call (ms)\ttrivial (ms)\twrites/ws\treporter heap (MiB)\tB/ws since previous N\tnode report (KiB)\tsteady hook CPU (s/min)\t")
 	prevN, prevHeap := 0, 0.0
 	for _, n := range sizes {
 		hs, tvs := byN[n][variantHooks], byN[n][variantTrivial]
@@ -231,8 +239,12 @@ func printGrowth(out io.Writer, all []scaleResult) {
 		if prevN > 0 {
 			slope = fmt.Sprintf("%.0f", (heap-prevHeap)/float64(n-prevN))
 		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%.2f\t%.3f\t%.3f\t%.2f\t%.1f\t%s\t%.1f\t%.2f\t\n", n,
+		mc := func(r scaleResult) float64 { return r.converge.cpu["metacontroller"] }
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%.2f\t%.1f\t%.1f\t%s\t%.2f\t%.2f\t%.1f\t%.3f\t%.3f\t%.2f\t%.1f\t%s\t%.1f\t%.2f\t\n", n,
 			m(hs, conv), m(tvs, conv), ratio(m(hs, conv), m(tvs, conv)), m(hs, conv)/float64(n)*1000,
+			m(hs, mc), m(tvs, mc), ratio(m(hs, mc), m(tvs, mc)), m(hs, mc)/float64(n)*1000,
+			m(hs, func(r scaleResult) float64 { return hookShare(r.converge) }),
+			m(hs, func(r scaleResult) float64 { return handshakesPer1000(r.converge) }),
 			m(hs, func(r scaleResult) float64 { return perCall(r.converge) }), m(tvs, func(r scaleResult) float64 { return perCall(r.converge) }),
 			m(hs, func(r scaleResult) float64 { return r.converge.writes(nil) / float64(n) }), heap/(1<<20), slope,
 			m(hs, func(r scaleResult) float64 { return ccLargest(r.steady, "node-health") })/1024,
@@ -274,6 +286,25 @@ func ratio(a, b float64) string {
 }
 
 // perCall is the hook process's CPU per hook call, in milliseconds.
+// handshakesPer1000 is Metacontroller's TLS handshakes with the hooks
+// per 1,000 calls the hook server answered.
+func handshakesPer1000(d delta) float64 {
+	if d.hookCalls() == 0 {
+		return 0
+	}
+	return d.mc.handshakes / d.hookCalls() * 1000
+}
+
+// hookShare is the hook server's CPU as a percentage of the control
+// plane's: the API server, etcd, Metacontroller and the hook server.
+func hookShare(d delta) float64 {
+	all := d.apiServerCPU + d.cpu["etcd"] + d.cpu["metacontroller"] + d.cpu["hooks"]
+	if all == 0 {
+		return 0
+	}
+	return d.cpu["hooks"] / all * 100
+}
+
 func perCall(d delta) float64 {
 	if d.hookCalls() == 0 {
 		return 0

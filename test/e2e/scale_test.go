@@ -391,7 +391,7 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 	take := func() sample {
 		t.Helper()
 		s := sample{at: time.Now(), procs: map[string]procUsage{}, writes: w.writes(), cc: cc.traffic()}
-		pids := map[string]int{"test": os.Getpid()}
+		pids := map[string]int{"test": os.Getpid(), "etcd": e.cp.EtcdPid()}
 		for name, p := range procs {
 			pids[name] = p.Pid()
 		}
