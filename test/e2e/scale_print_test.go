@@ -73,7 +73,7 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	row("  Metacontroller's TLS handshakes with the hooks", "%.0f", func(r scaleResult) float64 { return r.converge.mc.handshakes })
 	row("  Metacontroller's TLS handshakes per 1,000 hook calls", "%.1f", func(r scaleResult) float64 { return handshakesPer1000(r.converge) })
 	row("  Metacontroller CPU (s)", "%.1f", func(r scaleResult) float64 { return r.converge.cpu["metacontroller"] })
-	row("  Metacontroller CPU per workspace (ms)", "%.2f", func(r scaleResult) float64 { return r.converge.cpu["metacontroller"] / float64(r.n) * 1000 })
+	row("  Metacontroller CPU per workspace (ms)", "%.2f", mcPerWorkspace)
 	row("  API server CPU (s)", "%.1f", func(r scaleResult) float64 { return r.converge.apiServerCPU })
 	row("  etcd CPU (s)", "%.1f", func(r scaleResult) float64 { return r.converge.cpu["etcd"] })
 	row("  hook CPU, % of API server + etcd + Metacontroller + hooks", "%.2f", func(r scaleResult) float64 { return hookShare(r.converge) })
@@ -242,7 +242,7 @@ func printGrowth(out io.Writer, all []scaleResult) {
 		mc := func(r scaleResult) float64 { return r.converge.cpu["metacontroller"] }
 		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%s\t%.2f\t%.1f\t%.1f\t%s\t%.2f\t%.2f\t%.1f\t%.3f\t%.3f\t%.2f\t%.1f\t%s\t%.1f\t%.2f\t\n", n,
 			m(hs, conv), m(tvs, conv), ratio(m(hs, conv), m(tvs, conv)), m(hs, conv)/float64(n)*1000,
-			m(hs, mc), m(tvs, mc), ratio(m(hs, mc), m(tvs, mc)), m(hs, mc)/float64(n)*1000,
+			m(hs, mc), m(tvs, mc), ratio(m(hs, mc), m(tvs, mc)), m(hs, mcPerWorkspace),
 			m(hs, func(r scaleResult) float64 { return hookShare(r.converge) }),
 			m(hs, func(r scaleResult) float64 { return handshakesPer1000(r.converge) }),
 			m(hs, func(r scaleResult) float64 { return perCall(r.converge) }), m(tvs, func(r scaleResult) float64 { return perCall(r.converge) }),
@@ -285,7 +285,6 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f", a/b)
 }
 
-// perCall is the hook process's CPU per hook call, in milliseconds.
 // handshakesPer1000 is Metacontroller's TLS handshakes with the hooks
 // per 1,000 calls the hook server answered.
 func handshakesPer1000(d delta) float64 {
@@ -305,6 +304,13 @@ func hookShare(d delta) float64 {
 	return d.cpu["hooks"] / all * 100
 }
 
+// mcPerWorkspace is Metacontroller's CPU converging per Workspace, in
+// milliseconds.
+func mcPerWorkspace(r scaleResult) float64 {
+	return r.converge.cpu["metacontroller"] / float64(r.n) * 1000
+}
+
+// perCall is the hook process's CPU per hook call, in milliseconds.
 func perCall(d delta) float64 {
 	if d.hookCalls() == 0 {
 		return 0
