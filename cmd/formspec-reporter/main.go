@@ -277,10 +277,11 @@ func kubeClients(path, name string) (*reporter.KubeClients, *rest.Config, string
 	return &reporter.KubeClients{Dynamic: dyn, Events: ev, Leases: co}, cfg, namespace, nil
 }
 
-// claimsWriter builds the claims summary writer, on a client of its own:
-// a claim granted to each of a fleet's workspaces is a write per
-// workspace, which client-go's default 5 calls a second would spread over
-// many minutes, and which must not queue the directive writes behind it.
+// claimsWriter builds the claims summary writer, on the reporter's watch
+// of Workspaces and a client of its own: a claim granted to each of a
+// fleet's workspaces is a write per workspace, which client-go's default
+// 5 calls a second would spread over many minutes, and which must not
+// queue the directive writes behind it.
 func claimsWriter(cfg *rest.Config, qps float64, rep *reporter.Reporter, log *slog.Logger) (*claimsync.Writer, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(qps), int(2*qps)
@@ -288,7 +289,7 @@ func claimsWriter(cfg *rest.Config, qps float64, rep *reporter.Reporter, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("cannot build the kubernetes client: %w", err)
 	}
-	return claimsync.New(claimsync.Config{Dynamic: dyn, Leader: rep.Writing,
+	return claimsync.New(claimsync.Config{Dynamic: dyn, Workspaces: rep.Workspaces(), Leader: rep.Writing,
 		Registerer: rep.Registry(), Logger: log})
 }
 

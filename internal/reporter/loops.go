@@ -262,13 +262,14 @@ func (r *Reporter) runTombstoneSaver(ctx context.Context) {
 	save()
 }
 
-// runWatch watches the Workspaces until ctx ends, for the budget. Without
-// a cluster there is nothing to watch, nor to write.
+// runWatch runs the watch of Workspaces until ctx ends, for the budget and
+// the claims summary writer. Without a cluster there is nothing to watch,
+// nor to write.
 func (r *Reporter) runWatch(ctx context.Context) {
-	if r.cfg.Kube == nil || r.cfg.Kube.Dynamic == nil {
+	if r.workspaces == nil {
 		return
 	}
-	kube.Watch(ctx, r.cfg.Kube.Dynamic, r.st, r.cfg.now, r.log)
+	kube.Watch(ctx, r.workspaces, r.st, r.cfg.now, r.log)
 }
 
 // runWake runs the wake loop, when there are interceptors to poll.

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 )
 
@@ -44,6 +45,9 @@ type Reporter struct {
 	// interceptors for them (waking), nil without an InterceptorAdminURL.
 	waker  *wake.Waker
 	waking *wake.Loop
+	// workspaces is the one watch of Workspaces (kube.Watch), nil without
+	// Kube.Dynamic.
+	workspaces cache.SharedIndexInformer
 }
 
 // New validates cfg and builds a Reporter.
@@ -116,6 +120,11 @@ func New(cfg Config) (*Reporter, error) {
 		}
 		r.st.RestoreTombstones(ts, cfg.now())
 	}
+	if k := cfg.Kube; k != nil && k.Dynamic != nil {
+		if r.workspaces, err = kube.NewWorkspaceInformer(k.Dynamic); err != nil {
+			return nil, err
+		}
+	}
 	if k := cfg.Kube; k != nil && k.Events != nil {
 		r.broadcaster = events.NewBroadcaster(&events.EventSinkImpl{Interface: k.Events})
 		rec := r.broadcaster.NewRecorder(scheme.Scheme, kube.ReportingController)
@@ -126,6 +135,11 @@ func New(cfg Config) (*Reporter, error) {
 	}
 	return r, nil
 }
+
+// Workspaces is the reporter's watch of Workspaces, run by Run, for the
+// claims summary writer to share (claimsync.Config.Workspaces); nil
+// without a cluster.
+func (r *Reporter) Workspaces() cache.SharedIndexInformer { return r.workspaces }
 
 // Registry returns the reporter's metrics registry.
 func (r *Reporter) Registry() *prometheus.Registry { return r.m.reg }

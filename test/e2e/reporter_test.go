@@ -192,6 +192,8 @@ func TestReporter(t *testing.T) {
 // account's token, and the binary built.
 type reporterInstall struct {
 	bin, kubeconfig, token, dir string
+	// env holds KEY=value pairs added to the reporter's environment.
+	env []string
 }
 
 func (e *env) installReporter(t *testing.T) reporterInstall {
@@ -217,7 +219,7 @@ func (e *env) installReporter(t *testing.T) reporterInstall {
 // until it is ready.
 func (ri reporterInstall) start(t *testing.T, e *env, ccAddr string, metricsPort int, args ...string) *controlplane.Process {
 	t.Helper()
-	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: ri.dir, LogLines: 200}, ri.bin, append([]string{
+	p := controlplane.StartProcess(t, controlplane.ProcessConfig{Dir: ri.dir, LogLines: 200, Env: ri.env}, ri.bin, append([]string{
 		"--cluster-control-url=http://" + ccAddr,
 		"--listen=127.0.0.1:" + strconv.Itoa(e.reporterPort),
 		"--metrics-listen=127.0.0.1:" + strconv.Itoa(metricsPort),

@@ -35,6 +35,9 @@ func printScale(out io.Writer, opts scaleOptions, hs, tvs []scaleResult) {
 	if opts.trivialClaimAnswer != "" {
 		fmt.Fprint(out, "   and grants every claim as the hook server does, with its status and credentials Secret\n")
 	}
+	if opts.reporterMemory != "" {
+		fmt.Fprintf(out, "   the reporter runs with GOMEMLIMIT=%s (%s), its bounds derived from it\n", opts.reporterMemory, EnvScaleReporterMemory)
+	}
 	if h.steady.seconds < float64(h.resync) {
 		fmt.Fprintf(out, "   the steady state is shorter than the workspace resync: its figures per minute hold one resync of the fleet or none, by chance, not its cost\n")
 	}

@@ -71,6 +71,11 @@ const (
 	// server and Metacontroller over the first profileFor of each
 	// convergence, and of the hook server in the steady state.
 	EnvScaleProfile = "FORMSPEC_E2E_SCALE_PROFILE"
+	// EnvScaleReporterMemory is the reporter's GOMEMLIMIT (e.g. 128MiB),
+	// as the installs set it from the sidecar's memory limit, so that it
+	// derives its bounds from it and its heap is measured under it.
+	// Unset: no limit, today's default bounds.
+	EnvScaleReporterMemory = "FORMSPEC_E2E_SCALE_REPORTER_MEMORY"
 )
 
 // profileFor is the length of the converge profile EnvScaleProfile asks
@@ -135,7 +140,7 @@ func TestScale(t *testing.T) {
 	if len(sizes) == 0 {
 		t.Skip(EnvScale + " is not set to fleet sizes (e.g. \"1000 3000 10000\"): skipping the scale benchmark; see docs/testing.md")
 	}
-	opts := scaleOptions{qps: 50, rounds: 1, profile: os.Getenv(EnvScaleProfile)}
+	opts := scaleOptions{qps: 50, rounds: 1, profile: os.Getenv(EnvScaleProfile), reporterMemory: os.Getenv(EnvScaleReporterMemory)}
 	opts.rounds = positiveEnv(t, EnvScaleRounds, opts.rounds)
 	opts.qps = positiveEnv(t, EnvScaleQPS, opts.qps)
 	opts.resync = positiveEnv(t, EnvScaleResync, opts.resync)
@@ -253,6 +258,9 @@ type scaleOptions struct {
 	// trivialClaimAnswer is the hook server's claim grant the trivial
 	// hook grants every claim like (its --claim-answer-like), if any.
 	trivialClaimAnswer string
+	// reporterMemory is the reporter's GOMEMLIMIT, if any
+	// (EnvScaleReporterMemory).
+	reporterMemory string
 }
 
 // scaleResult is what one run measured.
@@ -340,7 +348,11 @@ func runScale(t *testing.T, n int, variant string, opts scaleOptions, cpu int) s
 		cc = startCountingClusterControl(t)
 		port := controlplane.FreePorts(t, 1)[0]
 		reporterMetrics = "http://127.0.0.1:" + strconv.Itoa(port) + "/metrics"
-		procs["reporter"] = e.installReporter(t).start(t, e, cc.addr, port, "--log-level=info")
+		ri := e.installReporter(t)
+		if opts.reporterMemory != "" {
+			ri.env = []string{"GOMEMLIMIT=" + opts.reporterMemory}
+		}
+		procs["reporter"] = ri.start(t, e, cc.addr, port, "--log-level=info")
 	}
 
 	if cpu >= 0 {

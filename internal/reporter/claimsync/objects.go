@@ -1,6 +1,8 @@
 package claimsync
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,66 +22,28 @@ var (
 )
 
 // The informers' caches hold these, not the objects: a fleet's claims and
-// Workspaces cost the writer only what a summary is computed from.
+// Workspaces cost the writer only what a summary is computed from. The
+// Workspaces' cache is kube.Workspace, shared with the directive budget.
 
-// workspace is what the writer keeps of a Workspace.
-type workspace struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
-	// datastores is spec.datastores.
-	datastores []v1alpha1.DatastoreRef
-	// summary is the claims annotation; has tells an empty one from none.
-	summary string
-	has     bool
-}
-
-// DeepCopyObject makes workspace a runtime.Object for the cache. Nothing
-// modifies a cached workspace, so the slices are shared.
-func (w *workspace) DeepCopyObject() runtime.Object {
-	c := *w
-	c.ObjectMeta = *w.ObjectMeta.DeepCopy()
-	return &c
-}
-
-// key is the workspace's queue key.
-func (w *workspace) key() types.NamespacedName {
-	return types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
-}
-
-// want is the annotation the workspace should carry given claims, and
-// false when it should carry none: a workspace without datastores needs
-// no summary.
-func (w *workspace) want(claims []*v1alpha1.ResourceClaim) (string, bool) {
-	if len(w.datastores) == 0 {
+// want is the annotation workspace w should carry given claims, and false
+// when it should carry none: a workspace without datastores needs no
+// summary.
+func want(w *kube.Workspace, claims []*v1alpha1.ResourceClaim) (string, bool) {
+	if len(w.Datastores) == 0 {
 		return "", false
 	}
 	ws := &v1alpha1.Workspace{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name},
-		Spec:       v1alpha1.WorkspaceSpec{Datastores: w.datastores},
+		Spec:       v1alpha1.WorkspaceSpec{Datastores: w.Datastores},
 	}
 	return claimsummary.Encode(claimsummary.For(ws, claims)), true
 }
 
-// workspaceOf keeps of a Workspace its name, its datastores and its
-// current summary. A spec.datastores the API server should never have
-// accepted (it validates the schema) reads as the entries that decode.
-func workspaceOf(u *unstructured.Unstructured) *workspace {
-	w := &workspace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.APIVersion, Kind: "Workspace"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: u.GetNamespace(), Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
-	}
-	w.summary, w.has = u.GetAnnotations()[claimsummary.Annotation]
-	entries, _, _ := unstructured.NestedSlice(u.Object, "spec", "datastores")
-	for _, e := range entries {
-		m, ok := e.(map[string]any)
-		if !ok {
-			continue
-		}
-		name, _ := m["name"].(string)
-		ns, _ := m["namespace"].(string)
-		w.datastores = append(w.datastores, v1alpha1.DatastoreRef{Name: name, Namespace: ns})
-	}
-	return w
+// summaryInputs reports whether a Workspace's update changed what its
+// summary depends on or what it carries: its datastores or its summary.
+// Status writes, the most frequent updates, change neither.
+func summaryInputs(old, cur *kube.Workspace) bool {
+	return old.HasClaims != cur.HasClaims || old.Claims != cur.Claims || !slices.Equal(old.Datastores, cur.Datastores)
 }
 
 // claim is what the writer keeps of a ResourceClaim: the fields

@@ -3,9 +3,10 @@
 //
 // Relating every claim of a namespace to its Workspaces makes
 // Metacontroller test every Workspace on each claim write. The writer
-// instead watches claims and Workspaces itself, indexes claims by the
-// workspace they name, and on a change of either re-evaluates that one
-// workspace: the summary is written only when it differs from what the
+// instead watches claims itself, follows the reporter's watch of
+// Workspaces, indexes claims by the workspace they name, and on a change
+// of a claim, or of a Workspace's datastores or summary, re-evaluates
+// that one workspace: the summary is written only when it differs from what the
 // Workspace carries, and a Workspace without datastores carries none.
 // Writes go through a work queue that holds each workspace at most once,
 // so a burst of claim writes becomes at most one patch per workspace,
@@ -42,9 +43,13 @@ import (
 // Config configures a Writer. Zero durations and counts take their value
 // from Defaults.
 type Config struct {
-	// Dynamic lists and watches Workspaces and ResourceClaims, and patches
-	// Workspaces. Its rate limit paces the writes.
+	// Dynamic lists and watches ResourceClaims, and patches Workspaces.
+	// Its rate limit paces the writes.
 	Dynamic dynamic.Interface
+	// Workspaces is the reporter's watch of Workspaces
+	// (kube.NewWorkspaceInformer), which its owner runs (kube.Watch): the
+	// writer adds its handlers and reads its cache.
+	Workspaces cache.SharedIndexInformer
 	// Leader reports whether this reporter writes now.
 	Leader func() bool
 	// Registerer takes the writer's metrics; nil registers none.
@@ -104,14 +109,17 @@ type Writer struct {
 	claims     cache.SharedIndexInformer
 	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	m          *metrics
+	// workspacesSynced reports whether the writer's handler has been
+	// handed every Workspace listed.
+	workspacesSynced cache.InformerSynced
 	// evaluated, when set, is told each workspace evaluated (tests).
 	evaluated func(types.NamespacedName)
 }
 
 // New builds a Writer; it starts nothing.
 func New(cfg Config) (*Writer, error) {
-	if cfg.Dynamic == nil || cfg.Leader == nil {
-		return nil, fmt.Errorf("claims summary writer: a client and a leader function are required")
+	if cfg.Dynamic == nil || cfg.Workspaces == nil || cfg.Leader == nil {
+		return nil, fmt.Errorf("claims summary writer: a client, a watch of Workspaces and a leader function are required")
 	}
 	cfg = cfg.withDefaults()
 	w := &Writer{
@@ -120,7 +128,7 @@ func New(cfg Config) (*Writer, error) {
 			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](cfg.RetryBase, cfg.RetryMax),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "claims-summary"}),
 	}
-	w.workspaces = dynamicinformer.NewFilteredDynamicInformer(cfg.Dynamic, workspacesResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	w.workspaces = cfg.Workspaces
 	w.claims = dynamicinformer.NewFilteredDynamicInformer(cfg.Dynamic, claimsResource, metav1.NamespaceAll, 0, cache.Indexers{
 		byWorkspace: func(obj any) ([]string, error) {
 			if c, ok := obj.(*claim); ok && c.rc.Spec.Workspace != "" {
@@ -136,33 +144,43 @@ func New(cfg Config) (*Writer, error) {
 	return w, nil
 }
 
-// watch sets the informers' transforms and handlers: a Workspace's change
-// queues it, a claim's change queues the workspace it names (both, when
-// an update moves it).
+// watch sets the claims informer's transform and both informers'
+// handlers: a new Workspace, or an update of what its summary depends on
+// or carries, queues it; a claim's change queues the workspace it names
+// (both, when an update moves it). A deleted Workspace needs nothing.
 func (w *Writer) watch() error {
-	if err := w.workspaces.SetTransform(transform(func(u *unstructured.Unstructured) any { return workspaceOf(u) })); err != nil {
-		return fmt.Errorf("cannot watch Workspaces: %w", err)
-	}
-	if err := w.claims.SetTransform(transform(func(u *unstructured.Unstructured) any { return claimOf(u) })); err != nil {
+	if err := w.claims.SetTransform(func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			return claimOf(u), nil
+		}
+		return obj, nil
+	}); err != nil {
 		return fmt.Errorf("cannot watch ResourceClaims: %w", err)
 	}
 	queueWorkspace := func(obj any) {
-		if ws, ok := final(obj).(*workspace); ok {
-			w.queue.Add(ws.key())
+		if ws, ok := obj.(*kube.Workspace); ok {
+			w.queue.Add(ws.Key())
 		}
 	}
 	queueClaim := func(obj any) {
-		if c, ok := final(obj).(*claim); ok && c.rc.Spec.Workspace != "" {
+		if c, ok := kube.Final(obj).(*claim); ok && c.rc.Spec.Workspace != "" {
 			w.queue.Add(c.workspaceKey())
 		}
 	}
-	if _, err := w.workspaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    queueWorkspace,
-		UpdateFunc: func(_, obj any) { queueWorkspace(obj) },
-		DeleteFunc: queueWorkspace,
-	}); err != nil {
+	reg, err := w.workspaces.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: queueWorkspace,
+		UpdateFunc: func(old, obj any) {
+			o, ok1 := old.(*kube.Workspace)
+			c, ok2 := obj.(*kube.Workspace)
+			if !ok1 || !ok2 || summaryInputs(o, c) {
+				queueWorkspace(obj)
+			}
+		},
+	})
+	if err != nil {
 		return fmt.Errorf("cannot watch Workspaces: %w", err)
 	}
+	w.workspacesSynced = reg.HasSynced
 	if _, err := w.claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: queueClaim,
 		UpdateFunc: func(old, obj any) {
@@ -176,34 +194,15 @@ func (w *Writer) watch() error {
 	return nil
 }
 
-// transform turns the informer's objects into what the cache keeps.
-func transform(keep func(*unstructured.Unstructured) any) cache.TransformFunc {
-	return func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			return keep(u), nil
-		}
-		return obj, nil
-	}
-}
-
-// final is the object a delete event carries, whether or not the watch
-// saw the deletion itself.
-func final(obj any) any {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return d.Obj
-	}
-	return obj
-}
-
-// Run watches and writes until ctx ends. Nothing is written before both
-// caches have listed everything: a summary computed from a partial list
+// Run watches claims and writes until ctx ends; the watch of Workspaces
+// runs with the reporter. Nothing is written before both caches have
+// listed everything: a summary computed from a partial list
 // of claims would take credentials away from the workspaces whose claims
 // are not listed yet.
 func (w *Writer) Run(ctx context.Context) {
 	defer w.queue.ShutDown()
-	go w.workspaces.Run(ctx.Done())
 	go w.claims.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), w.workspaces.HasSynced, w.claims.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), w.workspacesSynced, w.claims.HasSynced) {
 		return
 	}
 	w.cfg.Logger.Info("watching ResourceClaims: the elected reporter writes each workspace's claims summary")
@@ -247,8 +246,8 @@ func (w *Writer) followLeadership(ctx context.Context) {
 // queueAll queues every Workspace in the cache.
 func (w *Writer) queueAll() {
 	for _, obj := range w.workspaces.GetStore().List() {
-		if ws, ok := obj.(*workspace); ok {
-			w.queue.Add(ws.key())
+		if ws, ok := obj.(*kube.Workspace); ok {
+			w.queue.Add(ws.Key())
 		}
 	}
 }
@@ -288,7 +287,10 @@ func (w *Writer) sync(ctx context.Context, k types.NamespacedName) error {
 	if err != nil || !ok {
 		return nil
 	}
-	ws := obj.(*workspace)
+	ws, ok := obj.(*kube.Workspace)
+	if !ok {
+		return nil
+	}
 	objs, err := w.claims.GetIndexer().ByIndex(byWorkspace, k.String())
 	if err != nil {
 		return nil
@@ -297,11 +299,11 @@ func (w *Writer) sync(ctx context.Context, k types.NamespacedName) error {
 	for _, o := range objs {
 		claims = append(claims, o.(*claim).rc)
 	}
-	want, keep := ws.want(claims)
-	if keep == ws.has && want == ws.summary {
+	value, keep := want(ws, claims)
+	if keep == ws.HasClaims && value == ws.Claims {
 		return nil
 	}
-	return w.patch(ctx, k, want, keep)
+	return w.patch(ctx, k, value, keep)
 }
 
 // patch writes (keep) or removes the summary with a JSON merge patch that

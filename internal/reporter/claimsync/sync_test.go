@@ -22,6 +22,7 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
 	"github.com/formspec/formspec-hooks/internal/claimsummary"
+	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 	"github.com/formspec/formspec-hooks/internal/testkit/testsync"
 )
 
@@ -137,7 +138,13 @@ func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 		c.patches[name] = append(c.patches[name], string(a.(k8stesting.PatchAction).GetPatch()))
 		return false, nil, nil
 	})
-	w, err := New(Config{Dynamic: c.dyn, Leader: c.leader.Load, Registerer: c.reg,
+	// The reporter's watch of Workspaces, run here as kube.Watch runs it
+	// in the reporter.
+	workspaces, err := kube.NewWorkspaceInformer(c.dyn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := New(Config{Dynamic: c.dyn, Workspaces: workspaces, Leader: c.leader.Load, Registerer: c.reg,
 		Workers: 2, LeaderCheck: 10 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +157,7 @@ func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 	c.w = w
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	go workspaces.Run(ctx.Done())
 	go func() {
 		defer close(done)
 		w.Run(ctx)
@@ -267,8 +275,9 @@ func TestLeaderOnly(t *testing.T) {
 }
 
 // TestOnlyWhenChanged: a Workspace that already carries its summary is not
-// written again, on election or on an unrelated change; a workspace
-// without datastores gets no summary at all.
+// written again on election, nor evaluated on a change that leaves its
+// datastores and summary alone (a status write, another annotation); a
+// workspace without datastores gets no summary at all.
 func TestOnlyWhenChanged(t *testing.T) {
 	c := newCluster(t,
 		workspaceObject("shop", map[string]string{claimsummary.Annotation: summary("shop-orders", "orders", granted, "h1")}, "orders"),
@@ -278,11 +287,19 @@ func TestOnlyWhenChanged(t *testing.T) {
 	c.leader.Store(true)
 	c.waitAnnotation("blog", summary())
 	c.settled()
-	// An unrelated change of shop: evaluated, not written.
-	before := c.evaluationsOf("shop")
-	c.put(workspacesResource, workspaceObject("shop", map[string]string{claimsummary.Annotation: summary("shop-orders", "orders", granted, "h1"), "note": "x"}, "orders"))
-	testsync.WaitFor(t, "shop to be evaluated again", func() bool { return c.evaluationsOf("shop") > before })
+	// An unrelated change of shop, then a change of blog's datastores:
+	// the watch hands the writer changes in order, so once blog is
+	// evaluated shop's change has been passed over.
+	shopBefore, blogBefore := c.evaluationsOf("shop"), c.evaluationsOf("blog")
+	shop := workspaceObject("shop", map[string]string{claimsummary.Annotation: summary("shop-orders", "orders", granted, "h1"), "note": "x"}, "orders")
+	_ = unstructured.SetNestedField(shop.Object, "Ready", "status", "phase")
+	c.put(workspacesResource, shop)
+	c.put(workspacesResource, workspaceObject("blog", map[string]string{claimsummary.Annotation: summary()}, "posts", "comments"))
+	testsync.WaitFor(t, "blog to be evaluated again", func() bool { return c.evaluationsOf("blog") > blogBefore })
 	c.settled()
+	if got := c.evaluationsOf("shop"); got != shopBefore {
+		t.Errorf("shop's datastores and summary did not change, yet it was evaluated %d times more", got-shopBefore)
+	}
 	if got := c.patchesOf("shop"); len(got) != 0 {
 		t.Errorf("shop already carried its summary, yet was written %q", got)
 	}
@@ -401,8 +418,8 @@ func TestClaimOf(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			ws := workspaceOf(workspaceObject("shop", nil, "orders"))
-			got, _ := ws.want([]*v1alpha1.ResourceClaim{claimOf(tc.obj).rc})
+			ws := kube.WorkspaceOf(workspaceObject("shop", nil, "orders"))
+			got, _ := want(ws, []*v1alpha1.ResourceClaim{claimOf(tc.obj).rc})
 			if diff := cmp.Diff(claimsummary.Encode(tc.want), got); diff != "" {
 				t.Errorf("%s (-want, +got):\n%s", tc.reason, diff)
 			}

@@ -7,8 +7,10 @@ import (
 
 	"github.com/formspec/formspec-hooks/hooks/api/observation"
 	"github.com/formspec/formspec-hooks/hooks/api/v1alpha1"
+	"github.com/formspec/formspec-hooks/internal/claimsummary"
 	"github.com/formspec/formspec-hooks/internal/testkit/workspaceobj"
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -42,6 +44,13 @@ func TestWatchedOf(t *testing.T) {
 			wantHashAt: t0.Add(-time.Minute),
 			wantIdleAt: t0.Add(-time.Minute),
 		},
+		"LabelOfTheSameName": {
+			reason: "a manager owning a label named like the hash annotation wrote no annotation",
+			obj: workspaceobj.Workspace("ns", "shop", nil, "", "Ready", metav1.ManagedFieldsEntry{
+				Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, Time: &metav1.Time{Time: t0}, FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + v1alpha1.AnnotationArtifactBinaryHash + `":{}}}}`)}}),
+			wantFacts: observation.Milestones{Class: "zero", Phase: "Ready"},
+		},
 		"Untouched": {
 			reason:    "no annotation, no time",
 			obj:       workspaceobj.Workspace("ns", "shop", nil, "", "Ready", workspaceobj.OwnsAnnotations("kubectl", t0, "owner.example/contact")),
@@ -50,13 +59,36 @@ func TestWatchedOf(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			w := watchedOf(tc.obj)
-			if diff := cmp.Diff(tc.wantFacts, w.seen.Milestones); diff != "" {
+			w := WorkspaceOf(tc.obj)
+			if diff := cmp.Diff(tc.wantFacts, w.Seen.Milestones); diff != "" {
 				t.Errorf("%s\nfacts (-want, +got):\n%s", tc.reason, diff)
 			}
-			if !w.seen.HashSince.Equal(tc.wantHashAt) || !w.seen.IdleSince.Equal(tc.wantIdleAt) {
-				t.Errorf("%s\nhash written at %v, idle at %v; want %v, %v", tc.reason, w.seen.HashSince, w.seen.IdleSince, tc.wantHashAt, tc.wantIdleAt)
+			if !w.Seen.HashSince.Equal(tc.wantHashAt) || !w.Seen.IdleSince.Equal(tc.wantIdleAt) {
+				t.Errorf("%s\nhash written at %v, idle at %v; want %v, %v", tc.reason, w.Seen.HashSince, w.Seen.IdleSince, tc.wantHashAt, tc.wantIdleAt)
 			}
 		})
+	}
+}
+
+// TestWorkspaceOfClaims checks what the watch keeps for the claims summary
+// writer: the datastores asked for and the summary carried, an empty one
+// told from none.
+func TestWorkspaceOfClaims(t *testing.T) {
+	u := workspaceobj.Workspace("ns", "shop", map[string]string{claimsummary.Annotation: ""}, "", "Ready")
+	_ = unstructured.SetNestedSlice(u.Object, []any{
+		map[string]any{"name": "orders"},
+		map[string]any{"name": "users", "namespace": "shared"},
+		"not an entry",
+	}, "spec", "datastores")
+	w := WorkspaceOf(u)
+	want := []v1alpha1.DatastoreRef{{Name: "orders"}, {Name: "users", Namespace: "shared"}}
+	if diff := cmp.Diff(want, w.Datastores); diff != "" {
+		t.Errorf("datastores (-want, +got):\n%s", diff)
+	}
+	if !w.HasClaims || w.Claims != "" {
+		t.Errorf("claims %q, %v; want an empty summary carried", w.Claims, w.HasClaims)
+	}
+	if w := WorkspaceOf(workspaceobj.Workspace("ns", "shop", nil, "", "Ready")); w.HasClaims || w.Datastores != nil {
+		t.Errorf("a Workspace without datastores or summary kept %v, %v", w.Datastores, w.HasClaims)
 	}
 }
