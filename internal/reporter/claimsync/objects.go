@@ -40,10 +40,13 @@ func want(w *kube.Workspace, claims []*v1alpha1.ResourceClaim) (string, bool) {
 }
 
 // summaryInputs reports whether a Workspace's update changed what its
-// summary depends on or what it carries: its datastores or its summary.
-// Status writes, the most frequent updates, change neither.
+// summary depends on or what it carries: its datastores or its summary,
+// or the Workspace itself (deleted and created again under its name, seen
+// as an update when the watch lists anew). Status writes, the most
+// frequent updates, change none of them.
 func summaryInputs(old, cur *kube.Workspace) bool {
-	return old.HasClaims != cur.HasClaims || old.Claims != cur.Claims || !slices.Equal(old.Datastores, cur.Datastores)
+	return old.UID != cur.UID || old.HasClaims != cur.HasClaims || old.Claims != cur.Claims ||
+		!slices.Equal(old.Datastores, cur.Datastores)
 }
 
 // claim is what the writer keeps of a ResourceClaim: the fields

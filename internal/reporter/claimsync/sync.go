@@ -6,8 +6,9 @@
 // instead watches claims itself, follows the reporter's watch of
 // Workspaces, indexes claims by the workspace they name, and on a change
 // of a claim, or of a Workspace's datastores or summary, re-evaluates
-// that one workspace: the summary is written only when it differs from what the
-// Workspace carries, and a Workspace without datastores carries none.
+// that one workspace: the summary is written only when it differs from
+// what the Workspace carries, and a Workspace without datastores carries
+// none.
 // Writes go through a work queue that holds each workspace at most once,
 // so a burst of claim writes becomes at most one patch per workspace,
 // paced by the API client's rate limit, and a failed patch is retried
@@ -23,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -112,6 +114,8 @@ type Writer struct {
 	// workspacesSynced reports whether the writer's handler has been
 	// handed every Workspace listed.
 	workspacesSynced cache.InformerSynced
+	// dropped is set when a workspace is dropped for want of the Lease.
+	dropped atomic.Bool
 	// evaluated, when set, is told each workspace evaluated (tests).
 	evaluated func(types.NamespacedName)
 }
@@ -223,18 +227,21 @@ func (w *Writer) Run(ctx context.Context) {
 
 // followLeadership queues every Workspace each time this reporter is
 // elected, until ctx ends: the one elected before may have left writes
-// undone, and while not elected this one dropped what it was queued.
+// undone, and while not elected this one dropped what it was queued. A
+// reporter that lost the Lease and took it back between two looks has
+// dropped workspaces too, and is told by the dropped flag.
 func (w *Writer) followLeadership(ctx context.Context) {
 	t := time.NewTicker(w.cfg.LeaderCheck)
 	defer t.Stop()
 	leading := false
 	for {
-		if now := w.cfg.Leader(); now != leading {
-			leading = now
-			if leading {
+		now := w.cfg.Leader()
+		if now {
+			if dropped := w.dropped.Swap(false); !leading || dropped {
 				w.queueAll()
 			}
 		}
+		leading = now
 		select {
 		case <-ctx.Done():
 			return
@@ -261,6 +268,7 @@ func (w *Writer) next(ctx context.Context) bool {
 	defer w.queue.Done(k)
 	if !w.cfg.Leader() {
 		// The next elected evaluates every Workspace as it takes over.
+		w.dropped.Store(true)
 		w.queue.Forget(k)
 		return true
 	}

@@ -105,8 +105,11 @@ type cluster struct {
 	t      *testing.T
 	dyn    *dynamicfake.FakeDynamicClient
 	leader atomic.Bool
-	w      *Writer
-	reg    *prometheus.Registry
+	// blink makes the next look at the Lease answer not elected, once: a
+	// Lease lost and taken back between two of the writer's looks.
+	blink atomic.Bool
+	w     *Writer
+	reg   *prometheus.Registry
 
 	mu sync.Mutex
 	// patches are the Workspace patches taken, by workspace name; the
@@ -144,7 +147,7 @@ func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(Config{Dynamic: c.dyn, Workspaces: workspaces, Leader: c.leader.Load, Registerer: c.reg,
+	w, err := New(Config{Dynamic: c.dyn, Workspaces: workspaces, Leader: c.leading, Registerer: c.reg,
 		Workers: 2, LeaderCheck: 10 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +170,14 @@ func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 		<-done
 	})
 	return c
+}
+
+// leading is the writer's Leader function.
+func (c *cluster) leading() bool {
+	if c.blink.CompareAndSwap(true, false) {
+		return false
+	}
+	return c.leader.Load()
 }
 
 // settled waits until the writer has listed everything and has nothing
@@ -439,4 +450,53 @@ func TestClaimMoves(t *testing.T) {
 	c.put(claimsResource, claimObject("orders", "blog", "orders", granted, "h1"))
 	c.waitAnnotation("blog", summary("orders", "orders", granted, "h1"))
 	c.waitAnnotation("shop", summary())
+}
+
+// TestLeaseBlink: a workspace dropped while the Lease was lost for a
+// moment, too short for the writer's look at the Lease to see it, is
+// still written once the Lease is back: nothing else would queue it
+// again, as a status write no longer does.
+func TestLeaseBlink(t *testing.T) {
+	c := newCluster(t, workspaceObject("shop", nil, "orders"))
+	c.leader.Store(true)
+	c.waitAnnotation("shop", summary())
+	c.settled()
+	c.blink.Store(true)
+	c.put(claimsResource, claimObject("shop-orders", "shop", "orders", granted, "h1"))
+	c.waitAnnotation("shop", summary("shop-orders", "orders", granted, "h1"))
+}
+
+// TestSummaryInputs: which Workspace updates queue it.
+func TestSummaryInputs(t *testing.T) {
+	base := func() *unstructured.Unstructured {
+		return workspaceObject("shop", map[string]string{claimsummary.Annotation: summary()}, "orders")
+	}
+	cases := map[string]struct {
+		change func(u *unstructured.Unstructured)
+		want   bool
+	}{
+		"StatusOnly": {change: func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "Ready", "status", "phase")
+		}},
+		"OtherAnnotation": {change: func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{claimsummary.Annotation: summary(), "note": "x"})
+		}},
+		"Datastores": {change: func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "users"}}, "spec", "datastores")
+		}, want: true},
+		"SummaryEdited": {change: func(u *unstructured.Unstructured) {
+			u.SetAnnotations(map[string]string{claimsummary.Annotation: "{}"})
+		}, want: true},
+		"SummaryRemoved": {change: func(u *unstructured.Unstructured) { u.SetAnnotations(nil) }, want: true},
+		"Recreated":      {change: func(u *unstructured.Unstructured) { u.SetUID("uid-shop-2") }, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cur := base()
+			tc.change(cur)
+			if got := summaryInputs(kube.WorkspaceOf(base()), kube.WorkspaceOf(cur)); got != tc.want {
+				t.Errorf("queued = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
