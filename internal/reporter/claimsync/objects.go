@@ -15,11 +15,9 @@ import (
 	"github.com/formspec/formspec-hooks/internal/reporter/kube"
 )
 
-// The resources the writer reads, and writes (Workspaces only).
-var (
-	workspacesResource = kube.WorkspacesResource
-	claimsResource     = schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "resourceclaims"}
-)
+// claimsResource is what the writer watches beside the reporter's watch
+// of Workspaces (kube.WorkspacesResource, which it patches).
+var claimsResource = schema.GroupVersionResource{Group: v1alpha1.Group, Version: v1alpha1.Version, Resource: "resourceclaims"}
 
 // The informers' caches hold these, not the objects: a fleet's claims and
 // Workspaces cost the writer only what a summary is computed from. The

@@ -153,12 +153,7 @@ func New(cfg Config) (*Writer, error) {
 // or carries, queues it; a claim's change queues the workspace it names
 // (both, when an update moves it). A deleted Workspace needs nothing.
 func (w *Writer) watch() error {
-	if err := w.claims.SetTransform(func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			return claimOf(u), nil
-		}
-		return obj, nil
-	}); err != nil {
+	if err := w.claims.SetTransform(kube.Keep(func(u *unstructured.Unstructured) any { return claimOf(u) })); err != nil {
 		return fmt.Errorf("cannot watch ResourceClaims: %w", err)
 	}
 	queueWorkspace := func(obj any) {
@@ -200,9 +195,9 @@ func (w *Writer) watch() error {
 
 // Run watches claims and writes until ctx ends; the watch of Workspaces
 // runs with the reporter. Nothing is written before both caches have
-// listed everything: a summary computed from a partial list
-// of claims would take credentials away from the workspaces whose claims
-// are not listed yet.
+// listed everything: a summary computed from a partial list of claims
+// would take credentials away from the workspaces whose claims are not
+// listed yet.
 func (w *Writer) Run(ctx context.Context) {
 	defer w.queue.ShutDown()
 	go w.claims.Run(ctx.Done())

@@ -125,7 +125,7 @@ func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 	t.Helper()
 	c := &cluster{t: t, patches: map[string][]string{}, evaluations: map[string]int{}, fail: map[string]int{}, reg: prometheus.NewRegistry()}
 	c.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		workspacesResource: "WorkspaceList", claimsResource: "ResourceClaimList",
+		kube.WorkspacesResource: "WorkspaceList", claimsResource: "ResourceClaimList",
 	}, objs...)
 	c.dyn.PrependReactor("patch", "workspaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		name := a.(k8stesting.PatchAction).GetName()
@@ -228,7 +228,7 @@ func (c *cluster) patchesOf(name string) []string {
 // one.
 func (c *cluster) annotation(name string) (string, bool) {
 	c.t.Helper()
-	u, err := c.dyn.Resource(workspacesResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := c.dyn.Resource(kube.WorkspacesResource).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -304,8 +304,8 @@ func TestOnlyWhenChanged(t *testing.T) {
 	shopBefore, blogBefore := c.evaluationsOf("shop"), c.evaluationsOf("blog")
 	shop := workspaceObject("shop", map[string]string{claimsummary.Annotation: summary("shop-orders", "orders", granted, "h1"), "note": "x"}, "orders")
 	_ = unstructured.SetNestedField(shop.Object, "Ready", "status", "phase")
-	c.put(workspacesResource, shop)
-	c.put(workspacesResource, workspaceObject("blog", map[string]string{claimsummary.Annotation: summary()}, "posts", "comments"))
+	c.put(kube.WorkspacesResource, shop)
+	c.put(kube.WorkspacesResource, workspaceObject("blog", map[string]string{claimsummary.Annotation: summary()}, "posts", "comments"))
 	testsync.WaitFor(t, "blog to be evaluated again", func() bool { return c.evaluationsOf("blog") > blogBefore })
 	c.settled()
 	if got := c.evaluationsOf("shop"); got != shopBefore {
@@ -331,7 +331,7 @@ func TestDatastoresEmptied(t *testing.T) {
 	c := newCluster(t, workspaceObject("shop", nil, "orders"), claimObject("shop-orders", "shop", "orders", granted, "h1"))
 	c.leader.Store(true)
 	c.waitAnnotation("shop", summary("shop-orders", "orders", granted, "h1"))
-	c.put(workspacesResource, workspaceObject("shop", map[string]string{claimsummary.Annotation: summary("shop-orders", "orders", granted, "h1")}))
+	c.put(kube.WorkspacesResource, workspaceObject("shop", map[string]string{claimsummary.Annotation: summary("shop-orders", "orders", granted, "h1")}))
 	testsync.WaitFor(t, "the summary to be removed", func() bool {
 		_, ok := c.annotation("shop")
 		return !ok

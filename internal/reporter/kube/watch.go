@@ -155,15 +155,21 @@ func later(a, b time.Time) time.Time {
 // the claims summary writer adds its handlers to it.
 func NewWorkspaceInformer(dyn dynamic.Interface) (cache.SharedIndexInformer, error) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, WorkspacesResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	if err := inf.SetTransform(func(obj any) (any, error) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			return WorkspaceOf(u), nil
-		}
-		return obj, nil
-	}); err != nil {
+	if err := inf.SetTransform(Keep(func(u *unstructured.Unstructured) any { return WorkspaceOf(u) })); err != nil {
 		return nil, fmt.Errorf("cannot watch Workspaces: %w", err)
 	}
 	return inf, nil
+}
+
+// Keep is an informer transform that caches keep's digest of each object
+// instead of the object.
+func Keep(keep func(*unstructured.Unstructured) any) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			return keep(u), nil
+		}
+		return obj, nil
+	}
 }
 
 // Final is the object a delete event carries, whether or not the watch
