@@ -3,7 +3,9 @@ package claimsync
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -105,8 +107,9 @@ type cluster struct {
 	t      *testing.T
 	dyn    *dynamicfake.FakeDynamicClient
 	leader atomic.Bool
-	// blink makes the next look at the Lease answer not elected, once: a
-	// Lease lost and taken back between two of the writer's looks.
+	// blink makes a worker's next look at the Lease answer not elected,
+	// once: a Lease lost and taken back between two of followLeadership's
+	// looks, which never see it.
 	blink atomic.Bool
 	w     *Writer
 	reg   *prometheus.Registry
@@ -174,10 +177,26 @@ func newCluster(t *testing.T, objs ...runtime.Object) *cluster {
 
 // leading is the writer's Leader function.
 func (c *cluster) leading() bool {
-	if c.blink.CompareAndSwap(true, false) {
+	if c.blink.Load() && calledBy("claimsync.(*Writer).next") && c.blink.CompareAndSwap(true, false) {
 		return false
 	}
 	return c.leader.Load()
+}
+
+// calledBy reports whether fn (a function name's package-qualified tail)
+// is on the caller's stack.
+func calledBy(fn string) bool {
+	pcs := make([]uintptr, 32)
+	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, fn) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // settled waits until the writer has listed everything and has nothing
