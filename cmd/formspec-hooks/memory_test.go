@@ -123,6 +123,9 @@ func serveWorstCase(t *testing.T, reason string, cgroupLimit int64, http2 bool) 
 	t.Cleanup(func() {
 		cancel()
 		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("the server's output:\n%s", logs.String())
+		}
 		if err := os.Remove(cg); err != nil {
 			t.Errorf("cannot remove the cgroup %s: %v", cg, err)
 		}
